@@ -1,0 +1,354 @@
+// Package protocol holds the wire types of the toolsd JSON-RPC protocol and nothing else.
+//
+// The method and field names are fixed by the design's PROTOCOL.md; docs/protocol.md is the
+// normative reference. Field names are camelCase. Slices that the wire shows as arrays are
+// always non-nil when a result is built (see the constructors in this package), so that the
+// encoder writes [] rather than null.
+package protocol
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Method names.
+const (
+	MethodInitialize      = "initialize"
+	MethodInitialized     = "initialized"
+	MethodShutdown        = "shutdown"
+	MethodExit            = "exit"
+	MethodCancelRequest   = "$/cancelRequest"
+	MethodToolsResolve    = "tools/resolve"
+	MethodToolsExecute    = "tools/execute"
+	MethodToolsCancel     = "tools/cancel"
+	MethodToolsProgress   = "tools/progress"
+	MethodToolsChanged    = "tools/changed"
+	MethodPermissionAsked = "permission/asked"
+	MethodPermissionReply = "permission/reply"
+	MethodPermissionList  = "permission/list"
+	MethodPermissionTrust = "permission/trust"
+	MethodCallsList       = "calls/list"
+	MethodCallsGet        = "calls/get"
+	MethodOutputsRead     = "outputs/read"
+)
+
+// JSON-RPC error codes used by toolsd beyond the standard ones.
+const (
+	CodeServerNotInitialized = -32002
+	CodeRequestCancelled     = -32800
+	// CodeInvalidRequest is also used for frames over the message limit.
+	CodeInvalidRequest = -32600
+	CodeNotFound       = -32004 // an unknown ask id, call id or output id
+	CodeConflict       = -32005 // a duplicate callID in a session, an already answered ask
+)
+
+// Call states.
+const (
+	StatusPending     = "pending"
+	StatusRunning     = "running"
+	StatusCompleted   = "completed"
+	StatusError       = "error"
+	StatusCancelled   = "cancelled"
+	StatusInterrupted = "interrupted"
+)
+
+// ClientInfo names the editor.
+type ClientInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+}
+
+// ClientCapabilities says what the editor can show.
+type ClientCapabilities struct {
+	Ask      bool `json:"ask"`
+	Progress bool `json:"progress"`
+}
+
+// InitializeParams are the params of initialize.
+type InitializeParams struct {
+	ProcessID             *int                `json:"processId,omitempty"`
+	ClientInfo            *ClientInfo         `json:"clientInfo,omitempty"`
+	WorkspaceFolder       string              `json:"workspaceFolder"`
+	Capabilities          *ClientCapabilities `json:"capabilities,omitempty"`
+	InitializationOptions json.RawMessage     `json:"initializationOptions,omitempty"`
+}
+
+// ServerInfo names the daemon.
+type ServerInfo struct {
+	Name    string `json:"name"`
+	Version string `json:"version"`
+}
+
+// ServerCapabilities says what the daemon offers.
+type ServerCapabilities struct {
+	Cancel      bool     `json:"cancel"`
+	Progress    bool     `json:"progress"`
+	Ask         bool     `json:"ask"`
+	HotReload   bool     `json:"hotReload"`
+	MaxMessage  int64    `json:"maxMessageBytes"`
+	Permissions []string `json:"permissions"`
+}
+
+// InitializeResult is the result of initialize.
+type InitializeResult struct {
+	ServerInfo   ServerInfo         `json:"serverInfo"`
+	Capabilities ServerCapabilities `json:"capabilities"`
+	StorePath    string             `json:"storePath"`
+}
+
+// Model names the model a round is for.
+type Model struct {
+	ProviderID string `json:"providerID"`
+	ModelID    string `json:"modelID"`
+}
+
+// ResolveParams are the params of tools/resolve.
+type ResolveParams struct {
+	SessionID string `json:"sessionID"`
+	Agent     string `json:"agent,omitempty"`
+	Model     *Model `json:"model,omitempty"`
+}
+
+// ToolInfo is one tool as a model sees it.
+type ToolInfo struct {
+	ID          string          `json:"id"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Source      string          `json:"source"`
+}
+
+// Diagnostic reports a tool definition or config file that failed to load.
+type Diagnostic struct {
+	Path     string `json:"path"`
+	Line     int    `json:"line,omitempty"`
+	Column   int    `json:"column,omitempty"`
+	Message  string `json:"message"`
+	Severity string `json:"severity"` // "error" or "warning"
+}
+
+// ResolveResult is the result of tools/resolve.
+type ResolveResult struct {
+	Tools       []ToolInfo   `json:"tools"`
+	Diagnostics []Diagnostic `json:"diagnostics"`
+}
+
+// ExecuteParams are the params of tools/execute.
+type ExecuteParams struct {
+	SessionID string          `json:"sessionID"`
+	MessageID string          `json:"messageID"`
+	CallID    string          `json:"callID"`
+	Tool      string          `json:"tool"`
+	Args      json.RawMessage `json:"args"`
+	Agent     string          `json:"agent,omitempty"`
+	Model     *Model          `json:"model,omitempty"`
+}
+
+// Attachment is a file a tool returns besides its text (an image, a PDF).
+type Attachment struct {
+	ID        string `json:"id"`
+	SessionID string `json:"sessionID"`
+	MessageID string `json:"messageID"`
+	Mime      string `json:"mime"`
+	Filename  string `json:"filename,omitempty"`
+	// Data is base64 (standard encoding).
+	Data string `json:"data"`
+}
+
+// ExecuteResult is the result of tools/execute.
+type ExecuteResult struct {
+	CallID      string          `json:"callID"`
+	Status      string          `json:"status"`
+	Title       string          `json:"title"`
+	Output      string          `json:"output"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Attachments []Attachment    `json:"attachments"`
+	Truncated   bool            `json:"truncated"`
+	OutputID    string          `json:"outputID,omitempty"`
+	Error       string          `json:"error,omitempty"`
+}
+
+// CancelRequestParams are the params of $/cancelRequest.
+type CancelRequestParams struct {
+	ID json.RawMessage `json:"id"`
+}
+
+// CancelParams are the params of tools/cancel.
+type CancelParams struct {
+	CallID    string `json:"callID"`
+	SessionID string `json:"sessionID,omitempty"`
+}
+
+// CancelResult is the result of tools/cancel.
+type CancelResult struct {
+	Cancelled bool `json:"cancelled"`
+}
+
+// ProgressParams are the params of the tools/progress notification.
+type ProgressParams struct {
+	SessionID string          `json:"sessionID"`
+	MessageID string          `json:"messageID,omitempty"`
+	CallID    string          `json:"callID"`
+	Tool      string          `json:"tool"`
+	Status    string          `json:"status"`
+	Title     string          `json:"title,omitempty"`
+	Metadata  json.RawMessage `json:"metadata,omitempty"`
+}
+
+// ChangedParams are the params of the tools/changed notification.
+type ChangedParams struct {
+	Added       []string     `json:"added"`
+	Removed     []string     `json:"removed"`
+	Changed     []string     `json:"changed"`
+	Diagnostics []Diagnostic `json:"diagnostics"`
+}
+
+// AskedParams are the params of the permission/asked notification, and the items of
+// permission/list.
+type AskedParams struct {
+	ID         string          `json:"id"`
+	SessionID  string          `json:"sessionID"`
+	MessageID  string          `json:"messageID,omitempty"`
+	CallID     string          `json:"callID"`
+	Tool       string          `json:"tool"`
+	Permission string          `json:"permission"`
+	Patterns   []string        `json:"patterns"`
+	Always     []string        `json:"always"`
+	Metadata   json.RawMessage `json:"metadata"`
+	// Rule is the rule that made the call ask, if any ("no rule matched" otherwise).
+	Rule *RuleInfo `json:"rule,omitempty"`
+	// Destructive hints the editor to use a modal.
+	Destructive bool `json:"destructive,omitempty"`
+}
+
+// RuleInfo describes a permission rule on the wire.
+type RuleInfo struct {
+	Permission string `json:"permission"`
+	Pattern    string `json:"pattern"`
+	Action     string `json:"action"`
+	Source     string `json:"source,omitempty"`
+}
+
+// Reply values.
+const (
+	ReplyOnce   = "once"
+	ReplyAlways = "always"
+	ReplyReject = "reject"
+
+	ScopeSession   = "session"
+	ScopeWorkspace = "workspace"
+)
+
+// ReplyParams are the params of permission/reply.
+type ReplyParams struct {
+	ID      string   `json:"id"`
+	Reply   string   `json:"reply"`
+	Message string   `json:"message,omitempty"`
+	Scope   string   `json:"scope,omitempty"`
+	Always  []string `json:"always,omitempty"`
+}
+
+// ReplyResult is the result of permission/reply.
+type ReplyResult struct {
+	// Released lists the ids of other pending asks that this answer settled too.
+	Released []string `json:"released"`
+}
+
+// ListAsksResult is the result of permission/list.
+type ListAsksResult struct {
+	Asks []AskedParams `json:"asks"`
+}
+
+// TrustParams are the params of permission/trust: the person trusts (or stops trusting) the
+// workspace's own config.
+type TrustParams struct {
+	Trusted bool `json:"trusted"`
+}
+
+// TrustResult is the result of permission/trust.
+type TrustResult struct {
+	Trusted bool `json:"trusted"`
+}
+
+// CallsListParams are the params of calls/list.
+type CallsListParams struct {
+	SessionID string `json:"sessionID,omitempty"`
+	Limit     int    `json:"limit,omitempty"`
+	Cursor    string `json:"cursor,omitempty"`
+}
+
+// CallSummary is one row of calls/list.
+type CallSummary struct {
+	CallID    string     `json:"callID"`
+	SessionID string     `json:"sessionID"`
+	MessageID string     `json:"messageID"`
+	Tool      string     `json:"tool"`
+	Status    string     `json:"status"`
+	Title     string     `json:"title"`
+	StartedAt time.Time  `json:"startedAt"`
+	EndedAt   *time.Time `json:"endedAt,omitempty"`
+	Truncated bool       `json:"truncated"`
+	OutputID  string     `json:"outputID,omitempty"`
+}
+
+// CallsListResult is the result of calls/list.
+type CallsListResult struct {
+	Calls      []CallSummary `json:"calls"`
+	NextCursor string        `json:"nextCursor,omitempty"`
+}
+
+// CallsGetParams are the params of calls/get.
+type CallsGetParams struct {
+	CallID    string `json:"callID"`
+	SessionID string `json:"sessionID,omitempty"`
+}
+
+// Decision records who or what allowed or refused a call's permission request.
+type Decision struct {
+	Permission string    `json:"permission"`
+	Patterns   []string  `json:"patterns"`
+	Action     string    `json:"action"`            // allow, deny, ask
+	By         string    `json:"by"`                // "rule", "person", "no-ui", "cancel"
+	Rule       *RuleInfo `json:"rule,omitempty"`    // the rule that decided
+	Reply      string    `json:"reply,omitempty"`   // once, always, reject
+	Scope      string    `json:"scope,omitempty"`   // for always
+	Message    string    `json:"message,omitempty"` // a rejection's message
+	At         time.Time `json:"at"`
+}
+
+// CallRecord is the whole record of a call (calls/get).
+type CallRecord struct {
+	CallID      string          `json:"callID"`
+	SessionID   string          `json:"sessionID"`
+	MessageID   string          `json:"messageID"`
+	Tool        string          `json:"tool"`
+	Agent       string          `json:"agent,omitempty"`
+	Model       *Model          `json:"model,omitempty"`
+	Status      string          `json:"status"`
+	Title       string          `json:"title"`
+	Args        json.RawMessage `json:"args"`
+	Metadata    json.RawMessage `json:"metadata"`
+	Output      string          `json:"output"`
+	Error       string          `json:"error,omitempty"`
+	Truncated   bool            `json:"truncated"`
+	OutputID    string          `json:"outputID,omitempty"`
+	Attachments []Attachment    `json:"attachments"`
+	Decisions   []Decision      `json:"decisions"`
+	StartedAt   time.Time       `json:"startedAt"`
+	EndedAt     *time.Time      `json:"endedAt,omitempty"`
+}
+
+// OutputsReadParams are the params of outputs/read. Offset is a 0-based line number.
+type OutputsReadParams struct {
+	OutputID string `json:"outputID"`
+	Offset   int    `json:"offset,omitempty"`
+	Limit    int    `json:"limit,omitempty"`
+}
+
+// OutputsReadResult is the result of outputs/read.
+type OutputsReadResult struct {
+	Content    string `json:"content"`
+	Offset     int    `json:"offset"`
+	Lines      int    `json:"lines"`
+	TotalLines int    `json:"totalLines"`
+	TotalBytes int64  `json:"totalBytes"`
+}
