@@ -156,3 +156,7 @@ func (e *PermissionError) Error() string { return e.Message }
 
 // ErrOutputNotFound is returned by an OutputReader for an unknown output id.
 var ErrOutputNotFound = errors.New("registry: output not found")
+
+// OutputURIPrefix starts the pseudo path under which the model reads a stored full output
+// with the read tool: "toolsd://output/<outputID>".
+const OutputURIPrefix = "toolsd://output/"
