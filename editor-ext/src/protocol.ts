@@ -1,0 +1,158 @@
+// Wire types of the toolsd protocol (mirrors protocol/protocol.go; field names are fixed there).
+
+export const Methods = {
+  initialize: 'initialize',
+  initialized: 'initialized',
+  shutdown: 'shutdown',
+  exit: 'exit',
+  toolsResolve: 'tools/resolve',
+  toolsExecute: 'tools/execute',
+  toolsCancel: 'tools/cancel',
+  toolsProgress: 'tools/progress',
+  toolsChanged: 'tools/changed',
+  permissionAsked: 'permission/asked',
+  permissionReply: 'permission/reply',
+  permissionList: 'permission/list',
+  permissionTrust: 'permission/trust',
+  callsList: 'calls/list',
+  callsGet: 'calls/get',
+  outputsRead: 'outputs/read',
+} as const;
+
+export const ErrorCodes = {
+  ServerNotInitialized: -32002,
+  RequestCancelled: -32800,
+  InvalidRequest: -32600,
+  MethodNotFound: -32601,
+  NotFound: -32004,
+  Conflict: -32005,
+} as const;
+
+export type CallStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
+
+export interface ClientCapabilities { ask: boolean; progress: boolean }
+
+export interface InitializeParams {
+  processId?: number;
+  clientInfo?: { name: string; version?: string };
+  workspaceFolder: string;
+  capabilities?: ClientCapabilities;
+  initializationOptions?: unknown;
+}
+
+export interface InitializeResult {
+  serverInfo: { name: string; version: string };
+  capabilities: {
+    cancel?: boolean; progress?: boolean; ask?: boolean; hotReload?: boolean;
+    maxMessageBytes?: number; permissions?: string[];
+  };
+  storePath: string;
+}
+
+export interface Model { providerID: string; modelID: string }
+
+export interface ResolveParams { sessionID: string; agent?: string; model?: Model }
+
+export interface ToolInfo { id: string; description: string; inputSchema: unknown; source: string }
+
+export interface Diagnostic {
+  path: string;
+  line?: number;
+  column?: number;
+  message: string;
+  severity: 'error' | 'warning' | string;
+}
+
+export interface ResolveResult { tools: ToolInfo[]; diagnostics: Diagnostic[] }
+
+export interface ExecuteParams {
+  sessionID: string;
+  messageID: string;
+  callID: string;
+  tool: string;
+  args: unknown;
+  agent?: string;
+  model?: Model;
+}
+
+export interface Attachment { id: string; sessionID: string; messageID: string; mime: string; filename?: string; data: string }
+
+export interface ExecuteResult {
+  callID: string;
+  status: CallStatus;
+  title: string;
+  output: string;
+  metadata: Record<string, unknown> | null;
+  attachments: Attachment[];
+  truncated: boolean;
+  outputID?: string;
+  error?: string;
+}
+
+export interface ProgressParams {
+  sessionID: string;
+  messageID?: string;
+  callID: string;
+  tool: string;
+  status: CallStatus;
+  title?: string;
+  metadata?: Record<string, unknown> | null;
+}
+
+export interface ChangedParams { added: string[]; removed: string[]; changed: string[]; diagnostics: Diagnostic[] }
+
+export interface RuleInfo { permission: string; pattern: string; action: string; source?: string }
+
+export interface AskedParams {
+  id: string;
+  sessionID: string;
+  messageID?: string;
+  callID: string;
+  tool: string;
+  permission: string;
+  patterns: string[];
+  always: string[];
+  metadata: Record<string, unknown> | null;
+  rule?: RuleInfo;
+  destructive?: boolean;
+}
+
+export type Reply = 'once' | 'always' | 'reject';
+export type Scope = 'session' | 'workspace';
+
+export interface ReplyParams { id: string; reply: Reply; message?: string; scope?: Scope; always?: string[] }
+export interface ReplyResult { released: string[] }
+export interface ListAsksResult { asks: AskedParams[] }
+export interface TrustParams { trusted: boolean }
+export interface TrustResult { trusted: boolean }
+
+export interface CallsListParams { sessionID?: string; limit?: number; cursor?: string }
+
+export interface CallSummary {
+  callID: string;
+  sessionID: string;
+  messageID: string;
+  tool: string;
+  status: CallStatus;
+  title: string;
+  startedAt: string;
+  endedAt?: string;
+  truncated: boolean;
+  outputID?: string;
+}
+
+export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }
+
+export interface CallRecord extends CallSummary {
+  agent?: string;
+  model?: Model;
+  args: unknown;
+  metadata: unknown;
+  output: string;
+  error?: string;
+  attachments: Attachment[];
+  decisions: unknown[];
+}
+
+export interface OutputsReadParams { outputID: string; offset?: number; limit?: number }
+export interface OutputsReadResult { content: string; offset: number; lines: number; totalLines: number; totalBytes: number }
