@@ -1,0 +1,349 @@
+package watcher_test
+
+import (
+	"bytes"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"go.uber.org/goleak"
+
+	"github.com/toolsd/toolsd/watcher"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// recorder collects batches on a channel.
+type recorder struct{ ch chan []string }
+
+func newRecorder() *recorder { return &recorder{ch: make(chan []string, 100)} }
+
+func (r *recorder) onChange(paths []string) { r.ch <- paths }
+
+// waitFor reads batches until every path in want has been reported (in one or more
+// batches), and returns all batches read. It fails after a deadline.
+func (r *recorder) waitFor(t *testing.T, want ...string) [][]string {
+	t.Helper()
+	seen := map[string]bool{}
+	var got [][]string
+	deadline := time.After(5 * time.Second)
+	for {
+		missing := false
+		for _, w := range want {
+			if !seen[w] {
+				missing = true
+			}
+		}
+		if !missing {
+			return got
+		}
+		select {
+		case b := <-r.ch:
+			got = append(got, b)
+			for _, p := range b {
+				seen[p] = true
+			}
+		case <-deadline:
+			t.Fatalf("timed out waiting for %v; got batches %v", want, got)
+		}
+	}
+}
+
+func start(t *testing.T, opts watcher.Options) (*watcher.Watcher, *recorder) {
+	t.Helper()
+	r := newRecorder()
+	opts.OnChange = r.onChange
+	if opts.Debounce == 0 {
+		opts.Debounce = 20 * time.Millisecond
+	}
+	w, err := watcher.New(opts)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { w.Close() })
+	return w, r
+}
+
+func write(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(path, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// atomicWrite saves like editors do: a temporary file renamed over the target.
+func atomicWrite(t *testing.T, path, content string) {
+	t.Helper()
+	tmp := filepath.Join(filepath.Dir(path), "."+filepath.Base(path)+".tmp")
+	write(t, tmp, content)
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestWatch(t *testing.T) {
+	cases := []struct {
+		name string
+		// setup runs before the watcher starts; act after. Both get the workspace.
+		setup func(t *testing.T, ws string)
+		act   func(t *testing.T, ws string)
+		want  []string // relative to ws
+	}{
+		{
+			name: "folder created after start",
+			act: func(t *testing.T, ws string) {
+				write(t, filepath.Join(ws, ".toolsd/tool/a.json"), "{}")
+			},
+			want: []string{".toolsd/tool/a.json"},
+		},
+		{
+			name: "config file created with its folder",
+			act: func(t *testing.T, ws string) {
+				write(t, filepath.Join(ws, ".toolsd/config.json"), "{}")
+			},
+			want: []string{".toolsd/config.json"},
+		},
+		{
+			name:  "edit in place",
+			setup: func(t *testing.T, ws string) { write(t, filepath.Join(ws, ".toolsd/tool/a.json"), "{}") },
+			act: func(t *testing.T, ws string) {
+				write(t, filepath.Join(ws, ".toolsd/tool/a.json"), `{"description":"x"}`)
+			},
+			want: []string{".toolsd/tool/a.json"},
+		},
+		{
+			name:  "atomic save of a config file",
+			setup: func(t *testing.T, ws string) { write(t, filepath.Join(ws, ".toolsd/config.json"), "{}") },
+			act: func(t *testing.T, ws string) {
+				atomicWrite(t, filepath.Join(ws, ".toolsd/config.json"), `{"logLevel":"debug"}`)
+			},
+			want: []string{".toolsd/config.json"},
+		},
+		{
+			name:  "delete",
+			setup: func(t *testing.T, ws string) { write(t, filepath.Join(ws, ".toolsd/tool/a.json"), "{}") },
+			act: func(t *testing.T, ws string) {
+				if err := os.Remove(filepath.Join(ws, ".toolsd/tool/a.json")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			want: []string{".toolsd/tool/a.json"},
+		},
+		{
+			name:  "folder deleted and created again",
+			setup: func(t *testing.T, ws string) { write(t, filepath.Join(ws, ".toolsd/tool/a.json"), "{}") },
+			act: func(t *testing.T, ws string) {
+				if err := os.RemoveAll(filepath.Join(ws, ".toolsd")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(ws, ".toolsd/tool/b.json"), "{}")
+			},
+			want: []string{".toolsd/tool/b.json"},
+		},
+		{
+			name: "symlinked tool folder",
+			setup: func(t *testing.T, ws string) {
+				if err := os.MkdirAll(filepath.Join(ws, "shared/tools"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.MkdirAll(filepath.Join(ws, ".toolsd"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(ws, "shared/tools"), filepath.Join(ws, ".toolsd/tool")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			act: func(t *testing.T, ws string) {
+				write(t, filepath.Join(ws, "shared/tools/a.json"), "{}")
+			},
+			want: []string{".toolsd/tool/a.json"},
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			if tc.setup != nil {
+				tc.setup(t, ws)
+			}
+			_, r := start(t, watcher.Options{Paths: []string{
+				filepath.Join(ws, ".toolsd/tool"),
+				filepath.Join(ws, ".toolsd/config.json"),
+			}})
+			tc.act(t, ws)
+			var want []string
+			for _, p := range tc.want {
+				want = append(want, filepath.Join(ws, p))
+			}
+			r.waitFor(t, want...)
+		})
+	}
+}
+
+func TestIrrelevantChangesAreNotReported(t *testing.T) {
+	ws := t.TempDir()
+	write(t, filepath.Join(ws, ".toolsd/tool/a.json"), "{}")
+	cfg := filepath.Join(ws, ".toolsd/config.json")
+	_, r := start(t, watcher.Options{Paths: []string{filepath.Join(ws, ".toolsd/tool"), cfg}})
+	write(t, filepath.Join(ws, "main.go"), "package main")       // the workspace root is not watched
+	write(t, filepath.Join(ws, ".toolsd/notes.txt"), "x")        // a sibling of the targets
+	write(t, filepath.Join(ws, ".toolsd/.config.json.swp"), "x") // an editor's temp file
+	write(t, cfg, "{}")
+	for _, b := range r.waitFor(t, cfg) {
+		for _, p := range b {
+			if p != cfg {
+				t.Errorf("reported an irrelevant path %s", p)
+			}
+		}
+	}
+}
+
+func TestBurstIsOneBatch(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".toolsd/tool")
+	write(t, filepath.Join(dir, "seed.json"), "{}")
+	_, r := start(t, watcher.Options{Paths: []string{dir}, Debounce: 100 * time.Millisecond})
+	var want []string
+	for i := range 50 {
+		p := filepath.Join(dir, fmt.Sprintf("t%02d.json", i))
+		want = append(want, p)
+		for j := range 4 {
+			write(t, p, fmt.Sprint(j))
+		}
+	}
+	batches := r.waitFor(t, want...)
+	if len(batches) > 2 {
+		t.Errorf("a burst of 200 writes gave %d batches, want 1 (2 on a slow machine)", len(batches))
+	}
+	for _, b := range batches {
+		if !slices.IsSorted(b) || len(slices.Compact(slices.Clone(b))) != len(b) {
+			t.Errorf("batch not sorted and de-duplicated: %v", b)
+		}
+	}
+}
+
+// syncBuffer is a log sink safe for concurrent use.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+func TestFallBackToPolling(t *testing.T) {
+	cases := []struct {
+		name    string
+		opts    func(o *watcher.Options)
+		wantLog string
+	}{
+		{
+			name: "watch limit reached",
+			opts: func(o *watcher.Options) {
+				watcher.SetAddWatch(o, func(path string) error {
+					return fmt.Errorf("inotify_add_watch %s: %w", path, syscall.ENOSPC)
+				})
+			},
+			wantLog: "max_user_watches",
+		},
+		{
+			name:    "no notifier",
+			opts:    watcher.ForcePoll,
+			wantLog: "polling instead",
+		},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			ws := t.TempDir()
+			var logs syncBuffer
+			dir := filepath.Join(ws, ".toolsd/tool")
+			cfg := filepath.Join(ws, ".toolsd/config.json")
+			opts := watcher.Options{
+				Paths:        []string{dir, cfg},
+				PollInterval: 10 * time.Millisecond,
+				Logger:       slog.New(slog.NewTextHandler(&logs, nil)),
+			}
+			tc.opts(&opts)
+			w, r := start(t, opts)
+			if !w.Polling() {
+				t.Fatal("watcher is not polling")
+			}
+			if !strings.Contains(logs.String(), tc.wantLog) {
+				t.Errorf("log %q does not mention %q", logs.String(), tc.wantLog)
+			}
+			write(t, filepath.Join(dir, "a.json"), "{}")
+			r.waitFor(t, filepath.Join(dir, "a.json"))
+			atomicWrite(t, cfg, "{}")
+			r.waitFor(t, cfg)
+			if err := os.Remove(filepath.Join(dir, "a.json")); err != nil {
+				t.Fatal(err)
+			}
+			r.waitFor(t, filepath.Join(dir, "a.json"))
+		})
+	}
+}
+
+func TestCloseWaitsForCallback(t *testing.T) {
+	ws := t.TempDir()
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	var finished bool
+	w, err := watcher.New(watcher.Options{
+		Paths:    []string{ws + "/f"},
+		Debounce: time.Millisecond,
+		OnChange: func([]string) {
+			close(entered)
+			<-release
+			finished = true
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	write(t, ws+"/f", "x")
+	<-entered
+	closed := make(chan struct{})
+	go func() { w.Close(); close(closed) }()
+	select {
+	case <-closed:
+		t.Fatal("Close returned while OnChange was running")
+	default:
+	}
+	close(release)
+	<-closed
+	if !finished {
+		t.Fatal("OnChange did not finish before Close returned")
+	}
+	w.Close() // a second Close is harmless
+}
+
+func TestBadOptions(t *testing.T) {
+	for name, o := range map[string]watcher.Options{
+		"no callback":   {Paths: []string{"/x"}},
+		"relative path": {Paths: []string{"x"}, OnChange: func([]string) {}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			if _, err := watcher.New(o); err == nil {
+				t.Fatal("want an error")
+			}
+		})
+	}
+}
