@@ -1,0 +1,97 @@
+// Command toolsd is the tool runtime sidecar: spawned by an editor, it serves the toolsd
+// protocol (JSON-RPC 2.0, LSP framing) on stdin and stdout.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/rpc"
+	"github.com/toolsd/toolsd/session"
+	"github.com/toolsd/toolsd/store"
+)
+
+// version is set at build time with -ldflags "-X main.version=...".
+var version = "0.1.0-dev"
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
+		os.Exit(proc.RunGuard(os.Args[2:]))
+	}
+	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+}
+
+func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolsd", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		storePath  = fs.String("store", "", "store file (default: one per workspace under $XDG_STATE_HOME/toolsd)")
+		logFile    = fs.String("log-file", "", "write logs to this file instead of stderr")
+		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		maxMessage = fs.Int("max-message", rpc.DefaultMaxMessage, "largest JSON-RPC message accepted, in bytes")
+		retention  = fs.Duration("retention", 7*24*time.Hour, "how long full outputs are kept")
+		syncStore  = fs.Bool("sync", false, "fsync every store commit (survive power loss, not only crashes)")
+		showVer    = fs.Bool("version", false, "print the version and exit")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolsd: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	if *showVer {
+		fmt.Fprintf(stdout, "toolsd %s\n", version)
+		return 0
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "toolsd: --log-level: %v\n", err)
+		return 2
+	}
+	logOut := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "toolsd: --log-file: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if exe, err := os.Executable(); err == nil {
+		proc.SetGuardPath(exe)
+	}
+
+	open := func(ctx context.Context, p protocol.InitializeParams, n rpc.Notifier) (rpc.Backend, error) {
+		canAsk := p.Capabilities != nil && p.Capabilities.Ask
+		return session.OpenWorkspace(ctx, session.WorkspaceOptions{
+			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Notifier: n, Changed: n.Changed,
+			InitOptions: p.InitializationOptions, Logger: logger,
+			Store: &store.Options{Retention: *retention, Sync: *syncStore, Logger: logger},
+		})
+	}
+	logger.Info("toolsd starting", "version", version, "pid", os.Getpid())
+	code := rpc.Serve(context.Background(), stdin, stdout, func() error {
+		_ = stdin.Close()
+		return stdout.Close()
+	}, rpc.Options{Version: version, MaxMessage: *maxMessage, Open: open, Logger: logger})
+	logger.Info("toolsd exiting", "code", code)
+	return code
+}

@@ -1,0 +1,33 @@
+package rpc
+
+import (
+	"context"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+func (s *server) listCalls(_ context.Context, b Backend, p protocol.CallsListParams) (*protocol.CallsListResult, error) {
+	if p.Limit < 0 {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: limit must be positive")
+	}
+	return b.ListCalls(p)
+}
+
+func (s *server) getCall(_ context.Context, b Backend, p protocol.CallsGetParams) (*protocol.CallRecord, error) {
+	if p.CallID == "" {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: callID is required")
+	}
+	return b.GetCall(p)
+}
+
+func (s *server) readOutput(_ context.Context, b Backend, p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
+	if p.OutputID == "" {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: outputID is required")
+	}
+	if p.Offset < 0 || p.Limit < 0 {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: offset and limit must not be negative")
+	}
+	return b.ReadOutput(p)
+}

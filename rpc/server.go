@@ -1,0 +1,468 @@
+// Package rpc serves the toolsd protocol over JSON-RPC 2.0 with LSP framing on a pair of
+// streams (the daemon's stdin and stdout).
+//
+// It wraps go.lsp.dev/jsonrpc2 v1.0.1 and fixes what that library leaves to its users (see
+// the design's JSONRPC.md): a guard in front of the framer answers malformed and oversized
+// frames without failing the connection; end of input cancels every running call and ends
+// the server; $/cancelRequest and tools/cancel cancel a call, which is answered -32800;
+// every error carries a real code; a panic fails only its own request; handlers that wait
+// run concurrently so permission/reply can answer an ask that a tools/execute waits on.
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strconv"
+	"sync"
+	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// Backend is the workspace the server fronts; session.Workspace implements it. Its methods
+// are called concurrently.
+type Backend interface {
+	Resolve(p protocol.ResolveParams) protocol.ResolveResult
+	Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error)
+	Cancel(sessionID, callID string) bool
+	Reply(p protocol.ReplyParams) (*protocol.ReplyResult, error)
+	PendingAsks() []protocol.AskedParams
+	SetTrusted(trusted bool) (bool, error)
+	ListCalls(p protocol.CallsListParams) (*protocol.CallsListResult, error)
+	GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error)
+	ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error)
+	StorePath() string
+	Permissions() []string
+	// Close cancels every call, waits for them to be recorded, and releases the workspace.
+	Close() error
+}
+
+// Notifier is handed to the backend to reach the editor. Safe for concurrent use.
+type Notifier interface {
+	Progress(p protocol.ProgressParams)
+	Asked(p protocol.AskedParams)
+	Changed(p protocol.ChangedParams)
+}
+
+// OpenFunc builds the backend for the workspace named in initialize.
+type OpenFunc func(ctx context.Context, p protocol.InitializeParams, n Notifier) (Backend, error)
+
+// Options configure Serve.
+type Options struct {
+	Version string
+	// MaxMessage is the largest frame body accepted, in bytes (default 8 MiB).
+	MaxMessage int
+	Open       OpenFunc
+	Logger     *slog.Logger
+}
+
+// DefaultMaxMessage is the default frame body limit.
+const DefaultMaxMessage = 8 << 20
+
+const (
+	stateNew = iota
+	stateReady
+	stateShutdown
+)
+
+// server is one connection's state.
+type server struct {
+	opts   Options
+	log    *slog.Logger
+	conn   jsonrpc2.Conn
+	ctx    context.Context // cancelled when the connection ends
+	cancel context.CancelFunc
+
+	mu      sync.Mutex // guards state and backend
+	state   int
+	backend Backend
+
+	reqMu sync.Mutex // guards reqs
+	reqs  map[string]*request
+
+	exitOnce sync.Once
+	exit     chan int // the exit code, once the client says exit
+
+	progress *progressQueue
+}
+
+// request is an incoming call that $/cancelRequest may cancel.
+type request struct {
+	cancelled bool
+	cancel    context.CancelFunc
+}
+
+// Serve runs the protocol on in and out until the client sends exit or in ends, and returns
+// the process exit code: 0 after shutdown then exit, 1 otherwise.
+func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() error, opts Options) int {
+	if opts.MaxMessage <= 0 {
+		opts.MaxMessage = DefaultMaxMessage
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if closeFn == nil {
+		closeFn = func() error { return nil }
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s := &server{opts: opts, log: opts.Logger.With("component", "rpc"), ctx: ctx, cancel: cancel, reqs: map[string]*request{}, exit: make(chan int, 1)}
+
+	ended := make(chan error, 1)
+	g := newGuard(in, out, closeFn, opts.MaxMessage)
+	g.onEnd = func(err error) {
+		// End of stdin: the editor is gone. Cancel everything at once; the read loop
+		// cannot be relied on to do it (JSONRPC.md).
+		cancel()
+		ended <- err
+	}
+	stream := jsonrpc2.NewHeaderStream(g)
+	fw, _ := stream.(frameWriter)
+	g.reply = func(body []byte) {
+		if fw != nil {
+			if _, err := fw.WriteFrame(ctx, body); err != nil {
+				s.log.Debug("writing an error frame failed", "err", err)
+			}
+		}
+	}
+	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
+	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
+		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, p)
+	})
+	s.conn.Go(ctx, s.handle)
+
+	code := 1
+	select {
+	case code = <-s.exit:
+	case err := <-ended:
+		if err != nil && !errors.Is(err, io.EOF) {
+			s.log.Info("input ended", "err", err)
+		}
+	case <-s.conn.Done():
+	case <-ctx.Done():
+	}
+	s.teardown()
+	return code
+}
+
+// teardown cancels everything and waits, within bounds, for it to end.
+func (s *server) teardown() {
+	s.cancel()
+	s.mu.Lock()
+	b := s.backend
+	s.backend = nil
+	s.mu.Unlock()
+	if b != nil {
+		if err := b.Close(); err != nil {
+			s.log.Error("closing the workspace", "err", err)
+		}
+	}
+	s.progress.close()
+	done := make(chan struct{})
+	go func() {
+		_ = s.conn.Close()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(2 * time.Second):
+		s.log.Warn("connection did not close in time; exiting anyway")
+	}
+}
+
+// Preempt runs inline on the read loop, in wire order, before dispatch. It registers each
+// incoming call so that a $/cancelRequest that follows it can cancel it even before its
+// handler starts, and handles $/cancelRequest itself.
+func (s *server) Preempt(ctx context.Context, req *jsonrpc2.Request) (any, error) {
+	if req.Method() == protocol.MethodCancelRequest {
+		var p protocol.CancelRequestParams
+		if err := json.Unmarshal(req.Params(), &p); err == nil {
+			s.cancelRequest(rawIDKey(p.ID))
+		}
+		return nil, nil // handled (a notification: nothing is sent)
+	}
+	if req.IsCall() {
+		s.reqMu.Lock()
+		s.reqs[idKey(req.ID())] = &request{}
+		s.reqMu.Unlock()
+	}
+	return nil, jsonrpc2.ErrNotHandled
+}
+
+func (s *server) cancelRequest(key string) {
+	s.reqMu.Lock()
+	defer s.reqMu.Unlock()
+	if r, ok := s.reqs[key]; ok {
+		r.cancelled = true
+		if r.cancel != nil {
+			r.cancel()
+		}
+	}
+}
+
+// track binds a handler's context to its request's cancellation.
+func (s *server) track(ctx context.Context, id jsonrpc2.ID) (context.Context, func()) {
+	ctx, cancel := context.WithCancel(ctx)
+	key := idKey(id)
+	s.reqMu.Lock()
+	r, ok := s.reqs[key]
+	if !ok {
+		r = &request{}
+		s.reqs[key] = r
+	}
+	r.cancel = cancel
+	if r.cancelled {
+		cancel()
+	}
+	s.reqMu.Unlock()
+	return ctx, func() {
+		cancel()
+		s.reqMu.Lock()
+		delete(s.reqs, key)
+		s.reqMu.Unlock()
+	}
+}
+
+func idKey(id jsonrpc2.ID) string {
+	if n, ok := id.Number(); ok {
+		return "n:" + strconv.FormatInt(n, 10)
+	}
+	if v, ok := id.StringValue(); ok {
+		return "s:" + v
+	}
+	return "null"
+}
+
+func rawIDKey(raw json.RawMessage) string {
+	var n int64
+	if json.Unmarshal(raw, &n) == nil {
+		return "n:" + strconv.FormatInt(n, 10)
+	}
+	var v string
+	if json.Unmarshal(raw, &v) == nil {
+		return "s:" + v
+	}
+	return "invalid"
+}
+
+// handle dispatches one request. It never panics and never returns an error for a
+// notification (either would end the connection).
+func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
+	method := req.Method()
+	if !req.IsCall() {
+		s.notification(ctx, method, json.RawMessage(req.Params()))
+		return nil, nil
+	}
+	// initialize and shutdown change the lifecycle state and run in wire order; every
+	// other request runs concurrently with the ones after it.
+	if method != protocol.MethodInitialize && method != protocol.MethodShutdown {
+		jsonrpc2.Async(ctx)
+	}
+	ctx, done := s.track(ctx, req.ID())
+	defer done()
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("handler panicked", "method", method, "panic", r, "stack", string(debug.Stack()))
+			result, err = nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "internal error in %s: %v (the daemon keeps running; please report this)", method, r)
+		}
+	}()
+	res, err := s.call(ctx, method, json.RawMessage(req.Params()))
+	if err != nil {
+		return nil, s.toRPCError(ctx, method, err)
+	}
+	return res, nil
+}
+
+func (s *server) notification(ctx context.Context, method string, params json.RawMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("notification handler panicked", "method", method, "panic", r)
+		}
+	}()
+	switch method {
+	case protocol.MethodInitialized:
+	case protocol.MethodExit:
+		s.mu.Lock()
+		code := 1
+		if s.state == stateShutdown {
+			code = 0
+		}
+		s.mu.Unlock()
+		s.exitOnce.Do(func() { s.exit <- code })
+	default:
+		s.log.Debug("ignoring notification", "method", method)
+	}
+}
+
+// handlers maps methods (other than the lifecycle) to their handlers.
+var handlers = map[string]func(s *server, ctx context.Context, b Backend, params json.RawMessage) (any, error){
+	protocol.MethodToolsResolve:    handler((*server).resolve),
+	protocol.MethodToolsExecute:    handler((*server).execute),
+	protocol.MethodToolsCancel:     handler((*server).cancelCall),
+	protocol.MethodPermissionReply: handler((*server).reply),
+	protocol.MethodPermissionList:  handler((*server).listAsks),
+	protocol.MethodPermissionTrust: handler((*server).trust),
+	protocol.MethodCallsList:       handler((*server).listCalls),
+	protocol.MethodCallsGet:        handler((*server).getCall),
+	protocol.MethodOutputsRead:     handler((*server).readOutput),
+}
+
+// handler adapts a typed handler: it decodes the params and reports a type mismatch with the
+// field it happened in.
+func handler[P, R any](f func(s *server, ctx context.Context, b Backend, p P) (R, error)) func(*server, context.Context, Backend, json.RawMessage) (any, error) {
+	return func(s *server, ctx context.Context, b Backend, raw json.RawMessage) (any, error) {
+		var p P
+		if err := decodeParams(raw, &p); err != nil {
+			return nil, err
+		}
+		return f(s, ctx, b, p)
+	}
+}
+
+func (s *server) call(ctx context.Context, method string, params json.RawMessage) (any, error) {
+	switch method {
+	case protocol.MethodInitialize:
+		return s.initialize(ctx, params)
+	case protocol.MethodShutdown:
+		return s.shutdown()
+	}
+	h, known := handlers[method]
+	s.mu.Lock()
+	state, b := s.state, s.backend
+	s.mu.Unlock()
+	switch {
+	case state == stateNew:
+		return nil, jsonrpc2.Errorf(protocol.CodeServerNotInitialized, "server not initialized: send initialize first (got %s)", method)
+	case state == stateShutdown:
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "server is shutting down: only exit is accepted (got %s)", method)
+	case !known:
+		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "method not found: %s", method)
+	}
+	return h(s, ctx, b, params)
+}
+
+func decodeParams(raw json.RawMessage, v any) error {
+	if len(raw) == 0 {
+		return nil
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		var te *json.UnmarshalTypeError
+		if errors.As(err, &te) {
+			field := te.Field
+			if field == "" {
+				field = "params"
+			}
+			return jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: %s must be %s, not JSON %s", field, typeName(te.Type.Kind().String()), te.Value)
+		}
+		return jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: %v", err)
+	}
+	return nil
+}
+
+func typeName(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "bool":
+		return "a boolean"
+	case "int", "int64", "float64", "int32":
+		return "a number"
+	case "slice":
+		return "an array"
+	case "struct", "map", "ptr":
+		return "an object"
+	}
+	return kind
+}
+
+func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, error) {
+	s.mu.Lock()
+	state := s.state
+	s.mu.Unlock()
+	if state != stateNew {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidRequest, "initialize was already called")
+	}
+	var p protocol.InitializeParams
+	if err := decodeParams(raw, &p); err != nil {
+		return nil, err
+	}
+	if p.WorkspaceFolder == "" {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: workspaceFolder is required (an absolute path)")
+	}
+	if s.opts.Open == nil {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "no workspace backend configured")
+	}
+	b, err := s.opts.Open(s.ctx, p, (*notifier)(s))
+	if err != nil {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "cannot open workspace %q: %v", p.WorkspaceFolder, err)
+	}
+	s.mu.Lock()
+	s.state, s.backend = stateReady, b
+	s.mu.Unlock()
+	return protocol.InitializeResult{
+		ServerInfo: protocol.ServerInfo{Name: "toolsd", Version: s.opts.Version},
+		Capabilities: protocol.ServerCapabilities{
+			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: int64(s.opts.MaxMessage),
+			Permissions: b.Permissions(),
+		},
+		StorePath: b.StorePath(),
+	}, nil
+}
+
+func (s *server) shutdown() (any, error) {
+	s.mu.Lock()
+	if s.state == stateNew {
+		s.mu.Unlock()
+		return nil, jsonrpc2.Errorf(protocol.CodeServerNotInitialized, "server not initialized")
+	}
+	s.state = stateShutdown
+	b := s.backend
+	s.mu.Unlock()
+	if b != nil {
+		// Cancel what runs; the store stays open until exit so records complete.
+		for _, a := range b.PendingAsks() {
+			b.Cancel(a.SessionID, a.CallID)
+		}
+	}
+	return nil, nil
+}
+
+// toRPCError maps errors to JSON-RPC errors in one place.
+func (s *server) toRPCError(ctx context.Context, method string, err error) error {
+	var re *jsonrpc2.Error
+	if errors.As(err, &re) {
+		return re
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return jsonrpc2.NewError(protocol.CodeRequestCancelled, "request cancelled")
+	}
+	code, ok := mapError(err)
+	if !ok {
+		s.log.Error("internal error", "method", method, "err", err)
+		code = jsonrpc2.InternalError
+	}
+	return jsonrpc2.NewError(code, err.Error())
+}
+
+// notifier sends notifications to the client.
+type notifier server
+
+func (n *notifier) Progress(p protocol.ProgressParams) { n.progress.push(p) }
+
+func (n *notifier) Asked(p protocol.AskedParams) {
+	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAsked, p); err != nil {
+		n.log.Debug("sending permission/asked failed", "err", err)
+	}
+}
+
+func (n *notifier) Changed(p protocol.ChangedParams) {
+	if err := n.conn.Notify(n.ctx, protocol.MethodToolsChanged, p); err != nil {
+		n.log.Debug("sending tools/changed failed", "err", err)
+	}
+}

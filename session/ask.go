@@ -1,0 +1,292 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolsd/toolsd/permission"
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/registry"
+)
+
+// Policy decides permission queries and remembers "always" answers. *permission.Engine is
+// the real one.
+type Policy interface {
+	Decide(q permission.Query) permission.Decision
+	// Remember records an "always" answer for the session, or for the workspace when
+	// sessionID is empty.
+	Remember(sessionID, permission string, patterns []string) error
+}
+
+// Sentinel errors of the broker; the rpc layer maps them to JSON-RPC codes.
+var (
+	ErrUnknownAsk  = errors.New("session: unknown or already answered ask")
+	ErrBadReply    = errors.New("session: invalid reply")
+	ErrUnknownCall = errors.New("session: unknown call")
+	ErrDuplicate   = errors.New("session: duplicate callID")
+	ErrCancelled   = errors.New("session: call cancelled")
+	ErrClosed      = errors.New("session: closed")
+)
+
+// broker holds the asks waiting for a person. Safe for concurrent use.
+type broker struct {
+	policy Policy
+	canAsk bool
+	notify func(protocol.AskedParams) // sends permission/asked; must not block for long
+	now    func() time.Time
+
+	mu      sync.Mutex // guards pending and seq
+	pending map[string]*pendingAsk
+	seq     uint64
+}
+
+type pendingAsk struct {
+	params protocol.AskedParams
+	query  permission.Query
+	reply  chan askAnswer // buffered 1; written once under broker.mu
+	at     time.Time
+}
+
+type askAnswer struct {
+	reply   string // once, always, reject
+	scope   string
+	message string
+	by      string // "person", or "rule" when an always answer released it
+}
+
+// ask decides req for the call, asking the person when the rules say ask. It returns the
+// decision to record and nil when the call may proceed, or a *registry.PermissionError.
+func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
+	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns}
+	d := b.policy.Decide(q)
+	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now()}
+	switch d.Action {
+	case permission.Allow:
+		return dec, nil
+	case permission.Deny:
+		return dec, &registry.PermissionError{Kind: "deny", Message: deniedText(q, d.Rule)}
+	}
+	if !b.canAsk {
+		dec.By, dec.Action = "no-ui", string(permission.Deny)
+		return dec, &registry.PermissionError{Kind: "no-ui", Message: noUIText(q)}
+	}
+	always := req.Always
+	if len(always) == 0 {
+		always = req.Patterns
+	}
+	meta, err := json.Marshal(nonNilMap(req.Metadata))
+	if err != nil {
+		meta = []byte("{}")
+	}
+	p := &pendingAsk{query: q, reply: make(chan askAnswer, 1), at: b.now()}
+	b.mu.Lock()
+	b.seq++
+	id := "ask_" + strconv.FormatUint(b.seq, 10) + "_" + c.callID
+	p.params = protocol.AskedParams{
+		ID: id, SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Tool: c.tool,
+		Permission: req.Permission, Patterns: nonNil(req.Patterns), Always: nonNil(always),
+		Metadata: meta, Rule: ruleInfo(d.Rule), Destructive: req.Destructive,
+	}
+	b.pending[id] = p
+	b.mu.Unlock()
+	b.notify(p.params)
+
+	select {
+	case a := <-p.reply:
+		dec.By, dec.Reply, dec.Scope, dec.Message, dec.At = a.by, a.reply, a.scope, a.message, b.now()
+		if a.reply == protocol.ReplyReject {
+			dec.Action = string(permission.Deny)
+			return dec, &registry.PermissionError{Kind: "reject", Message: rejectedText(q, a.message)}
+		}
+		dec.Action = string(permission.Allow)
+		return dec, nil
+	case <-ctx.Done():
+		b.withdraw(id)
+		dec.By, dec.Action, dec.At = "cancel", string(permission.Deny), b.now()
+		return dec, ctx.Err()
+	}
+}
+
+// withdraw removes a pending ask whose call went away.
+func (b *broker) withdraw(id string) {
+	b.mu.Lock()
+	delete(b.pending, id)
+	b.mu.Unlock()
+}
+
+// reply answers a pending ask. It returns the ids of other pending asks it settled too: those
+// an "always" answer now allows, or the session's other asks after a rejection.
+func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
+	switch p.Reply {
+	case protocol.ReplyOnce, protocol.ReplyReject:
+	case protocol.ReplyAlways:
+		if p.Scope == "" {
+			p.Scope = protocol.ScopeSession
+		}
+		if p.Scope != protocol.ScopeSession && p.Scope != protocol.ScopeWorkspace {
+			return nil, fmt.Errorf("%w: scope must be %q or %q, not %q", ErrBadReply, protocol.ScopeSession, protocol.ScopeWorkspace, p.Scope)
+		}
+	default:
+		return nil, fmt.Errorf("%w: reply must be %q, %q or %q, not %q", ErrBadReply, protocol.ReplyOnce, protocol.ReplyAlways, protocol.ReplyReject, p.Reply)
+	}
+
+	b.mu.Lock()
+	a, ok := b.pending[p.ID]
+	if !ok {
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q", ErrUnknownAsk, p.ID)
+	}
+	if p.Reply == protocol.ReplyAlways {
+		chosen := p.Always
+		if len(chosen) == 0 {
+			chosen = a.params.Always
+		}
+		for _, c := range chosen {
+			if !contains(a.params.Always, c) && !contains(a.params.Patterns, c) {
+				b.mu.Unlock()
+				return nil, fmt.Errorf("%w: %q is not among the patterns this ask offered (%s)", ErrBadReply, c, strings.Join(a.params.Always, ", "))
+			}
+		}
+		p.Always = chosen
+	}
+	delete(b.pending, p.ID)
+	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person"}
+	b.mu.Unlock()
+
+	released := []string{}
+	switch p.Reply {
+	case protocol.ReplyAlways:
+		sid := a.query.SessionID
+		if p.Scope == protocol.ScopeWorkspace {
+			sid = ""
+		}
+		if err := b.policy.Remember(sid, a.query.Permission, p.Always); err != nil {
+			return released, fmt.Errorf("the answer was applied to this call, but could not be remembered: %w", err)
+		}
+		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
+			if b.policy.Decide(o.query).Action == permission.Allow {
+				return askAnswer{reply: protocol.ReplyAlways, scope: p.Scope, by: "rule"}, true
+			}
+			return askAnswer{}, false
+		})
+	case protocol.ReplyReject:
+		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
+			if o.query.SessionID == a.query.SessionID {
+				return askAnswer{reply: protocol.ReplyReject, message: "another request of this session was rejected: " + p.Message, by: "person"}, true
+			}
+			return askAnswer{}, false
+		})
+	}
+	return released, nil
+}
+
+// settle answers every pending ask for which f returns an answer.
+func (b *broker) settle(f func(*pendingAsk) (askAnswer, bool)) []string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	out := []string{}
+	for id, o := range b.pending {
+		if ans, ok := f(o); ok {
+			delete(b.pending, id)
+			o.reply <- ans
+			out = append(out, id)
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+// list returns the pending asks, oldest first.
+func (b *broker) list() []protocol.AskedParams {
+	b.mu.Lock()
+	ps := make([]*pendingAsk, 0, len(b.pending))
+	for _, p := range b.pending {
+		ps = append(ps, p)
+	}
+	b.mu.Unlock()
+	sort.Slice(ps, func(i, j int) bool {
+		return ps[i].at.Before(ps[j].at) || (ps[i].at.Equal(ps[j].at) && ps[i].params.ID < ps[j].params.ID)
+	})
+	out := make([]protocol.AskedParams, 0, len(ps))
+	for _, p := range ps {
+		out = append(out, p.params)
+	}
+	return out
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+func nonNil(xs []string) []string {
+	if xs == nil {
+		return []string{}
+	}
+	return xs
+}
+
+func nonNilMap(m map[string]any) map[string]any {
+	if m == nil {
+		return map[string]any{}
+	}
+	return m
+}
+
+func ruleInfo(r *permission.Rule) *protocol.RuleInfo {
+	if r == nil {
+		return nil
+	}
+	return &protocol.RuleInfo{Permission: r.Permission, Pattern: r.Pattern, Action: string(r.Action), Source: r.Source}
+}
+
+func describeQuery(q permission.Query) string {
+	if len(q.Patterns) == 0 || (len(q.Patterns) == 1 && q.Patterns[0] == "*") {
+		return fmt.Sprintf("%q (tool %s)", q.Permission, q.Tool)
+	}
+	return fmt.Sprintf("%q for %s (tool %s)", q.Permission, strings.Join(quoteAll(q.Patterns), ", "), q.Tool)
+}
+
+func quoteAll(xs []string) []string {
+	out := make([]string, len(xs))
+	for i, x := range xs {
+		out[i] = strconv.Quote(x)
+	}
+	return out
+}
+
+func deniedText(q permission.Query, r *permission.Rule) string {
+	rule := "a rule"
+	if r != nil {
+		rule = fmt.Sprintf("the rule %q: %q -> %s", r.Permission, r.Pattern, r.Action)
+		if r.Source != "" {
+			rule += " (from the " + r.Source + " config)"
+		}
+	}
+	return fmt.Sprintf("Permission denied: %s is forbidden by %s. Do not retry this call or work around the rule; choose another approach, or tell the user the rule blocks it.", describeQuery(q), rule)
+}
+
+func rejectedText(q permission.Query, message string) string {
+	s := fmt.Sprintf("The user rejected permission for %s.", describeQuery(q))
+	if strings.TrimSpace(message) != "" {
+		s += " Their message: " + message
+	} else {
+		s += " They gave no reason: stop and ask them how to proceed instead of retrying."
+	}
+	return s
+}
+
+func noUIText(q permission.Query) string {
+	return fmt.Sprintf("This call needs permission %s, and no one was there to approve it (the editor cannot show permission requests). Nothing was run. Ask the user to allow it in the toolsd permission config, or use a tool that is allowed.", describeQuery(q))
+}

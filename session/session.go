@@ -1,0 +1,186 @@
+// Package session runs tool calls: validate the untrusted arguments, ask permission, execute,
+// truncate, persist, answer.
+//
+// A Service owns every call in flight for one workspace. Each call gets a context bound to
+// its session, message and call id; cancelling it (tools/cancel, $/cancelRequest, the editor
+// going away) withdraws its pending asks, kills its processes and ends it "cancelled". The
+// call record is written to the store at every state change, and its final state is
+// committed before the result is returned, so a result the editor got survives a crash.
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/registry"
+)
+
+// Store is what the pipeline needs of the store (store.Store through StoreAdapter).
+type Store interface {
+	CreateCall(rec *protocol.CallRecord) error
+	UpdateCall(sessionID, callID string, fn func(*protocol.CallRecord)) error
+	NewOutput(sessionID, callID string) (OutputSink, error)
+	ReadLines(ctx context.Context, outputID string, offset, limit int) (string, int, int64, error)
+	SessionGet(sessionID, key string) ([]byte, error)
+	SessionPut(sessionID, key string, value []byte) error
+}
+
+// OutputSink is a full output being written to the store.
+type OutputSink = sink
+
+// Notifier sends notifications to the editor. Its methods are called from many goroutines
+// and must not block for long (the rpc layer queues and coalesces).
+type Notifier interface {
+	Progress(p protocol.ProgressParams)
+	Asked(p protocol.AskedParams)
+}
+
+// Options configure a Service.
+type Options struct {
+	// Workspace is the real absolute path of the workspace folder.
+	Workspace string
+	Registry  *registry.Registry
+	Store     Store
+	Policy    Policy
+	Notifier  Notifier
+	// CanAsk is the editor's ask capability; without it an ask is a rejection.
+	CanAsk bool
+	Limits Limits
+	Logger *slog.Logger
+	Now    func() time.Time
+	// Visible reports whether a tool is in the catalogue of a round (agent rules, model,
+	// permission rules that deny it outright). nil shows every tool that its Models allows.
+	Visible func(e *registry.Entry, agent string, model *protocol.Model) bool
+	// AdaptSchema adapts a tool's schema to a model provider for tools/resolve. nil sends
+	// the schema as it is.
+	AdaptSchema func(providerID string, schema json.RawMessage) (json.RawMessage, error)
+	// PrepareArgs rewrites the model's arguments before validation against the tool's
+	// original schema (dropping the nulls a strict-mode model sends for absent optional
+	// properties, say). nil leaves them as they are.
+	PrepareArgs func(schema, args json.RawMessage) json.RawMessage
+	// Observe reports whether a call repeats the session's previous calls often enough to
+	// be a loop (doom_loop). nil never does.
+	Observe func(sessionID, tool string, args []byte) bool
+}
+
+// Service runs the calls of one workspace. Safe for concurrent use.
+type Service struct {
+	opts   Options
+	log    *slog.Logger
+	broker *broker
+
+	mu     sync.Mutex // guards calls and closed
+	calls  map[callKey]*callState
+	closed bool
+	wg     sync.WaitGroup // one per call in flight
+}
+
+type callKey struct{ session, call string }
+
+// callState is a call in flight.
+type callState struct {
+	sessionID, messageID, callID, tool, agent string
+	cancel                                    context.CancelFunc
+
+	mu        sync.Mutex // guards decisions
+	decisions []protocol.Decision
+}
+
+func (c *callState) addDecision(d protocol.Decision) {
+	c.mu.Lock()
+	c.decisions = append(c.decisions, d)
+	c.mu.Unlock()
+}
+
+func (c *callState) takeDecisions() []protocol.Decision {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]protocol.Decision{}, c.decisions...)
+}
+
+// New returns a Service.
+func New(opts Options) *Service {
+	if opts.Now == nil {
+		opts.Now = time.Now
+	}
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	opts.Limits = opts.Limits.withDefaults()
+	s := &Service{opts: opts, log: opts.Logger.With("component", "session"), calls: map[callKey]*callState{}}
+	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
+	return s
+}
+
+// Cancel cancels a call in flight. With an empty sessionID it cancels every call with that
+// callID. It reports whether a call was found.
+func (s *Service) Cancel(sessionID, callID string) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	found := false
+	for k, c := range s.calls {
+		if k.call == callID && (sessionID == "" || k.session == sessionID) {
+			c.cancel()
+			found = true
+		}
+	}
+	return found
+}
+
+// Reply answers a pending ask (permission/reply) and returns the other asks it settled.
+func (s *Service) Reply(p protocol.ReplyParams) ([]string, error) { return s.broker.reply(p) }
+
+// PendingAsks returns the asks waiting for a person (permission/list).
+func (s *Service) PendingAsks() []protocol.AskedParams { return s.broker.list() }
+
+// Close cancels every call in flight and waits until they have ended and been recorded.
+// Execute refuses new calls afterwards.
+func (s *Service) Close() {
+	s.mu.Lock()
+	s.closed = true
+	for _, c := range s.calls {
+		c.cancel()
+	}
+	s.mu.Unlock()
+	s.wg.Wait()
+}
+
+// Resolve returns the catalogue of a round (tools/resolve).
+func (s *Service) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
+	cat := s.opts.Registry.Catalog()
+	res := protocol.ResolveResult{Tools: []protocol.ToolInfo{}, Diagnostics: cat.Diagnostics()}
+	provider := ""
+	if p.Model != nil {
+		provider = p.Model.ProviderID
+	}
+	for _, e := range cat.Entries() {
+		if !s.visible(e, p.Agent, p.Model) {
+			continue
+		}
+		schema := e.Parameters
+		if len(schema) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		if s.opts.AdaptSchema != nil {
+			adapted, err := s.opts.AdaptSchema(provider, schema)
+			if err != nil {
+				res.Diagnostics = append(res.Diagnostics, protocol.Diagnostic{Path: e.Path, Message: "tool " + e.ID + ": schema cannot be adapted for provider " + provider + ": " + err.Error(), Severity: "warning"})
+			} else {
+				schema = adapted
+			}
+		}
+		res.Tools = append(res.Tools, protocol.ToolInfo{ID: e.ID, Description: e.Description, InputSchema: schema, Source: e.Source})
+	}
+	return res
+}
+
+func (s *Service) visible(e *registry.Entry, agent string, model *protocol.Model) bool {
+	if s.opts.Visible != nil {
+		return s.opts.Visible(e, agent, model)
+	}
+	return e.Models == nil || e.Models(model)
+}
