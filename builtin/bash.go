@@ -1,0 +1,433 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/permission/shell"
+	"github.com/toolsd/toolsd/registry"
+)
+
+const bashDescription = `Runs a shell command with bash -c and returns its output (stdout and stderr interleaved, as a terminal shows them).
+
+Usage:
+- The command runs in the workspace root, or in workdir (relative to the workspace, or absolute). Use workdir instead of "cd <dir> && ...".
+- It has no terminal and no input: stdin is empty, so anything that waits for input (a prompt, a pager, an editor, "git commit" without -m) fails at once instead of hanging. Pass flags that make commands non-interactive (-y, --yes, --no-edit).
+- timeout is in milliseconds: %[1]d by default, at most %[2]d. When it runs out, the command and everything it started are killed and the output says so. Start servers and other long-lived processes in the background with output to a file, or they are killed when the command ends.
+- A non-zero exit code is not an error: the output ends with "[exit code N]" and the metadata has the code.
+- Long output is cut to its head and tail before you see it; the note names a toolsd://output/<id> path to read or grep the rest.
+- Quote paths with spaces in double quotes. Chain dependent commands with &&; use ; only when a failure should not stop the rest.
+- description: say in 5-10 words what the command does ("Runs the unit tests of the parser"), for the person watching.
+- Prefer the dedicated tools: read instead of cat/head/tail, grep instead of grep/rg, glob instead of find, edit instead of sed.`
+
+func bashTool(o *Options) *registry.Tool {
+	s := schema{
+		props: []prop{
+			{"command", map[string]any{"type": "string", "minLength": 1, "description": "The command to run (bash syntax)."}},
+			{"timeout", map[string]any{"type": "integer", "minimum": 1, "maximum": o.BashMaxTimeout.Milliseconds(), "description": fmt.Sprintf("Time limit in milliseconds (default %d, at most %d).", o.BashDefaultTimeout.Milliseconds(), o.BashMaxTimeout.Milliseconds())}},
+			{"workdir", map[string]any{"type": "string", "minLength": 1, "description": "The folder to run the command in (default: the workspace root). Use it instead of cd."}},
+			{"description", map[string]any{"type": "string", "description": "What the command does, in 5-10 words, for the person watching."}},
+		},
+		required: []string{"command"},
+	}
+	return &registry.Tool{
+		ID:          "bash",
+		Description: fmt.Sprintf(bashDescription, o.BashDefaultTimeout.Milliseconds(), o.BashMaxTimeout.Milliseconds()),
+		Parameters:  s.raw(),
+		Permission:  "bash",
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			var a struct {
+				Command     string  `json:"command"`
+				Timeout     *int64  `json:"timeout"`
+				Workdir     *string `json:"workdir"`
+				Description *string `json:"description"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			return runBash(ctx, o, call, a.Command, a.Timeout, deref(a.Workdir), deref(a.Description))
+		},
+	}
+}
+
+// analyze is shell.Analyze; tests replace it to feed analyses the placeholder cannot make.
+var analyze = shell.Analyze
+
+func deref[T any](p *T) T {
+	var z T
+	if p == nil {
+		return z
+	}
+	return *p
+}
+
+// bashEnv is set for every command so that nothing waits for a person.
+var bashEnv = []string{
+	"GIT_TERMINAL_PROMPT=0",
+	"GIT_EDITOR=true",
+	"GIT_SEQUENCE_EDITOR=true",
+	"GIT_PAGER=cat",
+	"PAGER=cat",
+	"MANPAGER=cat",
+	"SYSTEMD_PAGER=",
+	"EDITOR=true",
+	"VISUAL=true",
+	"DEBIAN_FRONTEND=noninteractive",
+	"GCM_INTERACTIVE=never",
+	"SSH_ASKPASS=",
+	"GIT_ASKPASS=",
+	"SUDO_ASKPASS=/bin/false",
+	"NO_COLOR=1",
+	"TERM=dumb",
+	"CI=true",
+	"npm_config_yes=true",
+	"PIP_NO_INPUT=1",
+	"HOMEBREW_NO_AUTO_UPDATE=1",
+}
+
+func environ() []string {
+	env := os.Environ()
+	keep := env[:0]
+	set := map[string]bool{}
+	for _, kv := range bashEnv {
+		k, _, _ := strings.Cut(kv, "=")
+		set[k] = true
+	}
+	for _, kv := range env {
+		k, _, _ := strings.Cut(kv, "=")
+		if !set[k] {
+			keep = append(keep, kv)
+		}
+	}
+	return append(keep, bashEnv...)
+}
+
+func runBash(ctx context.Context, o *Options, call *registry.Call, command string, timeoutMs *int64, workdir, description string) (*registry.Result, error) {
+	if strings.TrimSpace(command) == "" {
+		return nil, errors.New("command is empty: pass the shell command to run")
+	}
+	if strings.IndexByte(command, 0) >= 0 {
+		return nil, errors.New("command contains a NUL byte, which no shell command can hold")
+	}
+	timeout := o.BashDefaultTimeout
+	if timeoutMs != nil {
+		if *timeoutMs <= 0 {
+			return nil, fmt.Errorf("timeout must be a positive number of milliseconds (at most %d)", o.BashMaxTimeout.Milliseconds())
+		}
+		timeout = min(time.Duration(*timeoutMs)*time.Millisecond, o.BashMaxTimeout)
+	}
+
+	// Working directory.
+	dir := call.Workspace
+	var wdTarget *target
+	if workdir != "" {
+		t, err := resolvePath(call.Workspace, "", "workdir", workdir)
+		if err != nil {
+			return nil, err
+		}
+		if !t.Exists() {
+			return nil, fmt.Errorf("workdir %s does not exist: pass an existing folder (relative to the workspace root or absolute)", t.Display())
+		}
+		if fi, err := os.Stat(t.Abs); err != nil || !fi.IsDir() {
+			return nil, fmt.Errorf("workdir %s is not a folder: pass a folder", t.Display())
+		}
+		wdTarget = t
+		dir = t.Abs
+	}
+
+	if err := askBash(ctx, call, command, dir, wdTarget, description); err != nil {
+		return nil, err
+	}
+
+	out := call.Output
+	if out == nil {
+		out = io.Discard
+	}
+	sink := &bashSink{out: out}
+	title := description
+	if title == "" {
+		title = command
+	}
+
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := proc.Command(runCtx, o.BashGrace, o.Shell, "-c", command)
+	cmd.Dir = dir
+	cmd.Env = environ()
+	cmd.Stdout = sink
+	cmd.Stderr = sink
+
+	// Publish the live tail while the command runs.
+	stopProgress := make(chan struct{})
+	var progressWG sync.WaitGroup
+	if call.Progress != nil {
+		progressWG.Add(1)
+		go func() {
+			defer progressWG.Done()
+			tick := time.NewTicker(o.BashProgressInterval)
+			defer tick.Stop()
+			var lastN int64 = -1
+			for {
+				select {
+				case <-stopProgress:
+					return
+				case <-tick.C:
+					tail, n := sink.snapshot()
+					if n == lastN {
+						continue
+					}
+					lastN = n
+					call.Progress(title, map[string]any{"output": tail, "bytes": n, "description": description})
+				}
+			}
+		}()
+	}
+
+	start := time.Now()
+	err := proc.Run(cmd)
+	dur := time.Since(start)
+	close(stopProgress)
+	progressWG.Wait()
+
+	if ctx.Err() != nil {
+		return nil, ctx.Err()
+	}
+	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded)
+	code := proc.ExitCode(err)
+	if err != nil && code == -1 && !timedOut {
+		return nil, fmt.Errorf("cannot run the command: %v", err)
+	}
+	tail, n, last, werr := sink.final()
+	meta := map[string]any{
+		"exit":        code,
+		"durationMs":  dur.Milliseconds(),
+		"timedOut":    timedOut,
+		"description": description,
+		"workdir":     relOrAbs(call.Workspace, dir),
+		"bytes":       n,
+		"output":      tail,
+	}
+	if werr != nil {
+		meta["outputError"] = werr.Error()
+	}
+	var note strings.Builder
+	sep := func() {
+		if n > 0 && last != '\n' && note.Len() == 0 {
+			note.WriteByte('\n')
+		}
+	}
+	switch {
+	case timedOut:
+		sep()
+		fmt.Fprintf(&note, "[timed out after %s: the command and every process it started were killed (SIGTERM, then SIGKILL). Pass a larger timeout (at most %d ms), or run it in the background with output to a file]", timeout, o.BashMaxTimeout.Milliseconds())
+	case code != 0:
+		sep()
+		fmt.Fprintf(&note, "[exit code %d]", code)
+	case n == 0:
+		note.WriteString("(no output)")
+	}
+	return &registry.Result{Title: title, Output: note.String(), Metadata: meta}, nil
+}
+
+// askBash asks for everything a command line would touch: folders outside the workspace,
+// files it writes, the commands it runs, and the parts no parser can see through.
+func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *target, description string) error {
+	an := analyze(command)
+	var texts []string
+	for _, c := range an.Commands {
+		texts = append(texts, c.Text)
+	}
+	meta := func() map[string]any {
+		return map[string]any{"command": command, "workdir": relOrAbs(call.Workspace, dir), "commands": texts, "description": description}
+	}
+
+	// Folders outside the workspace: the workdir, paths and cd targets.
+	var external []string
+	seen := map[string]bool{}
+	addExternal := func(folder string) {
+		p := strings.TrimSuffix(filepath.ToSlash(folder), "/") + "/*"
+		if !seen[p] {
+			seen[p] = true
+			external = append(external, p)
+		}
+	}
+	if wd != nil && !wd.Inside {
+		addExternal(wd.Abs)
+	}
+	resolveArg := func(p string) *target {
+		if p == "" || strings.IndexByte(p, 0) >= 0 {
+			return nil
+		}
+		t, err := resolvePath(call.Workspace, dir, "path", p)
+		if err != nil {
+			return nil
+		}
+		return t
+	}
+	for _, p := range an.Dirs {
+		if t := resolveArg(p); t != nil && !t.Inside {
+			addExternal(t.Abs)
+		}
+	}
+	for _, p := range an.Paths {
+		if t := resolveArg(p); t != nil && !t.Inside {
+			if t.Info != nil && t.Info.IsDir() {
+				addExternal(t.Abs)
+			} else {
+				addExternal(filepath.Dir(t.Abs))
+			}
+		}
+	}
+	var writes []string
+	for _, p := range an.Writes {
+		if isDevNull(p) {
+			continue
+		}
+		t := resolveArg(p)
+		if t == nil {
+			writes = append(writes, p)
+			continue
+		}
+		if !t.Inside {
+			addExternal(filepath.Dir(t.Abs))
+		}
+		writes = append(writes, t.Pattern())
+	}
+	if len(external) > 0 {
+		m := meta()
+		m["folders"] = external
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: external, Metadata: m}); err != nil {
+			return err
+		}
+	}
+	if len(writes) > 0 {
+		m := meta()
+		m["writes"] = writes
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: dedupe(writes), Metadata: m}); err != nil {
+			return err
+		}
+	}
+	if len(an.Commands) > 0 {
+		var always []string
+		for _, c := range an.Commands {
+			always = append(always, c.Always...)
+		}
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: dedupe(texts), Always: dedupe(always), Metadata: meta()}); err != nil {
+			return err
+		}
+	}
+	for _, op := range an.Opaque {
+		m := meta()
+		m["opaque"] = true
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{op}, Metadata: m}); err != nil {
+			return err
+		}
+	}
+	if len(an.Commands) == 0 && len(an.Opaque) == 0 {
+		// Nothing the analysis could name (a bare assignment, say): ask with the raw line.
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{strings.TrimSpace(command)}, Metadata: meta()}); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func isDevNull(p string) bool {
+	switch p {
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+		return true
+	}
+	return strings.HasPrefix(p, "/dev/fd/") || (strings.HasPrefix(p, "&") && len(p) > 1)
+}
+
+func dedupe(ss []string) []string {
+	seen := map[string]bool{}
+	out := ss[:0:0]
+	for _, s := range ss {
+		if !seen[s] {
+			seen[s] = true
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// bashSink receives a command's output: everything goes on to the call's Output, and the
+// last tailBytes stay for progress. exec writes to it from one goroutine (stdout and stderr
+// share one pipe); the progress goroutine reads the tail. Safe for concurrent use.
+type bashSink struct {
+	out io.Writer
+
+	mu   sync.Mutex // guards tail, n and werr
+	tail []byte
+	n    int64
+	werr error
+}
+
+const (
+	tailBytes = 4096
+	tailLines = 20
+)
+
+func (s *bashSink) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n += int64(len(p))
+	if s.werr == nil {
+		if _, err := s.out.Write(p); err != nil {
+			// Keep draining the command so it does not die of SIGPIPE; the error shows in
+			// the result.
+			s.werr = err
+		}
+	}
+	if len(p) >= tailBytes {
+		s.tail = append(s.tail[:0], p[len(p)-tailBytes:]...)
+	} else {
+		if over := len(s.tail) + len(p) - tailBytes; over > 0 {
+			s.tail = append(s.tail[:0], s.tail[over:]...)
+		}
+		s.tail = append(s.tail, p...)
+	}
+	return len(p), nil
+}
+
+// snapshot returns the last lines of the output and how many bytes came so far.
+func (s *bashSink) snapshot() (string, int64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return lastLines(s.tail, tailLines), s.n
+}
+
+func (s *bashSink) final() (tail string, n int64, last byte, werr error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if len(s.tail) > 0 {
+		last = s.tail[len(s.tail)-1]
+	}
+	return lastLines(s.tail, tailLines), s.n, last, s.werr
+}
+
+// lastLines returns the last n lines of b as valid UTF-8.
+func lastLines(b []byte, n int) string {
+	b = bytes.TrimSuffix(b, []byte("\n"))
+	i := len(b)
+	for range n {
+		j := bytes.LastIndexByte(b[:i], '\n')
+		if j < 0 {
+			i = -1
+			break
+		}
+		i = j
+	}
+	return strings.ToValidUTF8(string(b[i+1:]), "\uFFFD")
+}

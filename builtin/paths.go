@@ -1,0 +1,223 @@
+package builtin
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/registry"
+)
+
+// target is a path argument resolved to what it really names.
+type target struct {
+	// Given is the path as the model wrote it.
+	Given string
+	// Abs is the real absolute path: symlinks resolved; for a path that does not exist yet,
+	// the deepest existing parent resolved and the rest appended.
+	Abs string
+	// Rel is Abs relative to the workspace, slash-separated ("." for the workspace itself);
+	// empty when Abs is outside.
+	Rel string
+	// Inside reports whether Abs is the workspace or below it.
+	Inside bool
+	// Info is Abs's lstat, nil when it does not exist.
+	Info fs.FileInfo
+}
+
+// Pattern is what the tool's own permission ask names: the workspace-relative path, or the
+// absolute (slash) path of something outside.
+func (t *target) Pattern() string {
+	if t.Inside {
+		return t.Rel
+	}
+	return filepath.ToSlash(t.Abs)
+}
+
+// Display is how messages name the path: relative when inside.
+func (t *target) Display() string { return t.Pattern() }
+
+// Exists reports whether the target exists.
+func (t *target) Exists() bool { return t.Info != nil }
+
+// checkPathText refuses paths a file system call would mangle.
+func checkPathText(name, p string) error {
+	switch {
+	case p == "":
+		return fmt.Errorf("%s is empty: give a path relative to the workspace or an absolute path", name)
+	case strings.IndexByte(p, 0) >= 0:
+		return fmt.Errorf("%s contains a NUL byte: paths cannot contain NUL; pass the real file name", name)
+	case !utf8.ValidString(p):
+		return fmt.Errorf("%s is not valid UTF-8: pass the path as UTF-8 text", name)
+	}
+	return nil
+}
+
+// resolvePath resolves p (relative paths against base, the workspace when base is empty) to
+// its real target. It touches nothing but stat calls.
+func resolvePath(workspace, base, name, p string) (*target, error) {
+	if err := checkPathText(name, p); err != nil {
+		return nil, err
+	}
+	if base == "" {
+		base = workspace
+	}
+	abs := p
+	if strings.HasPrefix(abs, "~/") || abs == "~" {
+		if home, err := os.UserHomeDir(); err == nil {
+			abs = filepath.Join(home, strings.TrimPrefix(abs, "~"))
+		}
+	}
+	if !filepath.IsAbs(abs) {
+		abs = filepath.Join(base, abs)
+	}
+	abs = filepath.Clean(abs)
+	real, err := realPath(abs)
+	if err != nil {
+		return nil, fmt.Errorf("%s %q cannot be resolved: %v", name, p, err)
+	}
+	t := &target{Given: p, Abs: real}
+	if fi, err := os.Lstat(real); err == nil {
+		t.Info = fi
+	}
+	t.Rel, t.Inside = within(workspace, real)
+	return t, nil
+}
+
+// realPath resolves every symlink in abs (a clean absolute path). When abs does not exist,
+// its deepest existing ancestor is resolved and the missing rest appended: that is where a
+// create would land.
+func realPath(abs string) (string, error) {
+	var rest []string
+	cur := abs
+	for range 256 {
+		r, err := filepath.EvalSymlinks(cur)
+		if err == nil {
+			for i := len(rest) - 1; i >= 0; i-- {
+				r = filepath.Join(r, rest[i])
+			}
+			return r, nil
+		}
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
+			return "", err
+		}
+		// A dangling symlink: follow it by hand, so that a create through it is seen
+		// landing where it really would.
+		if target, lerr := os.Readlink(cur); lerr == nil {
+			if !filepath.IsAbs(target) {
+				target = filepath.Join(filepath.Dir(cur), target)
+			}
+			cur = filepath.Clean(target)
+			continue
+		}
+		parent := filepath.Dir(cur)
+		if parent == cur {
+			return "", err
+		}
+		rest = append(rest, filepath.Base(cur))
+		cur = parent
+	}
+	return "", errors.New("too many levels of symbolic links")
+}
+
+// within reports whether p is ws or below it, and p relative to ws (slash-separated).
+func within(ws, p string) (string, bool) {
+	if ws == "" {
+		return "", false
+	}
+	rel, err := filepath.Rel(ws, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// askExternal asks external_directory for a target outside the workspace. dirKind says the
+// target is itself a folder (list, grep, a workdir) rather than a file in one.
+func askExternal(ctx context.Context, call *registry.Call, t *target, dirKind bool) error {
+	if t.Inside {
+		return nil
+	}
+	dir := t.Abs
+	if !dirKind {
+		dir = filepath.Dir(t.Abs)
+	}
+	dir = filepath.ToSlash(dir)
+	pattern := strings.TrimSuffix(dir, "/") + "/*"
+	return call.Ask(ctx, registry.AskRequest{
+		Permission: "external_directory",
+		Patterns:   []string{pattern},
+		Metadata:   map[string]any{"folder": dir, "filePath": filepath.ToSlash(t.Abs)},
+	})
+}
+
+// resolveAndAsk resolves p, asks external_directory when it is outside the workspace, then
+// asks perm for it. Ask errors come back unchanged.
+func resolveAndAsk(ctx context.Context, call *registry.Call, name, p, perm string, dirKind bool, meta map[string]any) (*target, error) {
+	t, err := resolvePath(call.Workspace, "", name, p)
+	if err != nil {
+		return nil, err
+	}
+	if dirKind && (t.Info == nil || !t.Info.IsDir()) {
+		dirKind = false
+	}
+	if err := askExternal(ctx, call, t, dirKind); err != nil {
+		return nil, err
+	}
+	if perm != "" {
+		if err := call.Ask(ctx, registry.AskRequest{Permission: perm, Patterns: []string{t.Pattern()}, Metadata: meta}); err != nil {
+			return nil, err
+		}
+	}
+	return t, nil
+}
+
+// errPathChanged is returned when a path was swapped (a symlink put in place) between the
+// permission check and the open.
+var errPathChanged = errors.New("builtin: path changed while it was opened")
+
+// openChecked opens the real path t.Abs for reading without following a symlink in its last
+// component, then checks through /proc/self/fd that the file opened is the one checked, so a
+// parent folder swapped for a symlink after the check is caught.
+func openChecked(t *target) (*os.File, error) {
+	fd, err := unix.Open(t.Abs, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) {
+			return nil, fmt.Errorf("%s: %w", t.Display(), errPathChanged)
+		}
+		return nil, &fs.PathError{Op: "open", Path: t.Abs, Err: err}
+	}
+	f := os.NewFile(uintptr(fd), t.Abs)
+	if err := checkFD(f, t.Abs); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%s: %w", t.Display(), err)
+	}
+	return f, nil
+}
+
+// checkFD checks that f (opened from want) really is want, by the kernel's own record.
+func checkFD(f *os.File, want string) error {
+	got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
+	if err != nil {
+		return nil // no /proc: the O_NOFOLLOW open is the guard left
+	}
+	if got != want {
+		return errPathChanged
+	}
+	return nil
+}
+
+// relOrAbs names p for messages: workspace-relative when inside.
+func relOrAbs(ws, p string) string {
+	if r, ok := within(ws, p); ok {
+		return r
+	}
+	return filepath.ToSlash(p)
+}

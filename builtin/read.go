@@ -1,0 +1,586 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/toolsd/toolsd/registry"
+)
+
+const readDescription = `Reads a file from the local file system, or lists a folder.
+
+Usage:
+- filePath is a path relative to the workspace root, or an absolute path. Paths outside the workspace need the person's permission.
+- By default it returns up to %[1]d lines from the start of the file. Use offset (1-based line number to start at) and limit (how many lines) to page through long files; the footer says how to continue.
+- Each line is prefixed with its line number, like cat -n: the number, a tab, then the line exactly as in the file. When you later edit the file, never include the number prefix in oldString.
+- Lines longer than %[2]d characters are cut, with a marker saying so. One call returns at most %[3]d KiB of text.
+- A folder is answered with the list of its entries (folders end with "/").
+- Images (PNG, JPEG, GIF, WebP) and PDFs are returned as attachments. Other binary files are refused.
+- When a tool's output was truncated, the note names a path like toolsd://output/<id>: read that path with offset and limit to see the full output.
+- Reading several files you will likely need at once is better than reading them one by one.`
+
+func readTool(o *Options) *registry.Tool {
+	s := schema{
+		props: []prop{
+			{"filePath", map[string]any{"type": "string", "minLength": 1, "description": "The path of the file or folder to read: relative to the workspace root, or absolute. Also accepts toolsd://output/<id> to read the full output of an earlier truncated call."}},
+			{"offset", map[string]any{"type": "integer", "minimum": 0, "description": "The line number to start reading from (1-based). Only give it for files too long to read at once."}},
+			{"limit", map[string]any{"type": "integer", "minimum": 1, "description": fmt.Sprintf("The number of lines to read (defaults to %d).", o.ReadLimit)}},
+		},
+		required: []string{"filePath"},
+	}
+	return &registry.Tool{
+		ID:          "read",
+		Description: fmt.Sprintf(readDescription, o.ReadLimit, o.ReadMaxLineLength, o.ReadMaxBytes/1024),
+		Parameters:  s.raw(),
+		Permission:  "read",
+		ReadOnly:    true,
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			var a struct {
+				FilePath string `json:"filePath"`
+				Offset   *int   `json:"offset"`
+				Limit    *int   `json:"limit"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			r := &reader{o: o, offset: 1, limit: o.ReadLimit}
+			if a.Offset != nil && *a.Offset > 1 {
+				r.offset = *a.Offset
+			}
+			if a.Limit != nil && *a.Limit > 0 {
+				r.limit = *a.Limit
+			}
+			if strings.HasPrefix(a.FilePath, registry.OutputURIPrefix) {
+				return r.readOutput(ctx, call, a.FilePath)
+			}
+			return r.read(ctx, call, a.FilePath)
+		},
+	}
+}
+
+// reader is one read call.
+type reader struct {
+	o             *Options
+	offset, limit int
+}
+
+func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*registry.Result, error) {
+	t, err := resolveAndAsk(ctx, call, "filePath", p, "read", true, nil)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Exists() {
+		return nil, notFoundError(call.Workspace, t)
+	}
+	if t.Info.IsDir() {
+		return r.readDir(t)
+	}
+	f, err := openChecked(t)
+	if err != nil {
+		return nil, fmt.Errorf("cannot open %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, fmt.Errorf("cannot stat %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file (it is a %s): read only reads files and folders", t.Display(), fileKind(fi.Mode()))
+	}
+
+	head := make([]byte, 8192)
+	n, err := io.ReadFull(f, head)
+	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	head = head[:n]
+	if mime := attachmentMime(t.Abs, head); mime != "" {
+		return r.attachment(f, t, fi.Size(), mime)
+	}
+	if why := binaryReason(t.Abs, head); why != "" {
+		return nil, fmt.Errorf("cannot read binary file %s (%s, %d bytes): read only returns text. To look inside, use bash with a tool for the format (xxd %s | head, file, unzip -l, ...)", t.Display(), why, fi.Size(), shellQuote(t.Display()))
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
+	}
+	page, err := r.pageLines(ctx, f)
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
+	}
+	return r.result(t.Display(), page, map[string]any{"filePath": filepath.ToSlash(t.Abs)})
+}
+
+// page is a window of lines of a text.
+type page struct {
+	text       strings.Builder
+	first      int // first line shown (1-based)
+	shown      int // lines shown
+	total      int // total lines of the text
+	capped     bool
+	cutLines   int // lines cut at the length limit
+	noMoreData bool
+}
+
+// pageLines streams src and keeps lines [r.offset, r.offset+r.limit), never holding more
+// than one chunk and the page: earlier lines are skipped with a byte count, later ones only
+// counted.
+func (r *reader) pageLines(ctx context.Context, src io.Reader) (*page, error) {
+	pg := &page{first: r.offset}
+	buf := make([]byte, 1<<20)
+	line := 1        // number of the line at the current position
+	var cur []byte   // the current line's kept bytes (at most max+4)
+	curLong := false // the current line went past the limit
+	endLine := r.offset + r.limit
+	var lastByte byte
+	sawData := false
+	maxLine := r.o.ReadMaxLineLength
+	var scratch []byte
+	emit := func() {
+		if pg.capped {
+			return
+		}
+		s := cur
+		if curLong {
+			s = cutUTF8(s, maxLine)
+		} else if len(s) > 0 && s[len(s)-1] == '\r' {
+			s = s[:len(s)-1]
+		}
+		scratch = fmt.Appendf(scratch[:0], "%6d\t", line)
+		scratch = append(scratch, s...)
+		if curLong {
+			scratch = fmt.Appendf(scratch, "... (line truncated to %d characters)", maxLine)
+		}
+		scratch = append(scratch, '\n')
+		if pg.text.Len()+len(scratch) > r.o.ReadMaxBytes && pg.shown > 0 {
+			pg.capped = true
+			return
+		}
+		if utf8.Valid(scratch) {
+			pg.text.Write(scratch)
+		} else {
+			pg.text.Write(bytes.ToValidUTF8(scratch, []byte("\uFFFD")))
+		}
+		if curLong {
+			pg.cutLines++
+		}
+		pg.shown++
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		n, err := src.Read(buf)
+		chunk := buf[:n]
+		if n > 0 {
+			sawData = true
+			lastByte = chunk[n-1]
+		}
+		for len(chunk) > 0 {
+			switch {
+			case line < r.offset:
+				// Skipping: count whole newlines fast.
+				need := r.offset - line
+				c := bytes.Count(chunk, []byte{'\n'})
+				if c < need {
+					line += c
+					chunk = nil
+					continue
+				}
+				for range need {
+					i := bytes.IndexByte(chunk, '\n')
+					chunk = chunk[i+1:]
+				}
+				line += need
+			case line < endLine && !pg.capped:
+				i := bytes.IndexByte(chunk, '\n')
+				part := chunk
+				if i >= 0 {
+					part = chunk[:i]
+				}
+				if room := maxLine + 4 - len(cur); room > 0 {
+					cur = append(cur, part[:min(room, len(part))]...)
+				}
+				if len(cur) > maxLine {
+					curLong = true
+				}
+				if i < 0 {
+					chunk = nil
+					continue
+				}
+				emit()
+				cur, curLong = cur[:0], false
+				line++
+				chunk = chunk[i+1:]
+			default:
+				line += bytes.Count(chunk, []byte{'\n'})
+				chunk = nil
+			}
+		}
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	// The last line has no newline: it still counts.
+	if sawData && lastByte != '\n' {
+		if line >= r.offset && line < endLine && !pg.capped {
+			emit()
+		}
+		pg.total = line
+	} else {
+		pg.total = line - 1
+	}
+	return pg, nil
+}
+
+func (r *reader) result(name string, pg *page, meta map[string]any) (*registry.Result, error) {
+	if pg.total == 0 {
+		if r.offset > 1 {
+			return nil, fmt.Errorf("offset %d is past the end of %s: it is empty", r.offset, name)
+		}
+		meta["totalLines"] = 0
+		return &registry.Result{Title: name, Output: "(The file is empty.)", Metadata: meta, NoTruncate: true}, nil
+	}
+	if pg.shown == 0 {
+		return nil, fmt.Errorf("offset %d is past the end of %s: it has %d lines. Use an offset from 1 to %d", r.offset, name, pg.total, pg.total)
+	}
+	last := pg.first + pg.shown - 1
+	out := pg.text.String()
+	switch {
+	case pg.capped:
+		out += fmt.Sprintf("\n(Output capped at %d KiB: showing lines %d-%d of %d. Use offset=%d to continue.)", r.o.ReadMaxBytes/1024, pg.first, last, pg.total, last+1)
+	case last < pg.total:
+		out += fmt.Sprintf("\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", pg.first, last, pg.total, last+1)
+	default:
+		out += fmt.Sprintf("\n(End of file: %d lines in total.)", pg.total)
+	}
+	meta["offset"] = pg.first
+	meta["lines"] = pg.shown
+	meta["totalLines"] = pg.total
+	meta["truncated"] = last < pg.total
+	if pg.cutLines > 0 {
+		meta["longLinesCut"] = pg.cutLines
+	}
+	return &registry.Result{Title: name, Output: out, Metadata: meta, NoTruncate: true}, nil
+}
+
+// readOutput reads a stored full output (toolsd://output/<id>).
+func (r *reader) readOutput(ctx context.Context, call *registry.Call, uri string) (*registry.Result, error) {
+	id := strings.TrimPrefix(uri, registry.OutputURIPrefix)
+	if id == "" || strings.ContainsAny(id, "/\x00") {
+		return nil, fmt.Errorf("%q is not an output path: use the exact path the truncation note gave, toolsd://output/<id>", uri)
+	}
+	if call.Outputs == nil {
+		return nil, errors.New("stored outputs cannot be read in this session")
+	}
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "read", Patterns: []string{uri}}); err != nil {
+		return nil, err
+	}
+	content, total, totalBytes, err := call.Outputs.ReadLines(ctx, id, r.offset-1, r.limit)
+	if err != nil {
+		if errors.Is(err, registry.ErrOutputNotFound) {
+			return nil, fmt.Errorf("no stored output %s: it may have been pruned, or the id is mistyped. Use the path exactly as the truncation note gave it", uri)
+		}
+		return nil, fmt.Errorf("cannot read %s: %w", uri, err)
+	}
+	meta := map[string]any{"outputID": id, "totalBytes": totalBytes}
+	if total == 0 {
+		return r.result(uri, &page{first: r.offset}, meta)
+	}
+	if r.offset > total {
+		return r.result(uri, &page{first: r.offset, total: total}, meta)
+	}
+	// Page the returned lines like a file (cut long lines, cap bytes).
+	rr := *r
+	rr.offset, rr.limit = 1, r.limit
+	pg, err := rr.pageLines(ctx, strings.NewReader(content))
+	if err != nil {
+		return nil, err
+	}
+	// Renumber: the window starts at r.offset.
+	pg2 := &page{first: r.offset, shown: pg.shown, total: total, capped: pg.capped, cutLines: pg.cutLines}
+	pg2.text.WriteString(renumber(pg.text.String(), r.offset-1))
+	return r.result(uri, pg2, meta)
+}
+
+// renumber adds delta to the cat -n numbers of text.
+func renumber(text string, delta int) string {
+	if delta == 0 {
+		return text
+	}
+	var b strings.Builder
+	for ln := range strings.SplitSeq(strings.TrimSuffix(text, "\n"), "\n") {
+		num, rest, ok := strings.Cut(ln, "\t")
+		if n, err := strconv.Atoi(strings.TrimSpace(num)); ok && err == nil {
+			fmt.Fprintf(&b, "%6d\t%s\n", n+delta, rest)
+			continue
+		}
+		b.WriteString(ln)
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+func (r *reader) readDir(t *target) (*registry.Result, error) {
+	ents, err := os.ReadDir(t.Abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		n := e.Name()
+		if e.IsDir() {
+			n += "/"
+		} else if e.Type()&os.ModeSymlink != 0 {
+			if fi, err := os.Stat(filepath.Join(t.Abs, n)); err == nil && fi.IsDir() {
+				n += "/"
+			}
+		}
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	meta := map[string]any{"filePath": filepath.ToSlash(t.Abs), "directory": true}
+	if len(names) == 0 {
+		if r.offset > 1 {
+			return nil, fmt.Errorf("offset %d is past the end of folder %s: it is empty", r.offset, t.Display())
+		}
+		meta["totalLines"] = 0
+		return &registry.Result{Title: t.Display(), Output: fmt.Sprintf("%s/ is an empty folder.", strings.TrimSuffix(t.Display(), "/")), Metadata: meta, NoTruncate: true}, nil
+	}
+	if r.offset > len(names) {
+		return nil, fmt.Errorf("offset %d is past the end of folder %s: it has %d entries. Use an offset from 1 to %d", r.offset, t.Display(), len(names), len(names))
+	}
+	end := min(len(names), r.offset-1+r.limit)
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s/ is a folder with %d entries:\n", strings.TrimSuffix(t.Display(), "/"), len(names))
+	for _, n := range names[r.offset-1 : end] {
+		b.WriteString(n)
+		b.WriteByte('\n')
+	}
+	if end < len(names) {
+		fmt.Fprintf(&b, "\n(Showing entries %d-%d of %d. Use offset=%d to continue.)", r.offset, end, len(names), end+1)
+	}
+	meta["totalLines"] = len(names)
+	return &registry.Result{Title: t.Display(), Output: b.String(), Metadata: meta, NoTruncate: true}, nil
+}
+
+func (r *reader) attachment(f *os.File, t *target, size int64, mime string) (*registry.Result, error) {
+	if size > r.o.MaxAttachmentBytes {
+		return nil, fmt.Errorf("%s is a %s of %d bytes, over the %d-byte limit for attachments: it cannot be read whole", t.Display(), mime, size, r.o.MaxAttachmentBytes)
+	}
+	if _, err := f.Seek(0, io.SeekStart); err != nil {
+		return nil, err
+	}
+	data, err := io.ReadAll(io.LimitReader(f, r.o.MaxAttachmentBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
+	}
+	kind := "Image"
+	if mime == "application/pdf" {
+		kind = "PDF"
+	}
+	return &registry.Result{
+		Title:       t.Display(),
+		Output:      fmt.Sprintf("%s read successfully (%s, %d bytes); it is attached.", kind, mime, len(data)),
+		Metadata:    map[string]any{"filePath": filepath.ToSlash(t.Abs), "mime": mime, "bytes": len(data)},
+		Attachments: []registry.Attachment{{Mime: mime, Filename: filepath.Base(t.Abs), Data: data}},
+		NoTruncate:  true,
+	}, nil
+}
+
+// attachmentMime returns the mime type of an image or PDF read returns as an attachment.
+func attachmentMime(path string, head []byte) string {
+	switch m := http.DetectContentType(head); m {
+	case "image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "image/bmp":
+		return m
+	}
+	return ""
+}
+
+var binaryExts = map[string]bool{
+	".zip": true, ".tar": true, ".gz": true, ".tgz": true, ".bz2": true, ".xz": true, ".zst": true, ".7z": true, ".rar": true,
+	".exe": true, ".dll": true, ".so": true, ".dylib": true, ".o": true, ".a": true, ".lib": true, ".obj": true,
+	".class": true, ".jar": true, ".war": true, ".wasm": true, ".pyc": true, ".pyo": true,
+	".bin": true, ".dat": true, ".db": true, ".sqlite": true, ".sqlite3": true,
+	".doc": true, ".docx": true, ".xls": true, ".xlsx": true, ".ppt": true, ".pptx": true, ".odt": true, ".ods": true,
+	".ico": true, ".tif": true, ".tiff": true, ".mp3": true, ".mp4": true, ".mov": true, ".avi": true, ".mkv": true,
+	".wav": true, ".flac": true, ".ogg": true, ".woff": true, ".woff2": true, ".ttf": true, ".otf": true, ".eot": true,
+}
+
+// binaryReason says why a file looks binary, or "" for text.
+func binaryReason(path string, head []byte) string {
+	if binaryExts[strings.ToLower(filepath.Ext(path))] && !utf8.Valid(head) {
+		return "a " + strings.ToLower(filepath.Ext(path)) + " file"
+	}
+	if len(head) == 0 {
+		return ""
+	}
+	if bytes.IndexByte(head, 0) >= 0 {
+		return "it contains NUL bytes"
+	}
+	// Cut a multi-byte rune split at the end of the sample.
+	sample := head
+	for i := 0; i < utf8.UTFMax && len(sample) > 0 && !utf8.FullRune(sample[max(0, len(sample)-utf8.UTFMax):]); i++ {
+		sample = sample[:len(sample)-1]
+	}
+	if utf8.Valid(sample) {
+		return ""
+	}
+	odd := 0
+	for _, c := range sample {
+		if c < 9 || (c > 13 && c < 32) || c == 127 {
+			odd++
+		}
+	}
+	if odd*10 > len(sample)*3 {
+		return "most of it is not text"
+	}
+	return ""
+}
+
+func fileKind(m os.FileMode) string {
+	switch {
+	case m&os.ModeNamedPipe != 0:
+		return "named pipe"
+	case m&os.ModeSocket != 0:
+		return "socket"
+	case m&os.ModeDevice != 0:
+		return "device"
+	}
+	return "special file"
+}
+
+// notFoundError names a missing path and the closest existing names in its folder.
+func notFoundError(ws string, t *target) error {
+	dir, base := filepath.Split(t.Abs)
+	ents, err := os.ReadDir(dir)
+	if err != nil {
+		// Walk up to the deepest folder that exists.
+		d := filepath.Dir(dir)
+		for ; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				break
+			}
+		}
+		return fmt.Errorf("file not found: %s (the folder %s does not exist; the deepest existing folder is %s)", t.Display(), relOrAbs(ws, filepath.Clean(dir)), relOrAbs(ws, d))
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	close := closestNames(base, names, 5)
+	if len(close) == 0 {
+		return fmt.Errorf("file not found: %s", t.Display())
+	}
+	for i, n := range close {
+		close[i] = relOrAbs(ws, filepath.Join(dir, n))
+	}
+	return fmt.Errorf("file not found: %s\n\nDid you mean one of these?\n%s", t.Display(), strings.Join(close, "\n"))
+}
+
+// closestNames returns up to n names like name, closest first.
+func closestNames(name string, names []string, n int) []string {
+	type cand struct {
+		s string
+		d int
+	}
+	ln := strings.ToLower(name)
+	stem := strings.TrimSuffix(ln, filepath.Ext(ln))
+	var cs []cand
+	for _, s := range names {
+		ls := strings.ToLower(s)
+		d := editDistance(ln, ls)
+		lstem := strings.TrimSuffix(ls, filepath.Ext(ls))
+		switch {
+		case ls == ln:
+			d = 0
+		case stem != "" && lstem == stem:
+			d = min(d, 1)
+		case strings.Contains(ls, ln) || (len(ls) >= 3 && strings.Contains(ln, ls)):
+			d = min(d, 2)
+		}
+		if d <= max(2, len(name)/3) {
+			cs = append(cs, cand{s, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].s < cs[j].s
+	})
+	var out []string
+	for _, c := range cs[:min(n, len(cs))] {
+		out = append(out, c.s)
+	}
+	return out
+}
+
+func editDistance(a, b string) int {
+	ra, rb := []rune(a), []rune(b)
+	prev := make([]int, len(rb)+1)
+	cur := make([]int, len(rb)+1)
+	for j := range prev {
+		prev[j] = j
+	}
+	for i := 1; i <= len(ra); i++ {
+		cur[0] = i
+		for j := 1; j <= len(rb); j++ {
+			cost := 1
+			if ra[i-1] == rb[j-1] {
+				cost = 0
+			}
+			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
+		}
+		prev, cur = cur, prev
+	}
+	return prev[len(rb)]
+}
+
+// cutUTF8 cuts s to at most n bytes without splitting a rune.
+func cutUTF8(s []byte, n int) []byte {
+	if len(s) <= n {
+		return s
+	}
+	s = s[:n]
+	j := len(s) - 1
+	for j >= 0 && j > len(s)-utf8.UTFMax && !utf8.RuneStart(s[j]) {
+		j--
+	}
+	if j >= 0 && !utf8.FullRune(s[j:]) {
+		s = s[:j]
+	}
+	return s
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// shellQuote quotes s for a POSIX shell when it needs it.
+func shellQuote(s string) string {
+	if s != "" && strings.IndexFunc(s, func(r rune) bool {
+		return !(r == '/' || r == '.' || r == '_' || r == '-' || r == '+' || r == ',' || r == ':' || r == '@' ||
+			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
+	}) < 0 {
+		return s
+	}
+	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
+}
