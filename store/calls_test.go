@@ -1,0 +1,400 @@
+package store
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+func newRec(session, call string) *protocol.CallRecord {
+	return &protocol.CallRecord{
+		SessionID: session, CallID: call, MessageID: "msg", Tool: "bash",
+		Args: json.RawMessage(`{"command":"echo hi"}`),
+	}
+}
+
+func TestOpenFileModes(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "a", "b", "toolsd.db")
+	s := openAt(t, path, nil)
+	if s.Path() != path || !s.Primary() {
+		t.Fatalf("Path() = %q primary=%v, want %q primary", s.Path(), s.Primary(), path)
+	}
+	fi, err := os.Stat(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi.Mode().Perm() != 0o600 {
+		t.Errorf("file mode %v, want 0600", fi.Mode().Perm())
+	}
+	di, err := os.Stat(filepath.Dir(path))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if di.Mode().Perm() != 0o700 {
+		t.Errorf("folder mode %v, want 0700", di.Mode().Perm())
+	}
+}
+
+func TestCallsCRUD(t *testing.T) {
+	clock := newFakeClock()
+	s := openTest(t, &Options{Now: clock.Now})
+
+	if err := s.CreateCall(newRec("s1", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateCall(newRec("s2", "c1")); err != nil {
+		t.Fatalf("same callID in another session must be fine: %v", err)
+	}
+
+	t.Run("errors", func(t *testing.T) {
+		tests := []struct {
+			name string
+			err  error
+			want error
+		}{
+			{"duplicate", s.CreateCall(newRec("s1", "c1")), ErrDuplicate},
+			{"nil record", s.CreateCall(nil), ErrInvalid},
+			{"empty session", s.CreateCall(newRec("", "c9")), ErrInvalid},
+			{"empty call", s.CreateCall(newRec("s1", "")), ErrInvalid},
+			{"NUL in session", s.CreateCall(newRec("s\x001", "c9")), ErrInvalid},
+			{"update unknown call", s.UpdateCall("s1", "nope", func(*protocol.CallRecord) {}), ErrNotFound},
+			{"update unknown session", s.UpdateCall("nope", "c1", func(*protocol.CallRecord) {}), ErrNotFound},
+			{"update panics", s.UpdateCall("s1", "c1", func(*protocol.CallRecord) { panic("boom") }), nil},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				if tt.want == nil {
+					if tt.err == nil {
+						t.Fatal("want an error, got nil")
+					}
+					return
+				}
+				if !errors.Is(tt.err, tt.want) {
+					t.Fatalf("err = %v, want %v", tt.err, tt.want)
+				}
+			})
+		}
+		for _, id := range []string{"nope", ""} {
+			if _, err := s.GetCall("s1", id); err == nil {
+				t.Errorf("GetCall(s1, %q): want an error", id)
+			}
+		}
+	})
+
+	t.Run("get", func(t *testing.T) {
+		got, err := s.GetCall("s1", "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != protocol.StatusPending || got.StartedAt.IsZero() || string(got.Args) != `{"command":"echo hi"}` {
+			t.Fatalf("GetCall = %+v", got)
+		}
+		// No session: the newest call with that id.
+		got, err = s.GetCall("", "c1")
+		if err != nil || got.SessionID != "s2" {
+			t.Fatalf("GetCall(\"\", c1) = %+v, %v; want session s2", got, err)
+		}
+	})
+
+	t.Run("update", func(t *testing.T) {
+		end := clock.Now()
+		err := s.UpdateCall("s1", "c1", func(r *protocol.CallRecord) {
+			r.Status = protocol.StatusCompleted
+			r.Title = "echo hi"
+			r.Output = "hi\n"
+			r.Metadata = json.RawMessage(`{"exit":0}`)
+			r.EndedAt = &end
+			r.SessionID = "hijack" // ignored
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := s.GetCall("s1", "c1")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != protocol.StatusCompleted || got.Output != "hi\n" || string(got.Metadata) != `{"exit":0}` || got.EndedAt == nil || !got.EndedAt.Equal(end) {
+			t.Fatalf("after update: %+v", got)
+		}
+		if _, err := s.GetCall("hijack", "c1"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("identity must not change: %v", err)
+		}
+	})
+}
+
+func TestInterruptedOnReopen(t *testing.T) {
+	path := t.TempDir() + "/toolsd.db"
+	s, err := Open(path, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, st := range []string{protocol.StatusPending, protocol.StatusRunning, protocol.StatusCompleted, protocol.StatusError, protocol.StatusCancelled} {
+		r := newRec("s", fmt.Sprint("c", i))
+		r.Status = st
+		if err := s.CreateCall(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// A running call that completes is no longer unfinished.
+	if err := s.UpdateCall("s", "c1", func(r *protocol.CallRecord) { r.Status = protocol.StatusCompleted }); err != nil {
+		t.Fatal(err)
+	}
+	// A completed call set back to running is unfinished again.
+	if err := s.UpdateCall("s", "c2", func(r *protocol.CallRecord) { r.Status = protocol.StatusRunning }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s = openAt(t, path, nil)
+	want := []string{protocol.StatusInterrupted, protocol.StatusCompleted, protocol.StatusInterrupted, protocol.StatusError, protocol.StatusCancelled}
+	for i, w := range want {
+		got, err := s.GetCall("s", fmt.Sprint("c", i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status != w {
+			t.Errorf("c%d: status %q, want %q", i, got.Status, w)
+		}
+		if w == protocol.StatusInterrupted && (got.EndedAt == nil || got.Error == "") {
+			t.Errorf("c%d: interrupted without EndedAt or error: %+v", i, got)
+		}
+	}
+}
+
+func TestListCallsPaging(t *testing.T) {
+	s := openTest(t, &Options{Now: newFakeClock().Now})
+	var all, s1 []string // newest first
+	for i := range 23 {
+		sess := "s1"
+		if i%3 == 0 {
+			sess = "s2"
+		}
+		id := fmt.Sprintf("c%02d", i)
+		if err := s.CreateCall(newRec(sess, id)); err != nil {
+			t.Fatal(err)
+		}
+		all = append([]string{id}, all...)
+		if sess == "s1" {
+			s1 = append([]string{id}, s1...)
+		}
+	}
+	// A session whose id is a prefix of another's must not see the other's calls.
+	if err := s.CreateCall(newRec("s10", "other")); err != nil {
+		t.Fatal(err)
+	}
+	all = append([]string{"other"}, all...)
+
+	tests := []struct {
+		session string
+		limit   int
+		want    []string
+	}{
+		{"", 1, all},
+		{"", 5, all},
+		{"", 24, all},
+		{"", 0, all},
+		{"", 1000, all},
+		{"s1", 1, s1},
+		{"s1", 4, s1},
+		{"s1", 15, s1},
+		{"s1", 16, s1},
+		{"s10", 0, []string{"other"}},
+		{"nobody", 3, nil},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("session=%q/limit=%d", tt.session, tt.limit), func(t *testing.T) {
+			var got []string
+			cursor := ""
+			pages := 0
+			for {
+				page, next, err := s.ListCalls(tt.session, tt.limit, cursor)
+				if err != nil {
+					t.Fatal(err)
+				}
+				pages++
+				eff := tt.limit
+				if eff <= 0 {
+					eff = DefaultListLimit
+				}
+				if len(page) > eff {
+					t.Fatalf("page of %d > limit %d", len(page), eff)
+				}
+				for _, c := range page {
+					if tt.session != "" && c.SessionID != tt.session {
+						t.Fatalf("call of session %q in list of %q", c.SessionID, tt.session)
+					}
+					got = append(got, c.CallID)
+				}
+				if next == "" {
+					break
+				}
+				if len(page) != eff {
+					t.Fatalf("short page (%d) with a next cursor", len(page))
+				}
+				cursor = next
+				if pages > 100 {
+					t.Fatal("paging does not end")
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tt.want) {
+				t.Fatalf("got  %v\nwant %v", got, tt.want)
+			}
+		})
+	}
+
+	for _, bad := range []string{"!!", "0", "-1", "zzzzzzzzzzzzzzzzzzzzzzzz"} {
+		if _, _, err := s.ListCalls("", 5, bad); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("cursor %q: err = %v, want ErrBadCursor", bad, err)
+		}
+	}
+}
+
+// TestConcurrentWrites drives the group commit: many writers at once, some failing, each
+// gets its own answer.
+func TestConcurrentWrites(t *testing.T) {
+	s := openTest(t, nil)
+	const workers, per = 16, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, workers*per*4)
+	for w := range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range per {
+				id := fmt.Sprintf("w%d-c%d", w, i)
+				if err := s.CreateCall(newRec("s", id)); err != nil {
+					errs <- err
+					continue
+				}
+				if err := s.CreateCall(newRec("s", id)); !errors.Is(err, ErrDuplicate) {
+					errs <- fmt.Errorf("second create of %s: %v, want ErrDuplicate", id, err)
+				}
+				if err := s.UpdateCall("s", id, func(r *protocol.CallRecord) { r.Status = protocol.StatusRunning }); err != nil {
+					errs <- err
+				}
+				if err := s.UpdateCall("s", id, func(r *protocol.CallRecord) { r.Status = protocol.StatusCompleted }); err != nil {
+					errs <- err
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	n := 0
+	cursor := ""
+	for {
+		page, next, err := s.ListCalls("s", MaxListLimit, cursor)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range page {
+			if c.Status != protocol.StatusCompleted {
+				t.Errorf("%s: status %s", c.CallID, c.Status)
+			}
+		}
+		n += len(page)
+		if next == "" {
+			break
+		}
+		cursor = next
+	}
+	if n != workers*per {
+		t.Fatalf("listed %d calls, want %d", n, workers*per)
+	}
+}
+
+func TestClosed(t *testing.T) {
+	s, err := Open(t.TempDir()+"/x.db", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatalf("second Close: %v", err)
+	}
+	if err := s.CreateCall(newRec("s", "c")); !errors.Is(err, ErrClosed) {
+		t.Errorf("CreateCall after Close: %v", err)
+	}
+	if _, err := s.GetCall("s", "c"); !errors.Is(err, ErrClosed) {
+		t.Errorf("GetCall after Close: %v", err)
+	}
+	if _, err := s.NewOutput("s", "c"); !errors.Is(err, ErrClosed) {
+		t.Errorf("NewOutput after Close: %v", err)
+	}
+}
+
+func TestSessionValuesApprovalsTrust(t *testing.T) {
+	clock := newFakeClock()
+	s := openTest(t, &Options{Now: clock.Now})
+	if v, err := s.SessionGet("s", "todo"); v != nil || err != nil {
+		t.Fatalf("absent: %q, %v", v, err)
+	}
+	if err := s.SessionPut("s", "todo", []byte(`[1]`)); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SessionPut("s", "todo", []byte(`[1,2]`)); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.SessionGet("s", "todo"); string(v) != `[1,2]` {
+		t.Fatalf("got %q", v)
+	}
+	if v, _ := s.SessionGet("s2", "todo"); v != nil {
+		t.Fatalf("other session sees %q", v)
+	}
+	if err := s.SessionPut("s", "empty", []byte{}); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.SessionGet("s", "empty"); v == nil || len(v) != 0 {
+		t.Fatalf("empty value: %q (nil=%v)", v, v == nil)
+	}
+	if err := s.SessionPut("s", "todo", nil); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.SessionGet("s", "todo"); v != nil {
+		t.Fatalf("deleted value: %q", v)
+	}
+
+	t0 := time.Date(2025, 5, 5, 0, 0, 0, 0, time.UTC)
+	if err := s.AddApprovals([]Approval{{Permission: "bash", Pattern: "git *", At: t0}, {Permission: "edit", Pattern: "src/**"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddApprovals([]Approval{{Permission: "bash", Pattern: "git *"}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.AddApprovals([]Approval{{Permission: "", Pattern: "x"}}); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("empty permission: %v", err)
+	}
+	ap, err := s.Approvals()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(ap) != 2 || ap[0].Permission != "bash" || ap[0].Pattern != "git *" || !ap[0].At.Equal(t0) || ap[1].Pattern != "src/**" {
+		t.Fatalf("approvals: %+v", ap)
+	}
+
+	if tr, _ := s.Trusted(); tr {
+		t.Fatal("trusted by default")
+	}
+	for _, want := range []bool{true, false, true} {
+		if err := s.SetTrusted(want); err != nil {
+			t.Fatal(err)
+		}
+		if tr, _ := s.Trusted(); tr != want {
+			t.Fatalf("Trusted = %v, want %v", tr, want)
+		}
+	}
+}

@@ -1,0 +1,74 @@
+// Package store is the durable record of toolsd: calls, full outputs, per-session values and
+// the workspace's persisted permission answers, in one bbolt file per workspace.
+//
+// # Layout
+//
+// Every bucket is declared in schema.go and created in one transaction by Open; the meta
+// bucket holds the schema version (SchemaVersion). Open refuses a file written by a newer
+// toolsd (SchemaError, ErrSchema) and a file that is not a toolsd store or is damaged
+// (ErrCorrupt, naming the file); it never panics on such a file.
+//
+// Calls are JSON protocol.CallRecord values keyed by a big-endian uint64 sequence, so newest
+// first is a reverse cursor walk and a ListCalls cursor is a position in that walk. The
+// sequence is monotonic and at least the creation time in unix nanoseconds, so that calls
+// merged in from a slot file (below) fall in between by time. Index buckets map
+// (sessionID, callID) to the sequence (which makes duplicates an error), list a session's
+// calls, find the newest call with a callID, and list unfinished (pending or running) calls.
+//
+// A full output lives in its own nested bucket: a meta record (totals, chunk size, creation
+// time), fixed-size chunks of ChunkSize bytes, and for each chunk the number of newlines
+// before it and in it. An OutputWriter buffers one chunk and commits each as it fills, so a
+// 1 GiB output is never in one value nor in memory. ReadOutput finds the chunk where a line
+// starts by a binary search over the per-chunk newline counts and reads only the chunks its
+// page touches. Lines are split on "\n" only; a "\r" before it stays part of the line. A last
+// line without "\n" is a line. A page is capped at Options.MaxPageBytes; a single longer line
+// is cut with a marker saying how much was left out.
+//
+// Retention: a background goroutine (owned by the Store, stopped by Close) deletes whole
+// outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
+// their outputID; reading it then gives ErrExpired (which also matches ErrNotFound).
+//
+// # Durability
+//
+// Every write is its own committed bbolt transaction before the method returns: CreateCall,
+// UpdateCall, each chunk of an OutputWriter, its Close, SessionPut, AddApprovals, SetTrusted.
+// bbolt writes a commit to the file with pwrite before it returns, so the data is in the
+// kernel's page cache and survives the daemon crashing or being killed with SIGKILL. That is
+// the promise: a call whose result the daemon delivered, and every outputID it handed out,
+// survive kill -9. Without Options.Sync there is no fsync, so a power loss or kernel crash can
+// lose the last commits (bbolt's two meta pages keep the file consistent, never half written);
+// with Sync every commit is fsynced. On Open, calls found pending or running are marked
+// interrupted (with EndedAt and an error text) and outputs whose writer never closed are
+// finalized with what was committed (partial). The crash test re-runs the test binary as a
+// writer and kills it with SIGKILL mid-write, several times.
+//
+// Concurrent writes are committed together (group commit): the first writer commits every
+// write queued by then in one transaction, so many concurrent calls cost few commits, and a
+// lone writer never waits for a timer.
+//
+// # Two daemons on one workspace
+//
+// bbolt locks its file exclusively, so two processes cannot share it, and a second daemon
+// must neither hang on the lock nor lose what it records. The design is one file per live
+// daemon, merged later:
+//
+//   - Open waits up to Options.Timeout for the lock of the primary file (the path given). If
+//     another process keeps it, Open takes the first sibling slot file it can lock at once:
+//     "name.1.db", "name.2.db", ... (SlotPath), up to MaxSlots. Path says which file is used.
+//     The second daemon then works normally on its own file.
+//   - When a daemon opens the primary file, it merges every slot file that nobody holds (its
+//     daemon has exited or died) into the primary file: outputs (chunk by chunk, in bounded
+//     transactions), calls (keeping their time order; a (sessionID, callID) already present
+//     is kept as is), session values and trust (the newer write wins), approvals (the union)
+//     and expiry markers. Then it deletes the slot file, while still holding its lock; a
+//     daemon that opened the file just before notices that the path no longer names the file
+//     it locked and opens a fresh one.
+//   - Merging is idempotent and every step is its own transaction: a crash in the middle
+//     leaves the slot file in place and the next Open repeats the merge (an output whose copy
+//     was cut short is copied again). Calls of a slot whose daemon died unfinished are marked
+//     interrupted after the merge.
+//
+// Limit: while two daemons run, each sees only its own file's calls and outputs (calls/list,
+// calls/get, outputs/read in the second daemon do not show the first one's history until the
+// files are merged).
+package store

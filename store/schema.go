@@ -1,0 +1,132 @@
+package store
+
+import (
+	"encoding/binary"
+	"fmt"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SchemaVersion is the layout version this package writes into the meta bucket. Open refuses a
+// file with a newer version and migrates an older one (there is none yet).
+const SchemaVersion = 1
+
+// Every bucket of the store, declared here and nowhere else. Open creates them all in one
+// transaction.
+var (
+	// bucketMeta holds keyMetaSchema (be32 version) and keyMetaTrusted (be64 unix nanos of the
+	// answer + one byte 0/1).
+	bucketMeta = []byte("meta")
+
+	// bucketCalls: be64(seq) -> JSON protocol.CallRecord. seq is a monotonic number that is at
+	// least the creation time in unix nanoseconds, so that calls merged from a slot file fall in
+	// between by time. Newest first is a reverse cursor walk.
+	bucketCalls = []byte("calls")
+	// bucketCallIndex: sessionID \x00 callID -> be64(seq). Enforces one call per (session, callID).
+	bucketCallIndex = []byte("call_index")
+	// bucketCallsBySession: sessionID \x00 be64(seq) -> nil. calls/list for one session.
+	bucketCallsBySession = []byte("calls_by_session")
+	// bucketCallsByCallID: callID \x00 be64(seq) -> nil. GetCall with no session: the newest.
+	bucketCallsByCallID = []byte("calls_by_callid")
+	// bucketUnfinished: be64(seq) -> nil for calls in pending or running. Open marks them
+	// interrupted without scanning every call.
+	bucketUnfinished = []byte("calls_unfinished")
+
+	// bucketOutputs: outputID -> nested bucket holding keyOutMeta (JSON outputMeta), one
+	// 'c'+be32(i) chunk per ChunkSize bytes and one 'n'+be32(i) line record per chunk
+	// (be64 newlines before the chunk, be32 newlines in it).
+	bucketOutputs = []byte("outputs")
+	// bucketOutputsByTime: be64(createdAt unix nanos) outputID -> nil. Retention walks it.
+	bucketOutputsByTime = []byte("outputs_by_time")
+	// bucketOutputsOpen: outputID -> nil for outputs whose writer has not closed. Open
+	// finalizes what a dead daemon left (as partial outputs).
+	bucketOutputsOpen = []byte("outputs_open")
+	// bucketOutputsExpired: outputID -> be64(unix nanos of the pruning). ReadOutput tells an
+	// expired output from an unknown one.
+	bucketOutputsExpired = []byte("outputs_expired")
+
+	// bucketSessionValues: sessionID \x00 key -> be64(unix nanos written) value.
+	bucketSessionValues = []byte("session_values")
+	// bucketApprovals: permission \x00 pattern -> be64(unix nanos of the answer).
+	bucketApprovals = []byte("approvals")
+
+	allBuckets = [][]byte{
+		bucketMeta,
+		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketCallsByCallID, bucketUnfinished,
+		bucketOutputs, bucketOutputsByTime, bucketOutputsOpen, bucketOutputsExpired,
+		bucketSessionValues, bucketApprovals,
+	}
+)
+
+var (
+	keyMetaSchema  = []byte("schema")
+	keyMetaTrusted = []byte("trusted")
+	keyOutMeta     = []byte("meta")
+)
+
+// initSchema creates every bucket and checks or writes the schema version. It runs in the one
+// transaction of Open.
+func initSchema(tx *bolt.Tx, path string) error {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		// A fresh file has no buckets at all. A bbolt file with other buckets is someone
+		// else's database: refuse it rather than write ours into it.
+		foreign := ""
+		_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+			foreign = string(name)
+			return fmt.Errorf("stop")
+		})
+		if foreign != "" {
+			return fmt.Errorf("%w: %s is a bbolt file without a toolsd meta bucket (it has a bucket %q): it is not a toolsd store; pass another store path", ErrCorrupt, path, foreign)
+		}
+	} else if v := meta.Get(keyMetaSchema); v != nil {
+		if len(v) != 4 {
+			return fmt.Errorf("%w: %s has a malformed schema version (%d bytes)", ErrCorrupt, path, len(v))
+		}
+		got := binary.BigEndian.Uint32(v)
+		if got > SchemaVersion {
+			return &SchemaError{Path: path, Found: int(got), Known: SchemaVersion}
+		}
+		// got < SchemaVersion: migrations go here when version 2 exists.
+	}
+	for _, name := range allBuckets {
+		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
+			return fmt.Errorf("store: create bucket %s: %w", name, err)
+		}
+	}
+	return tx.Bucket(bucketMeta).Put(keyMetaSchema, be32(SchemaVersion))
+}
+
+// SchemaError is returned by Open for a file written by a newer toolsd.
+type SchemaError struct {
+	Path  string
+	Found int
+	Known int
+}
+
+func (e *SchemaError) Error() string {
+	return fmt.Sprintf("store: %s has schema version %d but this toolsd knows versions up to %d: upgrade toolsd, or pass another store path", e.Path, e.Found, e.Known)
+}
+
+// Is makes errors.Is(err, ErrSchema) true.
+func (e *SchemaError) Is(target error) bool { return target == ErrSchema }
+
+func be32(v uint32) []byte {
+	var b [4]byte
+	binary.BigEndian.PutUint32(b[:], v)
+	return b[:]
+}
+
+func be64(v uint64) []byte {
+	var b [8]byte
+	binary.BigEndian.PutUint64(b[:], v)
+	return b[:]
+}
+
+// join makes a composite key a \x00 b.
+func join(a string, b []byte) []byte {
+	k := make([]byte, 0, len(a)+1+len(b))
+	k = append(k, a...)
+	k = append(k, 0)
+	return append(k, b...)
+}

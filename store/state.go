@@ -1,0 +1,125 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+	"sort"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// SessionGet returns a small per-session value (a todo list), or nil, nil when absent.
+func (s *Store) SessionGet(sessionID, key string) ([]byte, error) {
+	if err := checkID("sessionID", sessionID); err != nil {
+		return nil, err
+	}
+	var out []byte
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketSessionValues).Get(join(sessionID, []byte(key)))
+		if len(v) >= 8 {
+			out = bytes.Clone(v[8:])
+			if out == nil {
+				out = []byte{}
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// SessionPut stores a small per-session value; a nil value deletes it.
+func (s *Store) SessionPut(sessionID, key string, value []byte) error {
+	if err := checkID("sessionID", sessionID); err != nil {
+		return err
+	}
+	v := append(be64(uint64(s.now().UnixNano())), value...)
+	return s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketSessionValues)
+		if value == nil {
+			return b.Delete(join(sessionID, []byte(key)))
+		}
+		return b.Put(join(sessionID, []byte(key)), v)
+	})
+}
+
+// Approval is an "always" answer the person gave for the whole workspace.
+type Approval struct {
+	Permission string
+	Pattern    string
+	At         time.Time
+}
+
+// Approvals returns the workspace's persisted approvals, oldest first.
+func (s *Store) Approvals() ([]Approval, error) {
+	var out []Approval
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketApprovals).ForEach(func(k, v []byte) error {
+			i := bytes.IndexByte(k, 0)
+			if i < 0 || len(v) != 8 {
+				return nil
+			}
+			out = append(out, Approval{
+				Permission: string(k[:i]),
+				Pattern:    string(k[i+1:]),
+				At:         time.Unix(0, int64(binary.BigEndian.Uint64(v))),
+			})
+			return nil
+		})
+	})
+	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out, err
+}
+
+// AddApprovals persists approvals. An approval already stored (same permission and pattern)
+// keeps its first time. A zero At becomes now.
+func (s *Store) AddApprovals(a []Approval) error {
+	for _, ap := range a {
+		if err := checkID("permission", ap.Permission); err != nil {
+			return err
+		}
+	}
+	now := s.now()
+	return s.update(func(tx *bolt.Tx) error {
+		b := tx.Bucket(bucketApprovals)
+		for _, ap := range a {
+			k := join(ap.Permission, []byte(ap.Pattern))
+			if b.Get(k) != nil {
+				continue
+			}
+			at := ap.At
+			if at.IsZero() {
+				at = now
+			}
+			if err := b.Put(k, be64(uint64(at.UnixNano()))); err != nil {
+				return fmt.Errorf("store: approval %s %q: %w", ap.Permission, ap.Pattern, err)
+			}
+		}
+		return nil
+	})
+}
+
+// Trusted reports whether the person trusts the workspace's own config (false until set).
+func (s *Store) Trusted() (bool, error) {
+	var t bool
+	err := s.view(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketMeta).Get(keyMetaTrusted)
+		t = len(v) == 9 && v[8] == 1
+		return nil
+	})
+	return t, err
+}
+
+// SetTrusted records whether the person trusts the workspace's own config.
+func (s *Store) SetTrusted(trusted bool) error {
+	v := be64(uint64(s.now().UnixNano()))
+	if trusted {
+		v = append(v, 1)
+	} else {
+		v = append(v, 0)
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketMeta).Put(keyMetaTrusted, v)
+	})
+}

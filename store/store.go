@@ -1,0 +1,396 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+)
+
+// Sentinel errors. Errors returned by the store wrap one of these where one applies; the rpc
+// layer maps them to JSON-RPC codes with errors.Is.
+var (
+	// ErrNotFound: no call, output or value with that id.
+	ErrNotFound = errors.New("store: not found")
+	// ErrDuplicate: a call with the same (sessionID, callID) exists.
+	ErrDuplicate = errors.New("store: duplicate")
+	// ErrClosed: the store was closed.
+	ErrClosed = errors.New("store: closed")
+	// ErrExpired: the output existed but retention pruned it. Errors wrapping ErrExpired wrap
+	// ErrNotFound too, so a caller that only knows ErrNotFound still maps it right.
+	ErrExpired = errors.New("store: output expired")
+	// ErrBadCursor: a ListCalls cursor this store did not hand out.
+	ErrBadCursor = errors.New("store: bad cursor")
+	// ErrInvalid: an argument the store cannot accept (an empty id, a NUL byte in an id).
+	ErrInvalid = errors.New("store: invalid argument")
+	// ErrSchema: the file was written by a newer toolsd (see SchemaError).
+	ErrSchema = errors.New("store: unknown schema version")
+	// ErrCorrupt: the file at the path is not a toolsd store or is damaged.
+	ErrCorrupt = errors.New("store: not a toolsd store")
+	// ErrLocked: the file and every slot file are locked by other processes.
+	ErrLocked = errors.New("store: locked")
+)
+
+// Defaults of Options.
+const (
+	DefaultTimeout       = 500 * time.Millisecond
+	DefaultRetention     = 7 * 24 * time.Hour
+	DefaultPruneInterval = time.Hour
+	// MaxSlots is how many sibling slot files (name.1.db ... name.MaxSlots.db) Open tries when
+	// the primary file is locked.
+	MaxSlots = 32
+)
+
+// Options configure Open. A nil *Options means all defaults.
+type Options struct {
+	// Timeout is how long Open waits for the lock of the primary file before it falls back to a
+	// slot file (see the package doc). Default DefaultTimeout.
+	Timeout time.Duration
+	// Retention: outputs older than this are pruned in the background. Default
+	// DefaultRetention; a negative value disables pruning.
+	Retention time.Duration
+	// PruneInterval is how often the background pruner runs (it also runs once right after
+	// Open). Default DefaultPruneInterval.
+	PruneInterval time.Duration
+	// Sync makes every commit fsync the file, so that committed data survives a power loss or
+	// a kernel crash. Without it (the default) a commit is written to the file with pwrite and
+	// stays in the OS page cache until the kernel flushes it: durable against the daemon
+	// crashing or being killed with SIGKILL, which is the promise toolsd makes, at a fraction
+	// of the cost.
+	Sync bool
+	// MaxPageBytes caps the content of one ReadOutput page. Default DefaultMaxPageBytes.
+	MaxPageBytes int
+	// Now is the clock. Default time.Now.
+	Now func() time.Time
+	// Logger receives warnings (merges, pruning, recovery). Default: discard.
+	Logger *slog.Logger
+}
+
+// Store is the durable record of toolsd: calls, full outputs, per-session values and the
+// workspace's persisted permission answers, in one bbolt file. It is safe for concurrent use.
+// It owns one goroutine (the pruner), stopped by Close.
+type Store struct {
+	db      *bolt.DB
+	path    string
+	primary bool
+	opts    Options
+	// chunkSz is the chunk size of new outputs (ChunkSize; tests make it small).
+	chunkSz int
+	now     func() time.Time
+	log     *slog.Logger
+
+	done     chan struct{}
+	wg       sync.WaitGroup
+	closeMu  sync.Mutex // guards closed
+	closed   bool
+	pruneMu  sync.Mutex // serializes Prune passes
+	commitMu sync.Mutex // guards pending and committing
+	pending  []*op
+	// committing is true while some caller is leading a group commit.
+	committing bool
+}
+
+// Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
+// and the file with 0600. If path is locked by another process for longer than
+// Options.Timeout, Open uses the first free sibling slot file instead (Path tells which); see
+// the package doc. Open marks calls a dead daemon left pending or running as interrupted,
+// finalizes outputs it left open, merges unlocked slot files into the primary file, and starts
+// the background pruner.
+func Open(path string, opts *Options) (*Store, error) {
+	o := Options{}
+	if opts != nil {
+		o = *opts
+	}
+	if o.Timeout <= 0 {
+		o.Timeout = DefaultTimeout
+	}
+	if o.Retention == 0 {
+		o.Retention = DefaultRetention
+	}
+	if o.PruneInterval <= 0 {
+		o.PruneInterval = DefaultPruneInterval
+	}
+	if o.MaxPageBytes <= 0 {
+		o.MaxPageBytes = DefaultMaxPageBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	if path == "" {
+		return nil, fmt.Errorf("%w: empty store path", ErrInvalid)
+	}
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		return nil, fmt.Errorf("store: %s: %w", path, err)
+	}
+	path = abs
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("store: make the folder of %s: %w", path, err)
+	}
+
+	s := &Store{opts: o, chunkSz: ChunkSize, now: o.Now, log: o.Logger.With("component", "store"), done: make(chan struct{})}
+
+	db, err := openBolt(path, o.Timeout, o.Sync)
+	switch {
+	case err == nil:
+		s.db, s.path, s.primary = db, path, true
+	case errors.Is(err, berrors.ErrTimeout):
+		for i := 1; i <= MaxSlots && s.db == nil; i++ {
+			sp := SlotPath(path, i)
+			db, err := openBolt(sp, time.Nanosecond, o.Sync)
+			if err != nil {
+				if !errors.Is(err, berrors.ErrTimeout) {
+					s.log.Warn("skipping a damaged slot file", "path", sp, "err", err)
+				}
+				continue
+			}
+			s.db, s.path = db, sp
+		}
+		if s.db == nil {
+			return nil, fmt.Errorf("%w: %s and its %d slot files are all held by other processes", ErrLocked, path, MaxSlots)
+		}
+		s.log.Info("store file locked by another process: using a slot file", "primary", path, "slot", s.path)
+	default:
+		return nil, err
+	}
+
+	if err := s.db.Update(func(tx *bolt.Tx) error { return initSchema(tx, s.path) }); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	if s.primary {
+		s.mergeSlots()
+	}
+	if err := s.recover(); err != nil {
+		s.db.Close()
+		return nil, err
+	}
+	if o.Retention > 0 {
+		s.wg.Add(1)
+		go s.pruneLoop()
+	}
+	return s, nil
+}
+
+// openBolt opens one bbolt file with a lock timeout, turning panics and bbolt's errors about a
+// damaged file into errors that name the file. It makes sure that the file it locked is still
+// the one at path (a merger may have unlinked a slot file between our open and our lock).
+func openBolt(path string, timeout time.Duration, sync bool) (db *bolt.DB, err error) {
+	for attempt := 0; attempt < 3; attempt++ {
+		var f *os.File
+		bo := &bolt.Options{
+			Timeout: timeout,
+			NoSync:  !sync,
+			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+				ff, err := os.OpenFile(name, flag, perm)
+				f = ff
+				return ff, err
+			},
+		}
+		db, err = openBoltRecover(path, bo)
+		if err != nil {
+			if errors.Is(err, berrors.ErrTimeout) {
+				return nil, err
+			}
+			if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) ||
+				errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrInvalidMapping) || errors.Is(err, errPanicked) {
+				return nil, fmt.Errorf("%w: %s is not a bbolt database or is damaged (%v): move it away or pass another store path", ErrCorrupt, path, err)
+			}
+			return nil, fmt.Errorf("store: open %s: %w", path, err)
+		}
+		fi, err1 := f.Stat()
+		pi, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+			if fi.Mode().Perm()&0o077 != 0 {
+				_ = f.Chmod(0o600)
+			}
+			return db, nil
+		}
+		db.Close()
+	}
+	return nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", ErrLocked, path)
+}
+
+var errPanicked = errors.New("panic while opening")
+
+func openBoltRecover(path string, bo *bolt.Options) (db *bolt.DB, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			db, err = nil, fmt.Errorf("%w: %v", errPanicked, r)
+		}
+	}()
+	return bolt.Open(path, 0o600, bo)
+}
+
+// SlotPath is the i-th sibling slot file of path: "dir/name.db" gives "dir/name.<i>.db", and a
+// path without an extension gets ".<i>" appended.
+func SlotPath(path string, i int) string {
+	ext := filepath.Ext(path)
+	base := strings.TrimSuffix(path, ext)
+	return base + "." + strconv.Itoa(i) + ext
+}
+
+// slotFiles lists the slot files that exist beside path, in slot order.
+func slotFiles(path string) []string {
+	ext := filepath.Ext(path)
+	base := strings.TrimSuffix(path, ext)
+	matches, _ := filepath.Glob(globEscape(base) + ".*" + globEscape(ext))
+	var out []string
+	for i := 1; i <= MaxSlots; i++ {
+		want := SlotPath(path, i)
+		for _, m := range matches {
+			if m == want {
+				out = append(out, m)
+			}
+		}
+	}
+	return out
+}
+
+func globEscape(s string) string {
+	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
+	return r.Replace(s)
+}
+
+func (s *Store) chunkSize() int { return s.chunkSz }
+
+// Path is the file the store actually uses: the path given to Open, or a slot file beside it
+// when another process held that one.
+func (s *Store) Path() string { return s.path }
+
+// Primary reports whether the store uses the path given to Open (not a slot file).
+func (s *Store) Primary() bool { return s.primary }
+
+// Close stops the pruner and closes the file. Calls after Close return ErrClosed. Close is
+// idempotent.
+func (s *Store) Close() error {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return nil
+	}
+	s.closed = true
+	close(s.done)
+	s.closeMu.Unlock()
+	s.wg.Wait()
+	return s.db.Close()
+}
+
+func (s *Store) isClosed() bool {
+	s.closeMu.Lock()
+	defer s.closeMu.Unlock()
+	return s.closed
+}
+
+// view runs a read transaction.
+func (s *Store) view(fn func(*bolt.Tx) error) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	return mapBoltErr(s.db.View(fn))
+}
+
+func mapBoltErr(err error) error {
+	if errors.Is(err, berrors.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// op is one write waiting for a group commit.
+type op struct {
+	fn  func(*bolt.Tx) error
+	res chan opResult
+}
+
+type opResult struct {
+	err  error
+	lead bool // the receiver now leads the next group commit
+}
+
+// update runs fn in a write transaction. Concurrent updates are committed together in one
+// transaction (group commit): the first caller leads and commits every update queued by then;
+// callers that arrive meanwhile wait and the first of them leads the next group. A lone caller
+// never waits for a timer. If any fn of a group fails, the group is rolled back and each fn is
+// run again alone, so fn may run more than once and must only touch the transaction and its
+// own variables.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	o := &op{fn: fn, res: make(chan opResult, 1)}
+	s.commitMu.Lock()
+	s.pending = append(s.pending, o)
+	if s.committing {
+		s.commitMu.Unlock()
+		r := <-o.res
+		if !r.lead {
+			return r.err
+		}
+		s.commitMu.Lock()
+	} else {
+		s.committing = true
+	}
+	// We lead: commit what is queued (our own op among it), then hand over.
+	batch := s.pending
+	s.pending = nil
+	s.commitMu.Unlock()
+
+	s.runBatch(batch)
+
+	s.commitMu.Lock()
+	if len(s.pending) > 0 {
+		next := s.pending[0]
+		s.commitMu.Unlock()
+		next.res <- opResult{lead: true}
+	} else {
+		s.committing = false
+		s.commitMu.Unlock()
+	}
+	return (<-o.res).err
+}
+
+func (s *Store) runBatch(batch []*op) {
+	if len(batch) == 1 {
+		batch[0].res <- opResult{err: mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(batch[0].fn, tx) }))}
+		return
+	}
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		for _, o := range batch {
+			if err := safeCall(o.fn, tx); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err == nil {
+		for _, o := range batch {
+			o.res <- opResult{}
+		}
+		return
+	}
+	for _, o := range batch {
+		o.res <- opResult{err: mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(o.fn, tx) }))}
+	}
+}
+
+// safeCall turns a panic in fn into an error, so that one broken update fails only its caller.
+func safeCall(fn func(*bolt.Tx) error, tx *bolt.Tx) (err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			err = fmt.Errorf("store: panic in an update: %v", r)
+		}
+	}()
+	return fn(tx)
+}
