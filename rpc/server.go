@@ -264,7 +264,10 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 	if method != protocol.MethodInitialize && method != protocol.MethodShutdown {
 		jsonrpc2.Async(ctx)
 	}
-	ctx, done := s.track(ctx, req.ID())
+	// The library pools the request context and recycles it when the handler returns, so
+	// nothing may derive from it; the detached context keeps the connection's lifetime,
+	// and track adds this request's own cancellation.
+	ctx, done := s.track(jsonrpc2.DetachContext(ctx), req.ID())
 	defer done()
 	defer func() {
 		if r := recover(); r != nil {
