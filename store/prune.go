@@ -12,9 +12,6 @@ import (
 // pruneBatch is how many outputs one pruning transaction deletes at most.
 const pruneBatch = 32
 
-// testHookPruned, when set (by tests, before Open), is called after each background pass.
-var testHookPruned func(n int, err error)
-
 func (s *Store) pruneLoop() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.PruneInterval)
@@ -26,7 +23,7 @@ func (s *Store) pruneLoop() {
 		} else if n > 0 {
 			s.log.Info("pruned outputs older than the retention period", "count", n, "retention", s.opts.Retention)
 		}
-		if h := testHookPruned; h != nil {
+		if h := s.opts.pruned; h != nil {
 			h(n, err)
 		}
 		select {

@@ -72,6 +72,9 @@ type Options struct {
 	Now func() time.Time
 	// Logger receives warnings (merges, pruning, recovery). Default: discard.
 	Logger *slog.Logger
+
+	// pruned, if set (by tests), is called after each background pruning pass.
+	pruned func(n int, err error)
 }
 
 // Store is the durable record of toolsd: calls, full outputs, per-session values and the
