@@ -262,7 +262,7 @@ export class DaemonClient {
       return this.failStart(e instanceof StartError ? e.message : `toolsd refused initialize: ${errText(e)}`, code);
     }
     clearTimeout(timer);
-    conn.sendNotification(Methods.initialized, {});
+    conn.sendNotification(Methods.initialized, {}).catch(() => { /* the exit handler reports a dead daemon */ });
     this.initializeResult = result;
     this.lastError = undefined;
     void exited.then((ex) => this.onExit(running, ex));
@@ -319,7 +319,7 @@ export class DaemonClient {
     if (!r.hasExited) {
       try {
         await withTimeout(r.conn.sendRequest(Methods.shutdown, null), budget / 2);
-        r.conn.sendNotification(Methods.exit).catch(() => {});
+        await withTimeout(r.conn.sendNotification(Methods.exit), 200).catch(() => {});
       } catch (e) {
         this.log(`[client] shutdown did not complete: ${errText(e)}`);
       }

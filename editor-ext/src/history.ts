@@ -1,0 +1,242 @@
+// The "Tool Calls" history view fed by calls/list (paged, grouped by session); a call opens as its
+// calls/get record, and a truncated call's full output opens through outputs/read in a read-only
+// virtual document (scheme toolsd-output), one page of lines per document.
+
+import * as vscode from 'vscode';
+import { errText } from './client';
+import { DaemonManager, FolderDaemon } from './manager';
+import { CallRecord, CallSummary, CallsListResult, Methods, OutputsReadResult } from './protocol';
+
+const PAGE = 50;
+/** Lines per outputs/read request, and per document page of a full output. */
+const READ_LINES = 2000;
+const DOC_LINES = 20_000;
+
+type Node =
+  | { kind: 'session'; fd: FolderDaemon; sessionID: string; calls: CallSummary[] }
+  | { kind: 'call'; fd: FolderDaemon; call: CallSummary }
+  | { kind: 'output'; fd: FolderDaemon; call: CallSummary }
+  | { kind: 'more'; fd: FolderDaemon }
+  | { kind: 'message'; text: string };
+
+interface Loaded { calls: CallSummary[]; cursor?: string; error?: string }
+
+export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable {
+  private readonly loaded = new Map<FolderDaemon, Loaded>();
+  private readonly changed = new vscode.EventEmitter<Node | undefined>();
+  readonly onDidChangeTreeData = this.changed.event;
+  private readonly subs: vscode.Disposable[] = [];
+  private refreshTimer: NodeJS.Timeout | undefined;
+
+  constructor(private readonly manager: DaemonManager, onDidEndCall: vscode.Event<unknown>) {
+    this.subs.push(
+      vscode.window.createTreeView('toolsd.history', { treeDataProvider: this, showCollapseAll: true }),
+      vscode.commands.registerCommand('toolsd.refreshHistory', () => this.refresh()),
+      vscode.commands.registerCommand('toolsd.history.loadMore', (fd: FolderDaemon) => this.loadMore(fd)),
+      vscode.commands.registerCommand('toolsd.openCall', (node?: Node) => this.openCall(node)),
+      vscode.commands.registerCommand('toolsd.openFullOutput', (node?: Node) => this.openOutput(node)),
+      vscode.workspace.registerTextDocumentContentProvider('toolsd-output', new OutputDocuments(manager)),
+      vscode.workspace.registerTextDocumentContentProvider('toolsd-call', new CallDocuments(manager)),
+      vscode.languages.registerDocumentLinkProvider({ scheme: 'toolsd-output' }, new NextPageLinks()),
+      onDidEndCall(() => this.refreshSoon()),
+      manager.onDidChange(() => this.refreshSoon()),
+    );
+  }
+
+  /** Coalesces bursts of call endings into one reload. */
+  private refreshSoon(): void {
+    if (this.refreshTimer) return;
+    this.refreshTimer = setTimeout(() => { this.refreshTimer = undefined; void this.refresh(); }, 150);
+  }
+
+  async refresh(): Promise<void> {
+    await Promise.all(this.manager.all().map(async (fd) => {
+      if (fd.client.state !== 'running') { this.loaded.delete(fd); return; }
+      const prev = this.loaded.get(fd);
+      const want = Math.max(PAGE, prev?.calls.length ?? 0);
+      try {
+        const r = await fd.client.request<CallsListResult>(Methods.callsList, { limit: want });
+        this.loaded.set(fd, { calls: r.calls ?? [], cursor: r.nextCursor });
+      } catch (e) {
+        this.loaded.set(fd, { calls: [], error: errText(e) });
+      }
+    }));
+    this.changed.fire(undefined);
+  }
+
+  private async loadMore(fd: FolderDaemon): Promise<void> {
+    const l = this.loaded.get(fd);
+    if (!l?.cursor) return;
+    try {
+      const r = await fd.client.request<CallsListResult>(Methods.callsList, { limit: PAGE, cursor: l.cursor });
+      this.loaded.set(fd, { calls: [...l.calls, ...(r.calls ?? [])], cursor: r.nextCursor });
+    } catch (e) {
+      void vscode.window.showErrorMessage(`toolsd: calls/list failed: ${errText(e)}`);
+    }
+    this.changed.fire(undefined);
+  }
+
+  getChildren(node?: Node): Node[] {
+    if (!node) {
+      const out: Node[] = [];
+      for (const fd of this.manager.all()) {
+        const l = this.loaded.get(fd);
+        if (!l) continue;
+        if (l.error) { out.push({ kind: 'message', text: `calls/list failed: ${l.error}` }); continue; }
+        const bySession = new Map<string, CallSummary[]>();
+        for (const c of l.calls) (bySession.get(c.sessionID) ?? bySession.set(c.sessionID, []).get(c.sessionID)!).push(c);
+        for (const [sessionID, calls] of bySession) out.push({ kind: 'session', fd, sessionID, calls });
+        if (l.cursor) out.push({ kind: 'more', fd });
+      }
+      return out;
+    }
+    if (node.kind === 'session') return node.calls.map((call) => ({ kind: 'call', fd: node.fd, call }));
+    if (node.kind === 'call' && node.call.truncated && node.call.outputID) return [{ kind: 'output', fd: node.fd, call: node.call }];
+    return [];
+  }
+
+  getTreeItem(node: Node): vscode.TreeItem {
+    switch (node.kind) {
+      case 'message': return new vscode.TreeItem(node.text);
+      case 'more': {
+        const it = new vscode.TreeItem('Load more…');
+        it.command = { command: 'toolsd.history.loadMore', title: 'Load more', arguments: [node.fd] };
+        it.iconPath = new vscode.ThemeIcon('ellipsis');
+        return it;
+      }
+      case 'session': {
+        const multi = this.manager.all().length > 1;
+        const it = new vscode.TreeItem(`Session ${node.sessionID}`, vscode.TreeItemCollapsibleState.Expanded);
+        it.id = `${node.fd.folder.uri}#session:${node.sessionID}`;
+        it.description = `${node.calls.length} call${node.calls.length === 1 ? '' : 's'}${multi ? ` · ${node.fd.folder.name}` : ''}`;
+        it.iconPath = new vscode.ThemeIcon('comment-discussion');
+        return it;
+      }
+      case 'output': {
+        const it = new vscode.TreeItem('Full output');
+        it.id = `${node.fd.folder.uri}#output:${node.call.callID}`;
+        it.description = 'truncated for the model';
+        it.iconPath = new vscode.ThemeIcon('output');
+        it.command = { command: 'toolsd.openFullOutput', title: 'Open Full Output', arguments: [node] };
+        return it;
+      }
+      case 'call': {
+        const c = node.call;
+        const it = new vscode.TreeItem(c.title || c.tool,
+          c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
+        it.id = `${node.fd.folder.uri}#call:${c.callID}`;
+        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : ''].filter(Boolean).join(' · ');
+        it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
+        it.iconPath = statusIcon(c.status);
+        it.contextValue = c.truncated && c.outputID ? 'toolsd.call.truncated' : 'toolsd.call';
+        it.command = { command: 'toolsd.openCall', title: 'Open Call', arguments: [node] };
+        return it;
+      }
+    }
+  }
+
+  private async openCall(node?: Node): Promise<void> {
+    if (!node || (node.kind !== 'call' && node.kind !== 'output')) return;
+    const uri = vscode.Uri.from({ scheme: 'toolsd-call', path: `/${node.call.callID}.json`, query: node.fd.folder.uri.toString() });
+    const doc = await vscode.workspace.openTextDocument(uri);
+    await vscode.languages.setTextDocumentLanguage(doc, 'json');
+    await vscode.window.showTextDocument(doc, { preview: true });
+  }
+
+  private async openOutput(node?: Node): Promise<void> {
+    if (!node || (node.kind !== 'call' && node.kind !== 'output') || !node.call.outputID) return;
+    await vscode.window.showTextDocument(outputUri(node.fd, node.call.outputID, 0), { preview: true });
+  }
+
+  dispose(): void {
+    if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.subs.forEach((s) => s.dispose());
+    this.changed.dispose();
+  }
+}
+
+export function outputUri(fd: FolderDaemon, outputID: string, offset: number): vscode.Uri {
+  const q = new URLSearchParams({ folder: fd.folder.uri.toString(), offset: String(offset) });
+  return vscode.Uri.from({ scheme: 'toolsd-output', path: `/${outputID}.log`, query: q.toString() });
+}
+
+function daemonFor(manager: DaemonManager, folderUri: string | null): FolderDaemon {
+  const fd = manager.all().find((d) => d.folder.uri.toString() === folderUri) ?? manager.primary();
+  if (!fd) throw new Error('no toolsd daemon runs for this window');
+  return fd;
+}
+
+/** toolsd-output:/<outputID>.log?folder=…&offset=N — lines N… of a stored full output. */
+class OutputDocuments implements vscode.TextDocumentContentProvider {
+  constructor(private readonly manager: DaemonManager) {}
+  async provideTextDocumentContent(uri: vscode.Uri, token: vscode.CancellationToken): Promise<string> {
+    const q = new URLSearchParams(uri.query);
+    const fd = daemonFor(this.manager, q.get('folder'));
+    const outputID = uri.path.replace(/^\//, '').replace(/\.log$/, '');
+    const start = Number(q.get('offset') ?? 0) || 0;
+    let offset = start;
+    let total = Infinity;
+    const parts: string[] = [];
+    while (offset < total && offset - start < DOC_LINES && !token.isCancellationRequested) {
+      const r = await fd.client.request<OutputsReadResult>(Methods.outputsRead, {
+        outputID, offset, limit: Math.min(READ_LINES, start + DOC_LINES - offset),
+      });
+      parts.push(r.content);
+      total = r.totalLines;
+      const got = r.lines ?? r.content.split('\n').length;
+      if (got <= 0) break;
+      offset += got;
+    }
+    let text = parts.join(parts.every((p) => p.endsWith('\n')) ? '' : '\n');
+    if (offset < total) {
+      const next = outputUri(fd, outputID, offset);
+      text += `\n… ${total - offset} more lines; next page: ${next.toString()}\n`;
+    }
+    return text;
+  }
+}
+
+/** Makes the "next page" line at the end of an output page a link. */
+class NextPageLinks implements vscode.DocumentLinkProvider {
+  provideDocumentLinks(doc: vscode.TextDocument): vscode.DocumentLink[] {
+    const links: vscode.DocumentLink[] = [];
+    const last = Math.max(0, doc.lineCount - 3);
+    for (let i = last; i < doc.lineCount; i++) {
+      const line = doc.lineAt(i).text;
+      const m = /toolsd-output:\S+/.exec(line);
+      if (m) links.push(new vscode.DocumentLink(new vscode.Range(i, m.index, i, m.index + m[0].length), vscode.Uri.parse(m[0])));
+    }
+    return links;
+  }
+}
+
+/** toolsd-call:/<callID>.json?<folder> — the whole record of a call. */
+class CallDocuments implements vscode.TextDocumentContentProvider {
+  constructor(private readonly manager: DaemonManager) {}
+  async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
+    const fd = daemonFor(this.manager, uri.query || null);
+    const callID = uri.path.replace(/^\//, '').replace(/\.json$/, '');
+    const r = await fd.client.request<CallRecord>(Methods.callsGet, { callID });
+    return JSON.stringify(r, null, 2) + '\n';
+  }
+}
+
+function duration(c: CallSummary): string {
+  if (!c.endedAt) return c.status === 'running' || c.status === 'pending' ? 'running' : '';
+  const ms = Date.parse(c.endedAt) - Date.parse(c.startedAt);
+  if (!(ms >= 0)) return '';
+  if (ms < 1000) return `${ms} ms`;
+  if (ms < 60_000) return `${(ms / 1000).toFixed(1)} s`;
+  return `${Math.floor(ms / 60_000)} min ${Math.round((ms % 60_000) / 1000)} s`;
+}
+
+function statusIcon(status: string): vscode.ThemeIcon {
+  switch (status) {
+    case 'completed': return new vscode.ThemeIcon('pass', new vscode.ThemeColor('testing.iconPassed'));
+    case 'error': return new vscode.ThemeIcon('error', new vscode.ThemeColor('testing.iconFailed'));
+    case 'cancelled': return new vscode.ThemeIcon('circle-slash');
+    case 'interrupted': return new vscode.ThemeIcon('debug-disconnect');
+    case 'running': return new vscode.ThemeIcon('sync~spin');
+    default: return new vscode.ThemeIcon('clock');
+  }
+}

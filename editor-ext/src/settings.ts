@@ -1,0 +1,50 @@
+// Reading the extension's settings: which binary to spawn and how, and the daemon settings that
+// travel as initializationOptions. The daemon settings are the `toolsd.*` properties of
+// contributes.configuration that are not listed in EXTENSION_ONLY; test/settings.test.ts keeps
+// them in step with config/settings.schema.json (the daemon's settings struct).
+
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as vscode from 'vscode';
+import { SpawnSpec } from './client';
+import { EXTENSION_ONLY } from './settingsKeys';
+
+
+/** Settings whose change needs a new daemon process (all of them: initializationOptions are read once). */
+export function affectsDaemon(e: vscode.ConfigurationChangeEvent): boolean {
+  return e.affectsConfiguration('toolsd');
+}
+
+/** The daemon's settings as the user set them (user level only: a workspace must not loosen its own rules). */
+export function daemonSettings(packageJSON: any): Record<string, unknown> {
+  const props: Record<string, unknown> = packageJSON?.contributes?.configuration?.properties ?? {};
+  const cfg = vscode.workspace.getConfiguration('toolsd');
+  const out: Record<string, unknown> = {};
+  for (const full of Object.keys(props)) {
+    const key = full.replace(/^toolsd\./, '');
+    if (EXTENSION_ONLY.has(key)) continue;
+    const v = cfg.inspect(key)?.globalValue;
+    if (v !== undefined) out[key] = v;
+  }
+  return out;
+}
+
+/**
+ * Where the daemon binary is: the toolsd.path setting, else <repo>/bin/toolsd next to the
+ * extension's own folder (an extension run from this repo's editor-ext/), else `toolsd` on PATH.
+ */
+export function resolveBinary(extensionPath: string): string {
+  const configured = vscode.workspace.getConfiguration('toolsd').inspect<string>('path')?.globalValue;
+  if (configured) return configured;
+  const dev = path.resolve(extensionPath, '..', 'bin', 'toolsd');
+  if (fs.existsSync(dev)) return dev;
+  return 'toolsd';
+}
+
+export function spawnSpec(extensionPath: string, folder: string): SpawnSpec {
+  const cfg = vscode.workspace.getConfiguration('toolsd');
+  const args = [...(cfg.inspect<string[]>('args')?.globalValue ?? [])];
+  const level = cfg.get<string>('logLevel');
+  if (level) args.push('--log-level', level);
+  return { command: resolveBinary(extensionPath), args, cwd: folder };
+}

@@ -1,0 +1,60 @@
+// The status bar item: the daemon's state, the number of tools and of pending asks. A click opens
+// the log (the output channel with the daemon's stderr).
+
+import * as vscode from 'vscode';
+import { DaemonState } from './client';
+import { DaemonManager } from './manager';
+
+export class Status implements vscode.Disposable {
+  private readonly item = vscode.window.createStatusBarItem('toolsd.status', vscode.StatusBarAlignment.Left, 10);
+  private readonly subs: vscode.Disposable[] = [];
+
+  constructor(private readonly manager: DaemonManager, private readonly pendingAsks: { count(): number; onDidChange: vscode.Event<void> }) {
+    this.item.name = 'toolsd';
+    this.item.command = 'toolsd.showLog';
+    this.subs.push(manager.onDidChange(() => this.render()), pendingAsks.onDidChange(() => this.render()));
+    this.render();
+    this.item.show();
+  }
+
+  private render(): void {
+    const all = this.manager.all();
+    if (all.length === 0) {
+      this.item.text = '$(tools) toolsd: no folder';
+      this.item.tooltip = 'toolsd runs for each workspace folder; open a folder to start it.';
+      return;
+    }
+    const worst = worstState(all.map((fd) => fd.client.state));
+    const tools = all.filter((fd) => fd.client.state === 'running').reduce((n, fd) => n + fd.tools.length, 0);
+    const asks = this.pendingAsks.count();
+    const askText = asks ? ` $(bell-dot) ${asks}` : '';
+    switch (worst) {
+      case 'running': this.item.text = `$(tools) toolsd: ${tools} tools${askText}`; break;
+      case 'starting': this.item.text = '$(sync~spin) toolsd: starting'; break;
+      case 'restarting': this.item.text = '$(sync~spin) toolsd: restarting'; break;
+      case 'failed': this.item.text = '$(error) toolsd: failed'; break;
+      case 'stopped': this.item.text = '$(circle-slash) toolsd: stopped'; break;
+    }
+    this.item.backgroundColor = worst === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
+    const lines = all.map((fd) => {
+      const r = fd.client.initializeResult;
+      const v = r ? ` ${r.serverInfo.version}` : '';
+      const err = fd.client.lastError && fd.client.state !== 'running' ? ` — ${fd.client.lastError.message}` : '';
+      return `${fd.folder.name}: toolsd${v} ${fd.client.state}, ${fd.tools.length} tools${err}`;
+    });
+    if (asks) lines.push(`${asks} ask${asks === 1 ? '' : 's'} waiting (toolsd: Show Pending Asks)`);
+    lines.push('Click to open the log.');
+    this.item.tooltip = lines.join('\n');
+  }
+
+  dispose(): void {
+    this.subs.forEach((s) => s.dispose());
+    this.item.dispose();
+  }
+}
+
+const ORDER: DaemonState[] = ['failed', 'restarting', 'starting', 'stopped', 'running'];
+function worstState(states: DaemonState[]): DaemonState {
+  for (const s of ORDER) if (states.includes(s)) return s;
+  return 'stopped';
+}

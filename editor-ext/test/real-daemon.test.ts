@@ -1,0 +1,138 @@
+// The client core against the real toolsd binary (built by scripts/test.sh): start, resolve, an
+// ask answered once or rejected with a message, full outputs, crash → restart, and a refused
+// initialize that is not retried.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import { DaemonClient, DaemonClientOptions, StartError } from '../src/client';
+import { AskedParams, CallsListResult, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
+import { nextNotification, realDaemon, tempWorkspace, waitForState } from './helpers';
+
+const clients: DaemonClient[] = [];
+after(async () => { await Promise.all(clients.map((c) => c.dispose())); });
+
+function realClient(extra: Partial<DaemonClientOptions> = {}): { client: DaemonClient; ws: string; log: string[] } {
+  const ws = tempWorkspace();
+  const log: string[] = [];
+  const client = new DaemonClient({
+    spawn: { command: realDaemon(), args: ['--store', path.join(ws, '..', path.basename(ws) + '.db')] },
+    workspaceFolder: ws,
+    clientInfo: { name: 'editor-ext unit tests' },
+    restart: { backoffMs: 1, maxBackoffMs: 10 },
+    log: (l) => log.push(l),
+    ...extra,
+  });
+  clients.push(client);
+  return { client, ws, log };
+}
+
+let n = 0;
+function execute(client: DaemonClient, tool: string, args: unknown, sessionID = 's1'): Promise<ExecuteResult> {
+  n++;
+  return client.request<ExecuteResult>(Methods.toolsExecute, { sessionID, messageID: `m${n}`, callID: `c${n}`, tool, args });
+}
+
+test('start: initialize answers with the server info, and resolve lists the built-in tools', async () => {
+  const { client } = realClient();
+  const init = await client.start();
+  assert.equal(init.serverInfo.name, 'toolsd');
+  assert.equal(client.state, 'running');
+  const r = await client.request<ResolveResult>(Methods.toolsResolve, { sessionID: 's1' });
+  const ids = r.tools.map((t) => t.id);
+  for (const id of ['bash', 'read']) assert.ok(ids.includes(id), `${id} in ${ids.join(',')}`);
+  assert.ok(r.tools.every((t) => t.source === 'builtin' || t.source === 'project' || t.source.startsWith('mcp:')));
+});
+
+test('an execute of bash raises permission/asked; "once" lets it complete', async () => {
+  const { client } = realClient();
+  await client.start();
+  const asked = nextNotification<AskedParams>(client, Methods.permissionAsked);
+  const result = execute(client, 'bash', { command: 'echo toolsd-says-hi', description: 'greet' });
+  const ask = await asked;
+  assert.equal(ask.tool, 'bash');
+  assert.deepEqual(ask.patterns, ['echo toolsd-says-hi']);
+  assert.equal(ask.metadata?.command, 'echo toolsd-says-hi');
+  const listed = await client.request<ListAsksResult>(Methods.permissionList, {});
+  assert.deepEqual(listed.asks.map((a) => a.id), [ask.id], 'the pending ask is listed for a reloaded UI');
+  await client.request(Methods.permissionReply, { id: ask.id, reply: 'once' });
+  const r = await result;
+  assert.equal(r.status, 'completed', JSON.stringify(r));
+  assert.match(r.output, /toolsd-says-hi/);
+  await assert.rejects(client.request(Methods.permissionReply, { id: ask.id, reply: 'once' }), 'an answered ask cannot be answered again');
+  const calls = await client.request<CallsListResult>(Methods.callsList, {});
+  assert.equal(calls.calls[0].status, 'completed');
+});
+
+test('a rejection with a message ends the call with an error that carries the message', async () => {
+  const { client, ws } = realClient();
+  await client.start();
+  const asked = nextNotification<AskedParams>(client, Methods.permissionAsked);
+  const result = execute(client, 'bash', { command: 'touch made-it', description: 'touch' });
+  const ask = await asked;
+  await client.request(Methods.permissionReply, { id: ask.id, reply: 'reject', message: 'use the write tool instead' });
+  const r = await result;
+  assert.equal(r.status, 'error');
+  assert.match(r.error ?? '', /use the write tool instead/);
+  assert.equal(fs.existsSync(path.join(ws, 'made-it')), false, 'the rejected command did not run');
+});
+
+test('a long output is truncated for the model and read back in full through outputs/read pages', async () => {
+  const { client } = realClient();
+  await client.start();
+  const sub = client.onNotification<AskedParams>(Methods.permissionAsked, (a) => void client.request(Methods.permissionReply, { id: a.id, reply: 'once' }));
+  const r = await execute(client, 'bash', { command: 'seq 1 30000', description: 'count' });
+  sub.dispose();
+  assert.equal(r.status, 'completed', JSON.stringify(r).slice(0, 500));
+  assert.equal(r.truncated, true);
+  assert.ok(r.outputID, 'a truncated result names its full output');
+  const lines: string[] = [];
+  for (let offset = 0; ;) {
+    const page: OutputsReadResult = await client.request<OutputsReadResult>(Methods.outputsRead, { outputID: r.outputID, offset, limit: 7000 });
+    assert.equal(page.totalLines, 30000);
+    lines.push(...page.content.replace(/\n$/, '').split('\n'));
+    offset += page.lines;
+    if (offset >= page.totalLines || page.lines === 0) break;
+  }
+  assert.equal(lines.length, 30000);
+  assert.equal(lines[0], '1');
+  assert.equal(lines[29999], '30000');
+});
+
+test('a crash of a running daemon is followed by a restart that serves again', async () => {
+  const { client, log } = realClient();
+  await client.start();
+  const first = client.pid!;
+  const restarted = new Promise<void>((resolve) => client.onDidStart(() => resolve()));
+  process.kill(first, 'SIGKILL');
+  await waitForState(client, 'restarting');
+  await restarted;
+  assert.equal(client.state, 'running');
+  assert.notEqual(client.pid, first);
+  assert.equal(client.restarts, 1);
+  assert.ok(log.some((l) => /exited unexpectedly \(signal SIGKILL\)/.test(l)), log.join('\n'));
+  const r = await client.request<ResolveResult>(Methods.toolsResolve, { sessionID: 's1' });
+  assert.ok(r.tools.length > 0);
+});
+
+test('a refused initialize leaves the client failed and is not retried', async () => {
+  const { client, ws } = realClient({ workspaceFolder: 'not/absolute' });
+  client.setOptions({ ...(client as any).options, spawn: { ...(client as any).options.spawn, cwd: ws } });
+  const states: string[] = [];
+  client.onDidChangeState((s) => states.push(s));
+  await assert.rejects(client.start(), (e: Error) => e instanceof StartError && /refused initialize: .*absolute/.test(e.message));
+  assert.deepEqual(states, ['starting', 'failed']);
+  assert.equal(client.restarts, 0);
+  assert.equal((client as any).restartTimer, undefined);
+  await assert.rejects(client.request(Methods.toolsResolve, { sessionID: 's' }), /not running \(state: failed\)/);
+});
+
+test('stop ends the daemon through shutdown and exit', async () => {
+  const { client, log } = realClient();
+  await client.start();
+  const pid = client.pid!;
+  await client.stop();
+  assert.equal(client.state, 'stopped');
+  assert.throws(() => process.kill(pid, 0), /ESRCH/);
+  assert.ok(!log.some((l) => /killing it/.test(l)), log.join('\n'));
+});
