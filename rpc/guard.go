@@ -144,9 +144,12 @@ func (g *guard) header() (int, error) {
 		}
 		trimmed := strings.TrimRight(string(line), "\r\n")
 		if g.resync {
-			if !hasPrefixFold(trimmed, "content-length:") {
+			// Skip to the next header: the garbage may run into it on the same line.
+			i := strings.Index(strings.ToLower(trimmed), "content-length:")
+			if i < 0 {
 				continue
 			}
+			trimmed = trimmed[i:]
 			g.resync = false
 		}
 		if trimmed == "" {
@@ -277,10 +280,6 @@ func findID(body []byte) *jsonrpc2.ID {
 		return nil
 	}
 	return nil
-}
-
-func hasPrefixFold(s, prefix string) bool {
-	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
 func clip(s string, n int) string {

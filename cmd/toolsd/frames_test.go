@@ -1,0 +1,177 @@
+package main_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/harness"
+)
+
+// rawClient speaks LSP framing by hand, to send what no library would.
+type rawClient struct {
+	t   *testing.T
+	in  io.WriteCloser
+	out *bufio.Reader
+	cmd *exec.Cmd
+}
+
+func startRaw(t *testing.T, extra ...string) *rawClient {
+	t.Helper()
+	cmd := exec.Command(harness.Binary(t), append([]string{"--store", filepath.Join(t.TempDir(), "s.db")}, extra...)...)
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		_ = in.Close()
+		done := make(chan struct{})
+		go func() { _ = cmd.Wait(); close(done) }()
+		select {
+		case <-done:
+		case <-time.After(10 * time.Second):
+			_ = cmd.Process.Kill()
+			<-done
+		}
+	})
+	return &rawClient{t: t, in: in, out: bufio.NewReader(out), cmd: cmd}
+}
+
+func (c *rawClient) send(s string) {
+	c.t.Helper()
+	if _, err := io.WriteString(c.in, s); err != nil {
+		c.t.Fatal(err)
+	}
+}
+
+func frame(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+
+type rawResponse struct {
+	ID     json.RawMessage `json:"id"`
+	Result json.RawMessage `json:"result"`
+	Error  *struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	} `json:"error"`
+	Method string `json:"method"`
+}
+
+// next reads frames until a response (skipping notifications), with a deadline.
+func (c *rawClient) next() rawResponse {
+	c.t.Helper()
+	type res struct {
+		r   rawResponse
+		err error
+	}
+	ch := make(chan res, 1)
+	go func() {
+		for {
+			n := -1
+			for {
+				line, err := c.out.ReadString('\n')
+				if err != nil {
+					ch <- res{err: err}
+					return
+				}
+				line = strings.TrimRight(line, "\r\n")
+				if line == "" {
+					break
+				}
+				if v, ok := strings.CutPrefix(line, "Content-Length: "); ok {
+					n, _ = strconv.Atoi(v)
+				}
+			}
+			body := make([]byte, n)
+			if _, err := io.ReadFull(c.out, body); err != nil {
+				ch <- res{err: err}
+				return
+			}
+			var r rawResponse
+			if err := json.Unmarshal(body, &r); err != nil {
+				ch <- res{err: fmt.Errorf("bad frame from daemon %q: %v", body, err)}
+				return
+			}
+			if r.Method == "" {
+				ch <- res{r: r}
+				return
+			}
+		}
+	}()
+	select {
+	case r := <-ch:
+		if r.err != nil {
+			c.t.Fatal(r.err)
+		}
+		return r.r
+	case <-time.After(20 * time.Second):
+		c.t.Fatal("no response from the daemon")
+	}
+	return rawResponse{}
+}
+
+func TestMalformedFramesKeepServing(t *testing.T) {
+	c := startRaw(t, "--max-message", "4096")
+	ws := t.TempDir()
+	c.send(frame(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceFolder":` + strconv.Quote(ws) + `,"capabilities":{"ask":true}}}`))
+	if r := c.next(); r.Error != nil || string(r.ID) != "1" {
+		t.Fatalf("initialize: %+v", r)
+	}
+	ping := func(id int) {
+		t.Helper()
+		c.send(frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"permission/list"}`, id)))
+		r := c.next()
+		if r.Error != nil || string(r.ID) != strconv.Itoa(id) {
+			t.Fatalf("daemon stopped serving: %+v", r)
+		}
+	}
+	huge := `{"jsonrpc":"2.0","id":"big","method":"tools/execute","params":{"args":"` + strings.Repeat("x", 10000) + `"}}`
+	cases := []struct {
+		name     string
+		send     string
+		wantCode int
+		wantID   string
+	}{
+		{"invalid JSON, id still found", frame(`{"jsonrpc":"2.0","id":2,"method":`), -32700, "2"},
+		{"invalid JSON", frame(`{"jsonrpc":"2.0",,"id":3}`), -32700, "null"},
+		{"not an object", frame(`"hello"`), -32600, "null"},
+		{"bad envelope", frame(`{"jsonrpc":"2.0","id":{"x":1},"method":"permission/list"}`), -32600, "null"},
+		{"over the message limit", frame(huge), -32600, `"big"`},
+		{"Content-Length not a number", "Content-Length: abc\r\n\r\n{}", -32700, "null"},
+		{"header line without colon", "garbage\r\n\r\n", -32700, "null"},
+		{"Content-Length too small", "Content-Length: 5\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"permission/list"}` + "\r\n", -32700, "null"},
+	}
+	for i, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c.send(tc.send)
+			r := c.next()
+			if r.Error == nil || r.Error.Code != tc.wantCode || string(r.ID) != tc.wantID {
+				t.Fatalf("got %+v (id %s), want code %d id %s", r.Error, r.ID, tc.wantCode, tc.wantID)
+			}
+			ping(100 + i)
+		})
+	}
+	// Params of the wrong type and unknown methods are errors too, and serving goes on.
+	c.send(frame(`{"jsonrpc":"2.0","id":50,"method":"calls/list","params":{"limit":"ten"}}`))
+	if r := c.next(); r.Error == nil || r.Error.Code != -32602 || !strings.Contains(r.Error.Message, "limit") {
+		t.Fatalf("wrong param type: %+v", r.Error)
+	}
+	c.send(frame(`{"jsonrpc":"2.0","id":51,"method":"calls/list","params":[1,2]}`))
+	if r := c.next(); r.Error == nil || r.Error.Code != -32602 {
+		t.Fatalf("params as an array: %+v", r.Error)
+	}
+	ping(200)
+}
