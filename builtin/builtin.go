@@ -38,6 +38,9 @@ type Options struct {
 	// MaxAttachmentBytes caps an image or PDF returned by read (10 MiB).
 	MaxAttachmentBytes int64
 
+	// MaxEditBytes caps a file write, edit or apply_patch reads to change it (64 MiB).
+	MaxEditBytes int64
+
 	// SearchLimit caps the results of glob and grep (100 files / matches).
 	SearchLimit int
 	// ListLimit caps the entries of list (1000).
@@ -89,6 +92,9 @@ func (o *Options) withDefaults() *Options {
 	defInt(&c.ReadMaxBytes, 50*1024)
 	if c.MaxAttachmentBytes <= 0 {
 		c.MaxAttachmentBytes = 10 << 20
+	}
+	if c.MaxEditBytes <= 0 {
+		c.MaxEditBytes = 64 << 20
 	}
 	defInt(&c.SearchLimit, 100)
 	defInt(&c.ListLimit, 1000)

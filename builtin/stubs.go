@@ -4,8 +4,6 @@ import "github.com/toolsd/toolsd/registry"
 
 type httpRoundTripper = interface{}
 
-func writeTool(o *Options) *registry.Tool      { return &registry.Tool{ID: "write"} }
-func editTool(o *Options) *registry.Tool       { return &registry.Tool{ID: "edit"} }
 func applyPatchTool(o *Options) *registry.Tool { return &registry.Tool{ID: "apply_patch"} }
 func globTool(o *Options) *registry.Tool       { return &registry.Tool{ID: "glob"} }
 func grepTool(o *Options) *registry.Tool       { return &registry.Tool{ID: "grep"} }

@@ -1,0 +1,168 @@
+package builtin
+
+import (
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strconv"
+
+	"golang.org/x/sys/unix"
+)
+
+// What the write path guards against (Linux):
+//   - The target is the real path the permission checks saw (symlinks resolved first).
+//   - The parent folder is opened with O_DIRECTORY|O_NOFOLLOW and its real path re-checked
+//     through /proc/self/fd: a parent folder (or any ancestor) swapped for a symlink after
+//     the check is caught, and every later step works relative to that opened folder
+//     (openat, renameat, unlinkat), so a swap after the re-check cannot redirect it.
+//   - The temporary file is created with O_CREAT|O_EXCL|O_NOFOLLOW; the rename replaces the
+//     directory entry itself, never following a symlink put in the target's place.
+// Not covered: an ancestor swapped between MkdirAll and the re-check is detected (the write
+// fails) but folders MkdirAll created through it stay.
+
+// openDir opens the folder dir (a real path) and checks it is still that folder.
+func openDir(dir string) (int, error) {
+	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			return -1, errPathChanged
+		}
+		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
+	}
+	if got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && got != dir {
+		unix.Close(fd)
+		return -1, errPathChanged
+	}
+	return fd, nil
+}
+
+// writeAtomic replaces (or creates) the file at abs, a real path, with data: a temporary
+// file in the same folder, fsync, rename, fsync of the folder. An existing file keeps its
+// mode; a new one gets 0644 (less the umask), and missing parent folders are created.
+func writeAtomic(abs string, data []byte) error {
+	dir, base := filepath.Split(abs)
+	dir = filepath.Clean(dir)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	dfd, err := openDir(dir)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+
+	mode := uint32(0o644)
+	keepMode := false
+	var st unix.Stat_t
+	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	case err == nil:
+		switch st.Mode & unix.S_IFMT {
+		case unix.S_IFREG:
+			mode, keepMode = st.Mode&0o7777, true
+		case unix.S_IFLNK:
+			return errPathChanged
+		case unix.S_IFDIR:
+			return fmt.Errorf("%s is a folder", abs)
+		default:
+			return fmt.Errorf("%s is not a regular file", abs)
+		}
+	case errors.Is(err, unix.ENOENT):
+	default:
+		return &fs.PathError{Op: "stat", Path: abs, Err: err}
+	}
+
+	var rnd [6]byte
+	_, _ = rand.Read(rnd[:])
+	tmp := "." + base + ".toolsd-" + hex.EncodeToString(rnd[:]) + ".tmp"
+	if len(tmp) > 255 {
+		tmp = ".toolsd-" + hex.EncodeToString(rnd[:]) + ".tmp"
+	}
+	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	if err != nil {
+		return &fs.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
+	}
+	f := os.NewFile(uintptr(fd), filepath.Join(dir, tmp))
+	ok := false
+	defer func() {
+		if !ok {
+			f.Close()
+			_ = unix.Unlinkat(dfd, tmp, 0)
+		}
+	}()
+	if _, err := f.Write(data); err != nil {
+		return err
+	}
+	if keepMode {
+		// The umask may have narrowed the mode at creation.
+		if err := f.Chmod(fs.FileMode(mode & 0o777)); err != nil {
+			return err
+		}
+		if mode&0o7000 != 0 {
+			_ = unix.Fchmod(fd, mode)
+		}
+	}
+	if err := f.Sync(); err != nil {
+		return err
+	}
+	if err := f.Close(); err != nil {
+		return err
+	}
+	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+		return &fs.PathError{Op: "rename", Path: abs, Err: err}
+	}
+	ok = true
+	_ = unix.Fsync(dfd)
+	return nil
+}
+
+// removeFile removes the regular file at abs (a real path) through its checked folder.
+func removeFile(abs string) error {
+	dir, base := filepath.Split(abs)
+	dfd, err := openDir(filepath.Clean(dir))
+	if err != nil {
+		return err
+	}
+	defer unix.Close(dfd)
+	var st unix.Stat_t
+	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+		return &fs.PathError{Op: "stat", Path: abs, Err: err}
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		return fmt.Errorf("%s is not a regular file", abs)
+	}
+	if err := unix.Unlinkat(dfd, base, 0); err != nil {
+		return &fs.PathError{Op: "remove", Path: abs, Err: err}
+	}
+	_ = unix.Fsync(dfd)
+	return nil
+}
+
+// readChecked reads the whole regular file t (at most limit bytes) through openChecked.
+func readChecked(t *target, limit int64) ([]byte, fs.FileInfo, error) {
+	f, err := openChecked(t)
+	if err != nil {
+		return nil, nil, err
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil {
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		return nil, nil, fmt.Errorf("%s is not a regular file", t.Display())
+	}
+	if fi.Size() > limit {
+		return nil, nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for editing", t.Display(), fi.Size(), limit)
+	}
+	data := make([]byte, fi.Size())
+	n, err := io.ReadFull(f, data)
+	if err != nil && err != io.ErrUnexpectedEOF && err != io.EOF {
+		return nil, nil, err
+	}
+	return data[:n], fi, nil
+}

@@ -1,0 +1,149 @@
+package builtin
+
+import (
+	"bytes"
+	"fmt"
+	"strings"
+
+	"github.com/pmezard/go-difflib/difflib"
+)
+
+const (
+	diffContext = 3
+	// diffMaxMatch bounds the changed region given to the line matcher; a larger one is
+	// shown as one replaced block (the matcher is quadratic in the worst case).
+	diffMaxMatch = 4000
+	// diffMaxBytes caps a diff put in metadata.
+	diffMaxBytes = 256 << 10
+)
+
+// fileDiff is a unified diff of one file's change.
+type fileDiff struct {
+	Text      string
+	Additions int
+	Deletions int
+}
+
+// unifiedDiff returns the unified diff from old to new of the file named name (a
+// workspace-relative or absolute slash path). Only the region between the common prefix
+// and suffix is matched, so a small edit of a large file is cheap.
+func unifiedDiff(name string, old, new []byte) fileDiff {
+	a, b := splitLinesKeep(old), splitLinesKeep(new)
+	p := 0
+	for p < len(a) && p < len(b) && a[p] == b[p] {
+		p++
+	}
+	s := 0
+	for s < len(a)-p && s < len(b)-p && a[len(a)-1-s] == b[len(b)-1-s] {
+		s++
+	}
+	if p == len(a) && p == len(b) {
+		return fileDiff{}
+	}
+	lo := max(0, p-diffContext)
+	hiA := min(len(a), len(a)-s+diffContext)
+	hiB := min(len(b), len(b)-s+diffContext)
+
+	var groups [][]difflib.OpCode
+	if (len(a)-s-p) > diffMaxMatch || (len(b)-s-p) > diffMaxMatch {
+		g := []difflib.OpCode{}
+		if p > lo {
+			g = append(g, difflib.OpCode{Tag: 'e', I1: lo, I2: p, J1: lo, J2: p})
+		}
+		g = append(g, difflib.OpCode{Tag: 'r', I1: p, I2: len(a) - s, J1: p, J2: len(b) - s})
+		if len(a)-s < hiA {
+			g = append(g, difflib.OpCode{Tag: 'e', I1: len(a) - s, I2: hiA, J1: len(b) - s, J2: hiB})
+		}
+		groups = [][]difflib.OpCode{g}
+	} else {
+		m := difflib.NewMatcherWithJunk(a[lo:hiA], b[lo:hiB], false, nil)
+		for _, g := range m.GetGroupedOpCodes(diffContext) {
+			for i := range g {
+				g[i].I1 += lo
+				g[i].I2 += lo
+				g[i].J1 += lo
+				g[i].J2 += lo
+			}
+			groups = append(groups, g)
+		}
+	}
+
+	var out strings.Builder
+	fd := fileDiff{}
+	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", strings.TrimPrefix(name, "/"), strings.TrimPrefix(name, "/"))
+	cut := false
+	line := func(prefix byte, l string) {
+		if out.Len() > diffMaxBytes {
+			cut = true
+			return
+		}
+		out.WriteByte(prefix)
+		out.WriteString(l)
+		if !strings.HasSuffix(l, "\n") {
+			out.WriteString("\n\\ No newline at end of file\n")
+		}
+	}
+	for _, g := range groups {
+		first, last := g[0], g[len(g)-1]
+		if out.Len() <= diffMaxBytes {
+			fmt.Fprintf(&out, "@@ -%s +%s @@\n", unifiedRange(first.I1, last.I2), unifiedRange(first.J1, last.J2))
+		}
+		for _, c := range g {
+			if c.Tag == 'e' {
+				for _, l := range a[c.I1:c.I2] {
+					line(' ', l)
+				}
+				continue
+			}
+			if c.Tag == 'r' || c.Tag == 'd' {
+				fd.Deletions += c.I2 - c.I1
+				for _, l := range a[c.I1:c.I2] {
+					line('-', l)
+				}
+			}
+			if c.Tag == 'r' || c.Tag == 'i' {
+				fd.Additions += c.J2 - c.J1
+				for _, l := range b[c.J1:c.J2] {
+					line('+', l)
+				}
+			}
+		}
+	}
+	if cut {
+		fmt.Fprintf(&out, "... (diff cut at %d KiB: +%d -%d lines in all)\n", diffMaxBytes>>10, fd.Additions, fd.Deletions)
+	}
+	fd.Text = out.String()
+	return fd
+}
+
+func unifiedRange(start, stop int) string {
+	beginning := start + 1
+	length := stop - start
+	if length == 1 {
+		return fmt.Sprint(beginning)
+	}
+	if length == 0 {
+		beginning--
+	}
+	return fmt.Sprintf("%d,%d", beginning, length)
+}
+
+// splitLinesKeep splits b into lines that keep their "\n"; the last may lack it.
+func splitLinesKeep(b []byte) []string {
+	if len(b) == 0 {
+		return nil
+	}
+	n := bytes.Count(b, []byte{'\n'})
+	out := make([]string, 0, n+1)
+	s := string(b)
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
+		if i < 0 {
+			out = append(out, s)
+			break
+		}
+		out = append(out, s[:i+1])
+		s = s[i+1:]
+	}
+	return out
+}

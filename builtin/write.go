@@ -1,0 +1,193 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"unicode/utf8"
+
+	"github.com/toolsd/toolsd/registry"
+)
+
+const writeDescription = `Writes a file, replacing it whole if it exists, creating it (and its missing folders) if not.
+
+Usage:
+- filePath is relative to the workspace root, or absolute. Paths outside the workspace need the person's permission.
+- content is the complete new content of the file. To change part of an existing file, use edit: it is safer and shows a smaller diff.
+- Read an existing file before overwriting it, so nothing in it is lost by accident.
+- The write is atomic (a temporary file renamed over the old one) and keeps the file's permissions.
+- Do not create documentation or README files unless asked to.`
+
+func writeTool(o *Options) *registry.Tool {
+	s := schema{
+		props: []prop{
+			{"filePath", map[string]any{"type": "string", "minLength": 1, "description": "The path of the file to write: relative to the workspace root, or absolute."}},
+			{"content", map[string]any{"type": "string", "description": "The complete content to write to the file."}},
+		},
+		required: []string{"filePath", "content"},
+	}
+	return &registry.Tool{
+		ID:          "write",
+		Description: writeDescription,
+		Parameters:  s.raw(),
+		Permission:  "edit",
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			var a struct {
+				FilePath string `json:"filePath"`
+				Content  string `json:"content"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			t, err := resolvePath(call.Workspace, "", "filePath", a.FilePath)
+			if err != nil {
+				return nil, err
+			}
+			if err := askExternal(ctx, call, t, false); err != nil {
+				return nil, err
+			}
+			var old []byte
+			var info fs.FileInfo
+			if t.Exists() {
+				if t.Info.IsDir() {
+					return nil, fmt.Errorf("%s is a folder: give the path of a file inside it", t.Display())
+				}
+				old, info, err = readChecked(t, o.MaxEditBytes)
+				if err != nil {
+					return nil, fmt.Errorf("cannot read %s before writing it: %w", t.Display(), unwrapPathErr(err))
+				}
+			}
+			ch := &change{t: t, old: old, info: info, new: []byte(a.Content), existed: t.Exists()}
+			if err := ch.ask(ctx, call); err != nil {
+				return nil, err
+			}
+			if err := ch.apply(); err != nil {
+				return nil, err
+			}
+			verb := "Created"
+			if ch.existed {
+				verb = "Overwrote"
+			}
+			out := fmt.Sprintf("%s %s (%d bytes, %d lines).", verb, t.Display(), len(a.Content), countLines(a.Content))
+			return &registry.Result{Title: t.Display(), Output: out, Metadata: ch.metadata()}, nil
+		},
+	}
+}
+
+// change is a planned change of one file: what was read, what will be written.
+type change struct {
+	t       *target
+	old     []byte
+	info    fs.FileInfo // of old, to see a change on disk since it was read
+	existed bool
+	new     []byte
+	delete  bool
+	moveTo  *target // apply_patch's Move to
+	diff    fileDiff
+}
+
+// name is how the change names its file in a diff and in permission patterns.
+func (c *change) name() string { return c.t.Pattern() }
+
+// computeDiff fills c.diff.
+func (c *change) computeDiff() {
+	name := c.name()
+	if c.moveTo != nil {
+		name = c.moveTo.Pattern()
+	}
+	if !utf8.Valid(c.old) || !utf8.Valid(c.new) {
+		c.diff = fileDiff{Text: fmt.Sprintf("Binary file %s changed (%d -> %d bytes)\n", name, len(c.old), len(c.new))}
+		return
+	}
+	nw := c.new
+	if c.delete {
+		nw = nil
+	}
+	c.diff = unifiedDiff(name, c.old, nw)
+	if c.moveTo != nil {
+		c.diff.Text = fmt.Sprintf("rename from %s\nrename to %s\n", c.name(), c.moveTo.Pattern()) + c.diff.Text
+	}
+}
+
+func (c *change) metadata() map[string]any {
+	m := map[string]any{
+		"diff":      c.diff.Text,
+		"filePath":  filepath.ToSlash(c.t.Abs),
+		"additions": c.diff.Additions,
+		"deletions": c.diff.Deletions,
+	}
+	if c.moveTo != nil {
+		m["movePath"] = filepath.ToSlash(c.moveTo.Abs)
+	}
+	return m
+}
+
+// ask computes the diff and asks edit for the file, showing it.
+func (c *change) ask(ctx context.Context, call *registry.Call) error {
+	c.computeDiff()
+	patterns := []string{c.name()}
+	if c.moveTo != nil {
+		patterns = append(patterns, c.moveTo.Pattern())
+	}
+	return call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Metadata: c.metadata()})
+}
+
+// unchanged checks the file on disk is still what was read.
+func (c *change) unchanged() error {
+	fi, err := os.Lstat(c.t.Abs)
+	switch {
+	case !c.existed && err == nil:
+		return fmt.Errorf("%s was created by something else while the change waited for permission: read it, then redo the change", c.t.Display())
+	case c.existed && err != nil:
+		return fmt.Errorf("%s was removed while the change waited for permission: read the folder, then redo the change", c.t.Display())
+	case c.existed && c.info != nil && (!fi.ModTime().Equal(c.info.ModTime()) || fi.Size() != c.info.Size()):
+		return fmt.Errorf("%s changed on disk while the change waited for permission: read it again, then redo the change", c.t.Display())
+	}
+	return nil
+}
+
+// apply writes the change.
+func (c *change) apply() error {
+	if err := c.unchanged(); err != nil {
+		return err
+	}
+	switch {
+	case c.delete:
+		if err := removeFile(c.t.Abs); err != nil {
+			return fmt.Errorf("cannot delete %s: %w", c.t.Display(), unwrapPathErr(err))
+		}
+	case c.moveTo != nil:
+		if err := writeAtomic(c.moveTo.Abs, c.new); err != nil {
+			return fmt.Errorf("cannot write %s: %w", c.moveTo.Display(), unwrapPathErr(err))
+		}
+		if c.moveTo.Abs != c.t.Abs {
+			if err := removeFile(c.t.Abs); err != nil {
+				return fmt.Errorf("cannot remove %s after moving it: %w", c.t.Display(), unwrapPathErr(err))
+			}
+		}
+	default:
+		if err := writeAtomic(c.t.Abs, c.new); err != nil {
+			return fmt.Errorf("cannot write %s: %w", c.t.Display(), unwrapPathErr(err))
+		}
+	}
+	return nil
+}
+
+func countLines(s string) int {
+	if s == "" {
+		return 0
+	}
+	n := 0
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\n' {
+			n++
+		}
+	}
+	if s[len(s)-1] != '\n' {
+		n++
+	}
+	return n
+}
