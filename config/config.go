@@ -1,0 +1,523 @@
+// Package config reads the daemon's settings from the user's config file, the editor's
+// initializationOptions and the workspace's .toolsd/config.json, and reloads them as the
+// files change.
+//
+// Each source is a Layer; the permission engine takes the layers' permission rules one by
+// one, in precedence order, and everything else reads the merged Settings. Later layers
+// win: user < editor < project. The project layer is the repository's own file, so the
+// daemon should honour its "permission" and "mcp" only once the person trusts the
+// workspace (permission/trust); Merge rebuilds Settings without it.
+package config
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"slices"
+	"strings"
+
+	"github.com/toolsd/toolsd/internal/jsonpos"
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// Settings are the daemon's settings; settings.schema.json (next to this file) describes
+// the same fields for editors, and the extension's contributes.configuration mirrors it.
+// In a Layer, a zero field means "not set here".
+type Settings struct {
+	// Permission holds permission rules in the form permission.ParseConfig reads, e.g.
+	// {"bash": {"git status*": "allow", "rm *": "deny"}, "edit": "ask"}. It is not merged:
+	// Layers.Permissions hands each layer's rules to the engine separately.
+	Permission json.RawMessage `json:"permission,omitempty"`
+	// Agents configure named agents (tools/resolve's agent).
+	Agents map[string]Agent `json:"agents,omitempty"`
+	// Limits bound output and time.
+	Limits Limits `json:"limits"`
+	// RetentionDays is how long full outputs are kept in the store (default 7).
+	RetentionDays int `json:"retentionDays,omitempty"`
+	// PatchModels are wildcard patterns of model ids ("gpt-5*") that get apply_patch
+	// instead of edit and write. A layer that sets it replaces the list.
+	PatchModels []string `json:"patchModels,omitempty"`
+	// MCP names MCP servers to start (reserved: the daemon does not start them yet).
+	MCP map[string]MCPServer `json:"mcp,omitempty"`
+	// LogLevel is "debug", "info", "warn" or "error" (default "info").
+	LogLevel string `json:"logLevel,omitempty"`
+}
+
+// Agent configures one agent.
+type Agent struct {
+	Description string `json:"description,omitempty"`
+	// Tools enables (true) or disables (false) tools by id for this agent; keys may hold
+	// "*" wildcards ("mcp_*"). An exact key wins over patterns, a longer pattern over a
+	// shorter one, and at equal length false wins. Unlisted tools are enabled.
+	Tools map[string]bool `json:"tools,omitempty"`
+	// Permission holds the agent's own rules, in the same form as Settings.Permission,
+	// layered after the global ones.
+	Permission json.RawMessage `json:"permission,omitempty"`
+}
+
+// Limits bound output and time. Zero means the default.
+type Limits struct {
+	// TruncateLines is how many lines of output a model sees (default 2000).
+	TruncateLines int `json:"truncateLines,omitempty"`
+	// TruncateBytes is how many bytes of output a model sees (default 51200).
+	TruncateBytes int `json:"truncateBytes,omitempty"`
+	// BashTimeoutMs is the shell tool's default timeout (default 120000).
+	BashTimeoutMs int `json:"bashTimeoutMs,omitempty"`
+	// BashMaxTimeoutMs is the longest timeout a model may ask of the shell tool (default
+	// 600000).
+	BashMaxTimeoutMs int `json:"bashMaxTimeoutMs,omitempty"`
+	// MaxMessageBytes is the largest JSON-RPC message the daemon accepts (default 8 MiB).
+	MaxMessageBytes int64 `json:"maxMessageBytes,omitempty"`
+}
+
+// MCPServer is a server to start over stdio.
+type MCPServer struct {
+	Command []string          `json:"command"`
+	Env     map[string]string `json:"env,omitempty"`
+}
+
+// Defaults returns the settings when nothing is configured.
+func Defaults() Settings {
+	return Settings{
+		Limits: Limits{
+			TruncateLines:    2000,
+			TruncateBytes:    50 * 1024,
+			BashTimeoutMs:    120000,
+			BashMaxTimeoutMs: 600000,
+			MaxMessageBytes:  8 << 20,
+		},
+		RetentionDays: 7,
+		PatchModels:   []string{"gpt-5*", "*codex*"},
+		LogLevel:      "info",
+	}
+}
+
+// Layer sources.
+const (
+	SourceUser    = "user"
+	SourceEditor  = "editor"
+	SourceProject = "project"
+)
+
+// Layer is the settings of one source, as written there.
+type Layer struct {
+	Source   string // SourceUser, SourceEditor or SourceProject
+	Path     string // the file; "" for the editor's
+	Raw      json.RawMessage
+	Settings Settings
+}
+
+// Layers are the layers that exist, in precedence order, and their merge.
+type Layers struct {
+	User, Editor, Project *Layer // nil when absent
+	// Effective is Defaults overlaid with every layer.
+	Effective Settings
+}
+
+// List returns the layers that exist, lowest precedence first.
+func (l *Layers) List() []*Layer {
+	var out []*Layer
+	for _, x := range []*Layer{l.User, l.Editor, l.Project} {
+		if x != nil {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// PermissionLayer is the raw permission rules of one layer, for permission.ParseConfig.
+type PermissionLayer struct {
+	// Source names the rules' origin as permission.Rule.Source does: "user", "editor",
+	// "project", or "agent:<name>".
+	Source string
+	// Layer is the layer the rules came from (SourceUser, SourceEditor, SourceProject), so
+	// that project rules can be left out of an untrusted workspace.
+	Layer string
+	Raw   json.RawMessage
+}
+
+// Permissions returns the permission rules that apply to agent, lowest precedence first:
+// each layer's global rules, then each layer's rules for the agent ("" for none).
+func (l *Layers) Permissions(agent string) []PermissionLayer {
+	var out []PermissionLayer
+	for _, x := range l.List() {
+		if len(x.Settings.Permission) > 0 {
+			out = append(out, PermissionLayer{Source: x.Source, Layer: x.Source, Raw: x.Settings.Permission})
+		}
+	}
+	if agent == "" {
+		return out
+	}
+	for _, x := range l.List() {
+		if a, ok := x.Settings.Agents[agent]; ok && len(a.Permission) > 0 {
+			out = append(out, PermissionLayer{Source: "agent:" + agent, Layer: x.Source, Raw: a.Permission})
+		}
+	}
+	return out
+}
+
+// UserDir returns the user's toolsd folder: $XDG_CONFIG_HOME/toolsd, or ~/.config/toolsd.
+func UserDir() string {
+	if d := os.Getenv("XDG_CONFIG_HOME"); d != "" && filepath.IsAbs(d) {
+		return filepath.Join(d, "toolsd")
+	}
+	home, err := os.UserHomeDir()
+	if err != nil {
+		return ""
+	}
+	return filepath.Join(home, ".config", "toolsd")
+}
+
+// UserPath returns the user's config file ("" when there is no home folder).
+func UserPath() string {
+	if d := UserDir(); d != "" {
+		return filepath.Join(d, "config.json")
+	}
+	return ""
+}
+
+// ProjectPath returns the workspace's config file.
+func ProjectPath(workspace string) string {
+	return filepath.Join(workspace, ".toolsd", "config.json")
+}
+
+// Load reads the user's config file, the editor's initializationOptions and the
+// workspace's config file. A file that is absent is no layer; a file that is not valid
+// JSON is no layer and a diagnostic; unknown fields are warnings, and fields of the wrong
+// type are errors and ignored.
+func Load(workspace string, initOptions json.RawMessage) (*Layers, []protocol.Diagnostic) {
+	return load(UserPath(), ProjectPath(workspace), initOptions, nil)
+}
+
+// load reads the layers; prev, if set, supplies the last good version of a file that is
+// now broken.
+func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layers) (*Layers, []protocol.Diagnostic) {
+	diags := []protocol.Diagnostic{}
+	l := &Layers{}
+	var prevUser, prevProject *Layer
+	if prev != nil {
+		prevUser, prevProject = prev.User, prev.Project
+	}
+	var ds []protocol.Diagnostic
+	l.User, ds = loadFile(SourceUser, userPath, prevUser)
+	diags = append(diags, ds...)
+	if len(initOptions) > 0 && string(initOptions) != "null" {
+		l.Editor, ds = Parse(SourceEditor, "", initOptions)
+		for i := range ds {
+			ds[i].Path = "initializationOptions"
+		}
+		diags = append(diags, ds...)
+	}
+	l.Project, ds = loadFile(SourceProject, projectPath, prevProject)
+	diags = append(diags, ds...)
+	l.Effective = Merge(l.List()...)
+	return l, diags
+}
+
+func loadFile(source, path string, prev *Layer) (*Layer, []protocol.Diagnostic) {
+	if path == "" {
+		return nil, nil
+	}
+	data, err := os.ReadFile(path)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return keep(prev, []protocol.Diagnostic{{Path: path, Message: fmt.Sprintf("cannot read the settings: %v", err), Severity: "error"}})
+	}
+	l, ds := Parse(source, path, data)
+	if l == nil {
+		return keep(prev, ds)
+	}
+	return l, ds
+}
+
+// keep returns the previous good layer of a file that is now broken, and says so.
+func keep(prev *Layer, ds []protocol.Diagnostic) (*Layer, []protocol.Diagnostic) {
+	if prev != nil {
+		for i := range ds {
+			if ds[i].Severity == "error" {
+				ds[i].Message += "; the previous settings of this file stay in effect until it is fixed"
+			}
+		}
+	}
+	return prev, ds
+}
+
+// Parse reads one layer. It returns nil when data is not a JSON object.
+func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
+	var diags []protocol.Diagnostic
+	at := func(off int, severity, format string, args ...any) {
+		d := protocol.Diagnostic{Path: path, Message: fmt.Sprintf(format, args...), Severity: severity}
+		if off >= 0 {
+			d.Line, d.Column = jsonpos.Position(data, off)
+		}
+		diags = append(diags, d)
+	}
+	root, err := jsonpos.Parse(data)
+	if err != nil {
+		off := -1
+		if se, ok := err.(*jsonpos.SyntaxError); ok {
+			off = se.Offset
+		}
+		at(off, "error", "bad JSON: %v; fix the syntax of the settings", err)
+		return nil, diags
+	}
+	if root.Kind != jsonpos.Object {
+		at(root.Offset, "error", "the settings must be a JSON object, not %v", root.Kind)
+		return nil, diags
+	}
+	check(root, reflect.TypeOf(Settings{}), "", at)
+	l := &Layer{Source: source, Path: path, Raw: append(json.RawMessage{}, data...)}
+	// Type errors were reported above; Unmarshal sets every field it can.
+	_ = json.Unmarshal(data, &l.Settings)
+	s := &l.Settings
+	if s.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
+		n, _ := root.Get("logLevel")
+		at(n.Offset, "error", `"logLevel" must be "debug", "info", "warn" or "error", not %q`, s.LogLevel)
+		s.LogLevel = ""
+	}
+	limits, _ := root.Get("limits")
+	lim := reflect.ValueOf(&s.Limits).Elem()
+	for i := range lim.NumField() {
+		if lim.Field(i).Int() < 0 {
+			name := jsonName(lim.Type().Field(i))
+			n, _ := limits.Get(name)
+			at(n.Offset, "error", "limits.%s must not be negative (leave it out or 0 for the default)", name)
+			lim.Field(i).SetInt(0)
+		}
+	}
+	if s.RetentionDays < 0 {
+		n, _ := root.Get("retentionDays")
+		at(n.Offset, "error", "retentionDays must not be negative")
+		s.RetentionDays = 0
+	}
+	for name, m := range s.MCP {
+		if len(m.Command) == 0 {
+			servers, _ := root.Get("mcp")
+			n, _ := servers.Get(name)
+			at(n.Offset, "error", "mcp.%s needs a \"command\" (an argv)", name)
+		}
+	}
+	return l, diags
+}
+
+// check reports unknown fields (warnings) and values of the wrong type (errors) of n
+// against the Go type t.
+func check(n *jsonpos.Node, t reflect.Type, where string, at func(int, string, string, ...any)) {
+	if n.Kind == jsonpos.Null {
+		return
+	}
+	wrong := func(want string) {
+		at(n.Offset, "error", "%s must be %s, not %v; it is ignored", strings.TrimPrefix(where, "."), want, n.Kind)
+	}
+	if t == reflect.TypeOf(json.RawMessage{}) {
+		// Permission rules: their own parser checks them.
+		if n.Kind != jsonpos.Object && n.Kind != jsonpos.String {
+			wrong("an object")
+		}
+		return
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != jsonpos.Object {
+			wrong("an object")
+			return
+		}
+		known := map[string]reflect.StructField{}
+		var names []string
+		for i := range t.NumField() {
+			f := t.Field(i)
+			known[jsonName(f)] = f
+			names = append(names, jsonName(f))
+		}
+		for _, f := range n.Fields {
+			sf, ok := known[f.Name]
+			if !ok {
+				at(f.KeyOffset, "warning", "unknown setting %q in %s; the settings here are %s", f.Name, orRoot(where), strings.Join(names, ", "))
+				continue
+			}
+			check(f.Value, sf.Type, where+"."+f.Name, at)
+		}
+	case reflect.Map:
+		if n.Kind != jsonpos.Object {
+			wrong("an object")
+			return
+		}
+		for _, f := range n.Fields {
+			check(f.Value, t.Elem(), where+"."+f.Name, at)
+		}
+	case reflect.Slice:
+		if n.Kind != jsonpos.Array {
+			wrong("an array")
+			return
+		}
+		for i, e := range n.Elems {
+			check(e, t.Elem(), fmt.Sprintf("%s[%d]", where, i), at)
+		}
+	case reflect.String:
+		if n.Kind != jsonpos.String {
+			wrong("a string")
+		}
+	case reflect.Bool:
+		if n.Kind != jsonpos.Bool {
+			wrong("true or false")
+		}
+	case reflect.Int, reflect.Int64:
+		if n.Kind != jsonpos.Number || strings.ContainsAny(string(n.Raw), ".eE") {
+			wrong("a whole number")
+		}
+	}
+}
+
+func orRoot(where string) string {
+	if where == "" {
+		return "the settings"
+	}
+	return strings.TrimPrefix(where, ".")
+}
+
+func jsonName(f reflect.StructField) string {
+	name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+	if name == "" {
+		return f.Name
+	}
+	return name
+}
+
+// Merge overlays layers, lowest precedence first, on Defaults. Permission is not merged
+// (see Layers.Permissions); agents merge by name and their tools by key; MCP servers merge
+// by name; a layer's PatchModels replaces the list.
+func Merge(layers ...*Layer) Settings {
+	s := Defaults()
+	for _, l := range layers {
+		if l == nil {
+			continue
+		}
+		o := l.Settings
+		mergeInts(reflect.ValueOf(&s.Limits).Elem(), reflect.ValueOf(o.Limits))
+		if o.RetentionDays != 0 {
+			s.RetentionDays = o.RetentionDays
+		}
+		if o.PatchModels != nil {
+			s.PatchModels = slices.Clone(o.PatchModels)
+		}
+		if o.LogLevel != "" {
+			s.LogLevel = o.LogLevel
+		}
+		for name, m := range o.MCP {
+			if s.MCP == nil {
+				s.MCP = map[string]MCPServer{}
+			}
+			s.MCP[name] = m
+		}
+		for name, a := range o.Agents {
+			if s.Agents == nil {
+				s.Agents = map[string]Agent{}
+			}
+			cur := s.Agents[name]
+			if a.Description != "" {
+				cur.Description = a.Description
+			}
+			if len(a.Tools) > 0 {
+				tools := map[string]bool{}
+				for k, v := range cur.Tools {
+					tools[k] = v
+				}
+				for k, v := range a.Tools {
+					tools[k] = v
+				}
+				cur.Tools = tools
+			}
+			if len(a.Permission) > 0 {
+				cur.Permission = a.Permission // the last layer's, for display; see Layers.Permissions
+			}
+			s.Agents[name] = cur
+		}
+	}
+	return s
+}
+
+func mergeInts(dst, src reflect.Value) {
+	for i := range dst.NumField() {
+		if v := src.Field(i).Int(); v != 0 {
+			dst.Field(i).SetInt(v)
+		}
+	}
+}
+
+// AgentEnabled reports whether agent may see the tool toolID. An agent that is not
+// configured sees every tool.
+func (s *Settings) AgentEnabled(agent, toolID string) bool {
+	a, ok := s.Agents[agent]
+	if !ok || len(a.Tools) == 0 {
+		return true
+	}
+	if v, ok := a.Tools[toolID]; ok {
+		return v
+	}
+	best, enabled := -1, true
+	for pat, v := range a.Tools {
+		if !strings.ContainsAny(pat, "*?") || !Match(pat, toolID) {
+			continue
+		}
+		if len(pat) > best || (len(pat) == best && !v) {
+			best, enabled = len(pat), v
+		}
+	}
+	return enabled
+}
+
+// UsePatch reports whether a model gets apply_patch instead of edit and write: its model
+// id (or "providerID/modelID") matches one of PatchModels.
+func (s *Settings) UsePatch(m *protocol.Model) bool {
+	if m == nil {
+		return false
+	}
+	for _, p := range s.PatchModels {
+		if Match(p, m.ModelID) || Match(p, m.ProviderID+"/"+m.ModelID) {
+			return true
+		}
+	}
+	return false
+}
+
+// Match reports whether s matches the wildcard pattern p: "*" matches any run of
+// characters, "?" one character; nothing else is special.
+func Match(p, s string) bool {
+	for len(p) > 0 {
+		switch p[0] {
+		case '*':
+			for i := len(s); i >= 0; i-- {
+				if Match(p[1:], s[i:]) {
+					return true
+				}
+			}
+			return false
+		case '?':
+			if s == "" {
+				return false
+			}
+			_, n := firstRune(s)
+			p, s = p[1:], s[n:]
+		default:
+			if s == "" || s[0] != p[0] {
+				return false
+			}
+			p, s = p[1:], s[1:]
+		}
+	}
+	return s == ""
+}
+
+func firstRune(s string) (rune, int) {
+	for i, r := range s {
+		if i == 0 {
+			return r, len(string(r))
+		}
+	}
+	return 0, 0
+}

@@ -1,0 +1,345 @@
+package config
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/santhosh-tekuri/jsonschema/v5"
+	"go.uber.org/goleak"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+
+// TestSchemaMatchesStruct checks settings.schema.json against the Settings struct: the same
+// property names (the json tags), compatible types, the defaults of Defaults().
+func TestSchemaMatchesStruct(t *testing.T) {
+	data, err := os.ReadFile("settings.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema map[string]any
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	compare(t, "", reflect.TypeOf(Settings{}), schema)
+
+	// The defaults in the schema are Defaults().
+	def, _ := json.Marshal(Defaults())
+	var defaults map[string]any
+	json.Unmarshal(def, &defaults)
+	props := schema["properties"].(map[string]any)
+	for _, k := range []string{"retentionDays", "patchModels", "logLevel"} {
+		if !reflect.DeepEqual(props[k].(map[string]any)["default"], defaults[k]) {
+			t.Errorf("default of %s: schema %v, Defaults() %v", k, props[k].(map[string]any)["default"], defaults[k])
+		}
+	}
+	lim := props["limits"].(map[string]any)["properties"].(map[string]any)
+	for k, v := range defaults["limits"].(map[string]any) {
+		if lim[k].(map[string]any)["default"] != v {
+			t.Errorf("default of limits.%s: schema %v, Defaults() %v", k, lim[k].(map[string]any)["default"], v)
+		}
+	}
+
+	// The schema compiles, and accepts the defaults and a full example.
+	c := jsonschema.NewCompiler()
+	if err := c.AddResource("settings.schema.json", strings.NewReader(string(data))); err != nil {
+		t.Fatal(err)
+	}
+	s, err := c.Compile("settings.schema.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var v any
+	json.Unmarshal([]byte(fullExample), &v)
+	if err := s.Validate(v); err != nil {
+		t.Errorf("the example does not validate: %v", err)
+	}
+}
+
+func compare(t *testing.T, where string, typ reflect.Type, schema map[string]any) {
+	t.Helper()
+	types := map[string]bool{}
+	switch st := schema["type"].(type) {
+	case string:
+		types[st] = true
+	case []any:
+		for _, x := range st {
+			types[x.(string)] = true
+		}
+	}
+	want := ""
+	switch {
+	case typ == reflect.TypeOf(json.RawMessage{}):
+		want = "object"
+	case typ.Kind() == reflect.Struct, typ.Kind() == reflect.Map:
+		want = "object"
+	case typ.Kind() == reflect.Slice:
+		want = "array"
+	case typ.Kind() == reflect.String:
+		want = "string"
+	case typ.Kind() == reflect.Bool:
+		want = "boolean"
+	case typ.Kind() == reflect.Int, typ.Kind() == reflect.Int64:
+		want = "integer"
+	}
+	if !types[want] {
+		t.Errorf("%s: schema type %v, the struct needs %s", orRoot(where), schema["type"], want)
+		return
+	}
+	if schema["description"] == nil && where != "" && !strings.Contains(where, "[]") && typ.Kind() != reflect.Struct {
+		t.Errorf("%s: no description", where)
+	}
+	switch {
+	case typ == reflect.TypeOf(json.RawMessage{}):
+	case typ.Kind() == reflect.Struct:
+		props, _ := schema["properties"].(map[string]any)
+		if schema["additionalProperties"] != false {
+			t.Errorf("%s: additionalProperties must be false", orRoot(where))
+		}
+		seen := map[string]bool{}
+		for i := range typ.NumField() {
+			name := jsonName(typ.Field(i))
+			seen[name] = true
+			p, ok := props[name].(map[string]any)
+			if !ok {
+				t.Errorf("%s: the schema lacks property %q", orRoot(where), name)
+				continue
+			}
+			compare(t, where+"."+name, typ.Field(i).Type, p)
+		}
+		for name := range props {
+			if !seen[name] {
+				t.Errorf("%s: the schema has property %q, which the struct lacks", orRoot(where), name)
+			}
+		}
+	case typ.Kind() == reflect.Map:
+		ap, ok := schema["additionalProperties"].(map[string]any)
+		if !ok {
+			t.Errorf("%s: a map needs an additionalProperties schema", where)
+			return
+		}
+		compare(t, where+"[]", typ.Elem(), ap)
+	case typ.Kind() == reflect.Slice:
+		items, ok := schema["items"].(map[string]any)
+		if !ok {
+			t.Errorf("%s: an array needs items", where)
+			return
+		}
+		compare(t, where+"[]", typ.Elem(), items)
+	}
+}
+
+const fullExample = `{
+  "permission": {"bash": {"git status*": "allow", "rm *": "deny"}, "edit": "ask"},
+  "agents": {"plan": {"description": "Plans.", "tools": {"edit": false, "write": false, "mcp_*": false}, "permission": {"bash": "deny"}}},
+  "limits": {"truncateLines": 1000, "truncateBytes": 10000, "bashTimeoutMs": 60000, "bashMaxTimeoutMs": 300000, "maxMessageBytes": 1048576},
+  "retentionDays": 3,
+  "patchModels": ["gpt-5*"],
+  "mcp": {"github": {"command": ["github-mcp"], "env": {"TOKEN": "x"}}},
+  "logLevel": "debug"
+}`
+
+func TestParse(t *testing.T) {
+	l, diags := Parse(SourceProject, "/p/config.json", []byte(fullExample))
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	s := l.Settings
+	if s.Limits.TruncateLines != 1000 || s.RetentionDays != 3 || s.LogLevel != "debug" || s.MCP["github"].Command[0] != "github-mcp" || s.Agents["plan"].Tools["edit"] {
+		t.Errorf("bad settings %+v", s)
+	}
+}
+
+func TestParseDiagnostics(t *testing.T) {
+	cases := []struct {
+		name, src string
+		severity  string
+		line, col int
+		want      string
+	}{
+		{"bad JSON", "{\n \"logLevel\": \"debug\",\n}", "error", 3, 1, "bad JSON"},
+		{"not an object", `[]`, "error", 1, 1, "must be a JSON object"},
+		{"unknown field", "{\n  \"limit\": {}\n}", "warning", 2, 3, `unknown setting "limit"`},
+		{"unknown nested field", `{"limits": {"truncateLine": 5}}`, "warning", 1, 13, `unknown setting "truncateLine" in limits`},
+		{"wrong type", `{"limits": {"truncateLines": "5"}}`, "error", 1, 30, "limits.truncateLines must be a whole number"},
+		{"fraction", `{"retentionDays": 1.5}`, "error", 1, 19, "retentionDays must be a whole number"},
+		{"agent tools", `{"agents": {"plan": {"tools": {"edit": "no"}}}}`, "error", 1, 40, "agents.plan.tools.edit must be true or false"},
+		{"bad log level", `{"logLevel": "loud"}`, "error", 1, 14, `"logLevel" must be`},
+		{"negative limit", `{"limits": {"bashTimeoutMs": -1}}`, "error", 1, 30, "must not be negative"},
+		{"mcp without command", `{"mcp": {"x": {}}}`, "error", 1, 15, `mcp.x needs a "command"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			_, diags := Parse(SourceProject, "/p/config.json", []byte(tc.src))
+			for _, d := range diags {
+				if strings.Contains(d.Message, tc.want) {
+					if d.Severity != tc.severity || d.Line != tc.line || d.Column != tc.col || d.Path != "/p/config.json" {
+						t.Errorf("got %+v, want %s at %d:%d", d, tc.severity, tc.line, tc.col)
+					}
+					return
+				}
+			}
+			t.Fatalf("no diagnostic mentions %q: %+v", tc.want, diags)
+		})
+	}
+	// A wrong field is ignored; the rest applies.
+	l, _ := Parse(SourceProject, "", []byte(`{"limits": {"truncateLines": "5", "truncateBytes": 7}, "logLevel": "warn"}`))
+	if l.Settings.Limits.TruncateLines != 0 || l.Settings.Limits.TruncateBytes != 7 || l.Settings.LogLevel != "warn" {
+		t.Errorf("settings %+v", l.Settings)
+	}
+}
+
+func writeFile(t *testing.T, path, content string) {
+	t.Helper()
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	tmp := path + ".tmp"
+	if err := os.WriteFile(tmp, []byte(content), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(tmp, path); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestLoadLayers(t *testing.T) {
+	root := t.TempDir()
+	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "xdg"))
+	ws := filepath.Join(root, "ws")
+	writeFile(t, filepath.Join(root, "xdg/toolsd/config.json"), `{
+		"limits": {"truncateLines": 100, "truncateBytes": 1000},
+		"logLevel": "debug",
+		"permission": {"bash": "ask"},
+		"agents": {"plan": {"tools": {"edit": false, "bash": false}, "permission": {"edit": "deny"}}}
+	}`)
+	writeFile(t, filepath.Join(ws, ".toolsd/config.json"), `{
+		"limits": {"truncateLines": 300},
+		"permission": {"bash": {"go test*": "allow"}},
+		"agents": {"plan": {"tools": {"bash": true}}}
+	}`)
+	l, diags := Load(ws, json.RawMessage(`{"limits": {"truncateLines": 200}, "retentionDays": 2, "permission": {"edit": "allow"}}`))
+	if len(diags) != 0 {
+		t.Fatal(diags)
+	}
+	e := l.Effective
+	if e.Limits.TruncateLines != 300 || e.Limits.TruncateBytes != 1000 || e.Limits.BashTimeoutMs != 120000 || e.RetentionDays != 2 || e.LogLevel != "debug" {
+		t.Errorf("effective %+v", e)
+	}
+	if e.AgentEnabled("plan", "edit") || !e.AgentEnabled("plan", "bash") || !e.AgentEnabled("plan", "read") {
+		t.Errorf("agent tools %+v", e.Agents["plan"])
+	}
+	var got []string
+	for _, p := range l.Permissions("plan") {
+		got = append(got, p.Source+"("+p.Layer+")="+string(p.Raw))
+	}
+	want := []string{`user(user)={"bash": "ask"}`, `editor(editor)={"edit": "allow"}`, `project(project)={"bash": {"go test*": "allow"}}`, `agent:plan(user)={"edit": "deny"}`}
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Errorf("permissions:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	// Without the project layer (an untrusted workspace).
+	if s := Merge(l.User, l.Editor); s.Limits.TruncateLines != 200 {
+		t.Errorf("merge without project: %+v", s.Limits)
+	}
+}
+
+func TestAgentEnabled(t *testing.T) {
+	s := Settings{Agents: map[string]Agent{"a": {Tools: map[string]bool{
+		"edit": false, "mcp_*": false, "mcp_github_*": true, "web*": false, "*tch": true,
+	}}}}
+	for _, tc := range []struct {
+		agent, tool string
+		want        bool
+	}{
+		{"a", "edit", false},
+		{"a", "read", true},
+		{"a", "mcp_slack_post", false},
+		{"a", "mcp_github_issue", true}, // the longer pattern wins
+		{"a", "webfetch", false},        // equal length: false wins
+		{"other", "edit", true},
+		{"", "edit", true},
+	} {
+		if got := s.AgentEnabled(tc.agent, tc.tool); got != tc.want {
+			t.Errorf("AgentEnabled(%q, %q) = %v", tc.agent, tc.tool, got)
+		}
+	}
+}
+
+func TestUsePatch(t *testing.T) {
+	s := Defaults()
+	for _, tc := range []struct {
+		provider, model string
+		want            bool
+	}{
+		{"openai", "gpt-5.1", true},
+		{"openai", "gpt-5.1-codex", true},
+		{"openai", "gpt-4o", false},
+		{"anthropic", "claude-sonnet-4-5", false},
+	} {
+		if got := s.UsePatch(&protocol.Model{ProviderID: tc.provider, ModelID: tc.model}); got != tc.want {
+			t.Errorf("UsePatch(%s) = %v", tc.model, got)
+		}
+	}
+	if s.UsePatch(nil) {
+		t.Error("UsePatch(nil)")
+	}
+}
+
+func TestSourceReload(t *testing.T) {
+	root := t.TempDir()
+	ws := filepath.Join(root, "ws")
+	userPath := filepath.Join(root, "user/config.json")
+	events := make(chan *Layers, 10)
+	diagsCh := make(chan []protocol.Diagnostic, 10)
+	s, err := NewSource(SourceOptions{
+		Workspace: ws, UserPath: userPath, Debounce: 20 * time.Millisecond,
+		OnChange: func(l *Layers, d []protocol.Diagnostic) { events <- l; diagsCh <- d },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if s.Layers().Effective.Limits.TruncateLines != 2000 {
+		t.Fatal("want defaults")
+	}
+	next := func() (*Layers, []protocol.Diagnostic) {
+		t.Helper()
+		select {
+		case l := <-events:
+			return l, <-diagsCh
+		case <-time.After(5 * time.Second):
+			t.Fatal("no reload within 5s")
+		}
+		return nil, nil
+	}
+	proj := ProjectPath(ws)
+	writeFile(t, proj, `{"limits": {"truncateLines": 10}}`)
+	if l, d := next(); l.Effective.Limits.TruncateLines != 10 || len(d) != 0 {
+		t.Fatalf("after write: %+v %+v", l.Effective.Limits, d)
+	}
+	writeFile(t, proj, `{"limits": {"truncateLines": 20`)
+	if l, d := next(); l.Effective.Limits.TruncateLines != 10 || len(d) != 1 || !strings.Contains(d[0].Message, "previous settings") {
+		t.Fatalf("after break: %+v %+v", l.Effective.Limits, d)
+	}
+	writeFile(t, userPath, `{"logLevel": "error"}`)
+	if l, _ := next(); l.Effective.LogLevel != "error" {
+		t.Fatalf("after user write: %+v", l.Effective)
+	}
+	if err := os.Remove(proj); err != nil {
+		t.Fatal(err)
+	}
+	if l, d := next(); l.Project != nil || l.Effective.Limits.TruncateLines != 2000 || len(d) != 0 {
+		t.Fatalf("after delete: %+v %+v", l.Project, d)
+	}
+	s.SetEditor(json.RawMessage(`{"retentionDays": 1}`))
+	if l, _ := next(); l.Effective.RetentionDays != 1 || l.Editor == nil {
+		t.Fatalf("after SetEditor: %+v", l.Effective)
+	}
+}
