@@ -1,9 +1,8 @@
-// Package permission decides whether a tool call may run: allow, ask or deny.
 package permission
 
 import (
 	"strings"
-	"sync"
+	"unicode/utf8"
 )
 
 // Action is what a rule says about a call.
@@ -16,6 +15,34 @@ const (
 	Deny  Action = "deny"
 )
 
+// Permission keys of the built-in tools and of the daemon itself. Project tools and MCP tools
+// use their tool id as their key.
+const (
+	KeyRead              = "read"
+	KeyEdit              = "edit" // also write and apply_patch
+	KeyGlob              = "glob"
+	KeyGrep              = "grep"
+	KeyList              = "list"
+	KeyBash              = "bash"
+	KeyTask              = "task"
+	KeyWebFetch          = "webfetch"
+	KeyWebSearch         = "websearch"
+	KeyExternalDirectory = "external_directory"
+	KeyDoomLoop          = "doom_loop"
+	KeyTodoRead          = "todoread"
+	KeyTodoWrite         = "todowrite"
+	KeyQuestion          = "question"
+	KeySkill             = "skill"
+	KeyLSP               = "lsp"
+)
+
+// Keys are the permission keys the daemon knows, in the order docs list them. The tools
+// write, edit and apply_patch all ask under "edit".
+var Keys = []string{
+	KeyRead, KeyEdit, KeyGlob, KeyGrep, KeyList, KeyBash, KeyTask, KeyWebFetch, KeyWebSearch,
+	KeyExternalDirectory, KeyDoomLoop, KeyTodoRead, KeyTodoWrite, KeyQuestion, KeySkill, KeyLSP,
+}
+
 // Rule says what to do with calls under a permission key whose pattern matches.
 type Rule struct {
 	Permission string `json:"permission"`
@@ -26,109 +53,39 @@ type Rule struct {
 	Source string `json:"source,omitempty"`
 }
 
+// String writes the rule as config would: `"rm *": deny`.
+func (r Rule) String() string {
+	return r.Permission + " " + quote(r.Pattern) + ": " + string(r.Action)
+}
+
+func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
+
 // Ruleset is an ordered list of rules; the last matching rule wins.
 type Ruleset []Rule
 
-// Query is one permission request of one call.
-type Query struct {
-	SessionID  string
-	Agent      string
-	Tool       string
-	Permission string
-	Patterns   []string
-	// ReadOnly marks a request of a tool that changes nothing.
-	ReadOnly bool
-}
-
-// Decision is the outcome for a Query.
-type Decision struct {
-	Action Action
-	// Rule is the rule that decided; nil when no rule matched (which means ask).
-	Rule *Rule
-}
-
-// ApprovalStore persists workspace-scoped "always" answers and the workspace's trust.
-// The store package implements it.
-type ApprovalStore interface {
-	Approvals() ([]Rule, error)
-	AddApprovals(rules []Rule) error
-}
-
-// Engine evaluates queries against its layers of rules and the answers people gave.
-// Safe for concurrent use.
-type Engine struct {
-	store ApprovalStore
-
-	mu        sync.Mutex         // guards the fields below
-	layers    []Ruleset          // in increasing precedence, without remembered answers
-	session   map[string]Ruleset // remembered for a session, by session id
-	workspace Ruleset            // remembered for the workspace (mirrors the store)
-}
-
-// NewEngine returns an engine with the built-in defaults. store may be nil.
-func NewEngine(store ApprovalStore) (*Engine, error) {
-	e := &Engine{store: store, session: map[string]Ruleset{}, layers: []Ruleset{Defaults()}}
-	if store != nil {
-		rs, err := store.Approvals()
-		if err != nil {
-			return nil, err
-		}
-		e.workspace = rs
-	}
-	return e, nil
-}
-
-// Defaults are the built-in rules: read-only tools run, everything else asks.
-func Defaults() Ruleset {
-	rs := Ruleset{{Permission: "*", Pattern: "*", Action: Ask, Source: "default"}}
-	for _, p := range []string{"read", "glob", "grep", "list", "todoread", "todowrite"} {
-		rs = append(rs, Rule{Permission: p, Pattern: "*", Action: Allow, Source: "default"})
-	}
-	return rs
-}
-
-// Decide evaluates q. With several patterns, any deny denies, else any ask asks, else allow.
-func (e *Engine) Decide(q Query) Decision {
-	e.mu.Lock()
-	sets := append(append([]Ruleset{}, e.layers...), e.workspace, e.session[q.SessionID])
-	e.mu.Unlock()
-	return Evaluate(q.Permission, q.Patterns, sets...)
-}
-
-// Remember records an "always" answer for a session, or for the workspace when sessionID
-// is empty (persisted through the store).
-func (e *Engine) Remember(sessionID, permission string, patterns []string) error {
-	var rules Ruleset
-	for _, p := range patterns {
-		src := "session"
-		if sessionID == "" {
-			src = "workspace"
-		}
-		rules = append(rules, Rule{Permission: permission, Pattern: p, Action: Allow, Source: src})
-	}
-	if sessionID == "" && e.store != nil {
-		if err := e.store.AddApprovals(rules); err != nil {
-			return err
-		}
-	}
-	e.mu.Lock()
-	defer e.mu.Unlock()
-	if sessionID == "" {
-		e.workspace = append(e.workspace, rules...)
-	} else {
-		e.session[sessionID] = append(e.session[sessionID], rules...)
-	}
-	return nil
-}
-
-// Evaluate returns the decision of the rulesets (later wins) for the patterns.
+// Evaluate returns the decision of the rulesets taken in order (later wins, the last
+// matching rule wins, no match means ask) for the patterns. With several patterns, any deny
+// denies, else any ask asks, else allow; the decision names the rule of the worst pattern.
+// It knows nothing of layers or trust: Engine.Decide does.
 func Evaluate(permission string, patterns []string, sets ...Ruleset) Decision {
 	if len(patterns) == 0 {
 		patterns = []string{"*"}
 	}
 	var worst Decision
 	for i, p := range patterns {
-		d := evaluateOne(permission, p, sets)
+		var found *Rule
+		for _, rs := range sets {
+			for j := range rs {
+				if r := &rs[j]; Match(r.Permission, permission) && Match(r.Pattern, p) {
+					found = r
+				}
+			}
+		}
+		d := Decision{Action: Ask, Pattern: p}
+		if found != nil {
+			r := *found
+			d.Action, d.Rule = r.Action, &r
+		}
 		if i == 0 || rank(d.Action) > rank(worst.Action) {
 			worst = d
 		}
@@ -146,51 +103,81 @@ func rank(a Action) int {
 	return 0
 }
 
-func evaluateOne(permission, pattern string, sets []Ruleset) Decision {
-	var found *Rule
-	for _, rs := range sets {
-		for i := range rs {
-			r := &rs[i]
-			if Match(r.Permission, permission) && Match(r.Pattern, pattern) {
-				found = r
-			}
-		}
-	}
-	if found == nil {
-		return Decision{Action: Ask}
-	}
-	r := *found
-	return Decision{Action: r.Action, Rule: &r}
-}
-
-// Match reports whether s matches the wildcard pattern: '*' matches any run of characters,
-// '?' one character. A pattern ending in " *" also matches the text before it alone ("git
-// status *" matches "git status").
+// Match reports whether s matches the wildcard pattern: '*' matches any run of characters
+// (slashes and newlines included), '?' one character, and a backslash before *, ? or \
+// matches that character itself (Escape writes such patterns). A pattern ending in " *"
+// also matches the text before it alone ("git status *" matches "git status"). Everything
+// else matches byte for byte: nothing is case-folded or normalised.
 func Match(pattern, s string) bool {
-	if strings.HasSuffix(pattern, " *") && s == strings.TrimSuffix(pattern, " *") {
-		return true
+	if strings.HasSuffix(pattern, " *") && !escapedAt(pattern, len(pattern)-1) {
+		if wildcard(pattern[:len(pattern)-2], s) {
+			return true
+		}
 	}
 	return wildcard(pattern, s)
 }
 
+// escapedAt reports whether the byte at i is preceded by an odd number of backslashes.
+func escapedAt(p string, i int) bool {
+	n := 0
+	for j := i - 1; j >= 0 && p[j] == '\\'; j-- {
+		n++
+	}
+	return n%2 == 1
+}
+
+// Escape returns the pattern that matches s alone.
+func Escape(s string) string {
+	if !strings.ContainsAny(s, `\*?`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		switch s[i] {
+		case '\\', '*', '?':
+			b.WriteByte('\\')
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// wildcard matches with backtracking on the last star: linear in practice, O(len(p)*len(s))
+// at worst.
 func wildcard(p, s string) bool {
-	// Iterative matcher with backtracking on the last star: linear in practice.
 	pi, si, star, mark := 0, 0, -1, 0
 	for si < len(s) {
-		switch {
-		case pi < len(p) && (p[pi] == '?' || p[pi] == s[si]):
-			pi++
-			si++
-		case pi < len(p) && p[pi] == '*':
-			star, mark = pi, si
-			pi++
-		case star >= 0:
-			pi = star + 1
-			mark++
-			si = mark
-		default:
+		if pi < len(p) {
+			c := p[pi]
+			switch {
+			case c == '*':
+				star, mark = pi, si
+				pi++
+				continue
+			case c == '?':
+				_, n := utf8.DecodeRuneInString(s[si:])
+				pi++
+				si += n
+				continue
+			case c == '\\' && pi+1 < len(p) && (p[pi+1] == '*' || p[pi+1] == '?' || p[pi+1] == '\\'):
+				if p[pi+1] == s[si] {
+					pi += 2
+					si++
+					continue
+				}
+			case c == s[si]:
+				pi++
+				si++
+				continue
+			}
+		}
+		if star < 0 {
 			return false
 		}
+		pi = star + 1
+		_, n := utf8.DecodeRuneInString(s[mark:])
+		mark += n
+		si = mark
 	}
 	for pi < len(p) && p[pi] == '*' {
 		pi++

@@ -1,0 +1,446 @@
+package permission
+
+import (
+	"bytes"
+	"crypto/sha256"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Layer names for SetLayer, in increasing precedence. Agent layers are "agent:<name>".
+const (
+	LayerUser        = "user"
+	LayerEditor      = "editor"
+	LayerProject     = "project"
+	LayerAgentPrefix = "agent:"
+)
+
+// Sources of rules that are not config layers.
+const (
+	SourceDefault   = "default"
+	SourceSession   = "session"
+	SourceWorkspace = "workspace"
+)
+
+// Query is one permission request of one call.
+type Query struct {
+	SessionID  string
+	Agent      string
+	Tool       string
+	Permission string
+	Patterns   []string
+	// ReadOnly marks a request of a tool that changes nothing: the built-in defaults allow
+	// it (config rules still apply). Set it only for tools whose claim is trusted (the
+	// built-ins), never on the word of a project or MCP tool.
+	ReadOnly bool
+	// Opaque marks patterns no analysis could see through (shell text under eval, an
+	// unparseable line): no rule or remembered answer allows them; a deny still denies.
+	Opaque bool
+}
+
+// Decision is the outcome for a Query.
+type Decision struct {
+	Action Action
+	// Rule is the rule that decided; nil when no rule matched (which means ask) or when
+	// Opaque forced the ask.
+	Rule *Rule
+	// Pattern is the pattern the decision is about (the worst of the query's patterns).
+	Pattern string
+	// Untrusted is the project config rule that would have allowed the call had the person
+	// trusted the workspace; nil otherwise. The UI can say so.
+	Untrusted *Rule
+	// Asks are the query's patterns that ask (when Action is Ask): what the person is asked
+	// about, the others being allowed already.
+	Asks []string
+}
+
+// ApprovalStore persists workspace-scoped "always" answers and the workspace's trust.
+// The store package implements it (through an adapter in session).
+type ApprovalStore interface {
+	Approvals() ([]Rule, error)
+	AddApprovals(rules []Rule) error
+	Trusted() (bool, error)
+	SetTrusted(trusted bool) error
+}
+
+// ErrLayer is returned by SetLayer for a name that is not a layer.
+var ErrLayer = errors.New("permission: unknown layer")
+
+// Engine evaluates queries against its layers of rules and the answers people gave.
+// It is owned by the workspace and safe for concurrent use.
+type Engine struct {
+	store ApprovalStore
+
+	mu        sync.Mutex         // guards the fields below
+	layers    map[string]Ruleset // user, editor, project, agent:<name>
+	trusted   bool
+	session   map[string]Ruleset // remembered for a session, by session id
+	workspace Ruleset            // remembered for the workspace (mirrors the store)
+	loops     map[string]*loop   // doom-loop state by session id
+}
+
+type loop struct {
+	key   [32]byte
+	count int
+}
+
+// DoomLoopThreshold is how many identical calls in a row make Observe report a loop.
+const DoomLoopThreshold = 3
+
+// NewEngine returns an engine with the built-in defaults and the remembered answers and
+// trust of store. store may be nil (nothing persists; the workspace is untrusted).
+func NewEngine(store ApprovalStore) (*Engine, error) {
+	e := &Engine{store: store, layers: map[string]Ruleset{}, session: map[string]Ruleset{}, loops: map[string]*loop{}}
+	if store != nil {
+		rs, err := store.Approvals()
+		if err != nil {
+			return nil, fmt.Errorf("permission: loading approvals: %w", err)
+		}
+		for _, r := range rs {
+			r.Source, r.Action = SourceWorkspace, Allow
+			e.workspace = append(e.workspace, r)
+		}
+		t, err := store.Trusted()
+		if err != nil {
+			return nil, fmt.Errorf("permission: loading trust: %w", err)
+		}
+		e.trusted = t
+	}
+	return e, nil
+}
+
+// Defaults are the built-in rules: everything asks, except the read-only tools; .env files
+// ask to be read (.env.example does not).
+func Defaults() Ruleset {
+	d := func(perm, pattern string, a Action) Rule {
+		return Rule{Permission: perm, Pattern: pattern, Action: a, Source: SourceDefault}
+	}
+	rs := Ruleset{d("*", "*", Ask)}
+	for _, p := range []string{KeyRead, KeyGlob, KeyGrep, KeyList, KeyTodoRead, KeyTodoWrite} {
+		rs = append(rs, d(p, "*", Allow))
+	}
+	return append(rs,
+		d(KeyRead, "*.env", Ask),
+		d(KeyRead, "*.env.*", Ask),
+		d(KeyRead, "*.env.example", Allow),
+		d(KeyEdit, "*", Ask),
+		d(KeyBash, "*", Ask),
+		d(KeyExternalDirectory, "*", Ask),
+		d(KeyDoomLoop, "*", Ask),
+	)
+}
+
+var defaults = Defaults()
+
+// SetLayer replaces the rules of a config layer: "user" (the user's config file), "editor"
+// (initializationOptions), "project" (.toolsd/config.json) or "agent:<name>". Rules without
+// a Source get the layer's name. An empty rs clears the layer.
+func (e *Engine) SetLayer(name string, rs Ruleset) error {
+	switch {
+	case name == LayerUser || name == LayerEditor || name == LayerProject:
+	case strings.HasPrefix(name, LayerAgentPrefix) && len(name) > len(LayerAgentPrefix):
+	default:
+		return fmt.Errorf("%w %q: use %q, %q, %q or %q", ErrLayer, name, LayerUser, LayerEditor, LayerProject, LayerAgentPrefix+"<name>")
+	}
+	cp := make(Ruleset, len(rs))
+	for i, r := range rs {
+		if r.Source == "" {
+			r.Source = name
+		}
+		cp[i] = r
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if len(cp) == 0 {
+		delete(e.layers, name)
+	} else {
+		e.layers[name] = cp
+	}
+	return nil
+}
+
+// Layer returns a copy of a layer's rules.
+func (e *Engine) Layer(name string) Ruleset {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append(Ruleset(nil), e.layers[name]...)
+}
+
+// Trusted reports whether the person trusts the workspace's own config.
+func (e *Engine) Trusted() bool {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return e.trusted
+}
+
+// SetTrusted records the person's trust in the workspace's own config, in the store first.
+func (e *Engine) SetTrusted(trusted bool) error {
+	if e.store != nil {
+		if err := e.store.SetTrusted(trusted); err != nil {
+			return fmt.Errorf("permission: saving trust: %w", err)
+		}
+	}
+	e.mu.Lock()
+	e.trusted = trusted
+	e.mu.Unlock()
+	return nil
+}
+
+// UntrustedAllows returns the project config's allow rules that are ignored while the
+// workspace is untrusted (nil when it is trusted).
+func (e *Engine) UntrustedAllows() Ruleset {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.trusted {
+		return nil
+	}
+	var out Ruleset
+	for _, r := range e.layers[LayerProject] {
+		if r.Action == Allow {
+			out = append(out, r)
+		}
+	}
+	return out
+}
+
+// view is a consistent snapshot of what a query is evaluated against.
+type view struct {
+	before  []Ruleset // defaults, user, editor
+	project Ruleset
+	after   Ruleset // the agent's rules
+	trusted bool
+	remem   []Ruleset // workspace, session
+}
+
+func (e *Engine) view(sessionID, agent string) view {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	v := view{
+		before:  []Ruleset{defaults, e.layers[LayerUser], e.layers[LayerEditor]},
+		project: e.layers[LayerProject],
+		trusted: e.trusted,
+		remem:   []Ruleset{e.workspace, e.session[sessionID]},
+	}
+	if agent != "" {
+		v.after = e.layers[LayerAgentPrefix+agent]
+	}
+	return v
+}
+
+// Decide evaluates q. The layers, lowest first (later wins, the last matching rule wins, no
+// match means ask):
+//
+//	defaults < user < editor < project < agent:<q.Agent> < remembered answers
+//
+// An untrusted project layer only tightens: its rules take effect only where they are
+// stricter than the rest (an allow never does; the decision reports it as Untrusted).
+// Remembered answers (workspace, then session) turn an ask into an allow; they never undo
+// a deny. With several patterns, any deny denies, else any ask asks, else allow.
+func (e *Engine) Decide(q Query) Decision {
+	v := e.view(q.SessionID, q.Agent)
+	patterns := q.Patterns
+	if len(patterns) == 0 {
+		patterns = []string{"*"}
+	}
+	var worst Decision
+	var asks []string
+	for i, p := range patterns {
+		d := v.decide(q, p)
+		if d.Action == Ask {
+			asks = append(asks, p)
+		}
+		if i == 0 || rank(d.Action) > rank(worst.Action) || worst.Untrusted == nil && d.Untrusted != nil && d.Action == worst.Action {
+			worst = d
+		}
+	}
+	if worst.Action == Ask {
+		worst.Asks = asks
+	}
+	return worst
+}
+
+func lastMatch(perm, pattern string, sets ...Ruleset) *Rule {
+	var found *Rule
+	for _, rs := range sets {
+		for j := range rs {
+			if r := &rs[j]; Match(r.Permission, perm) && Match(r.Pattern, pattern) {
+				found = r
+			}
+		}
+	}
+	return found
+}
+
+func (v view) decide(q Query, pattern string) Decision {
+	sets := append([]Ruleset{}, v.before[0])
+	if q.ReadOnly {
+		sets = append(sets, Ruleset{{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}})
+	}
+	sets = append(sets, v.before[1:]...)
+	var untrusted *Rule
+	var r *Rule
+	if v.trusted {
+		r = lastMatch(q.Permission, pattern, append(sets, v.project, v.after)...)
+	} else {
+		r = lastMatch(q.Permission, pattern, append(sets, v.after)...)
+		if pr := lastMatch(q.Permission, pattern, v.project); pr != nil {
+			if r == nil || rank(pr.Action) > rank(r.Action) {
+				if pr.Action != Allow {
+					r = pr
+				}
+			}
+			if pr.Action == Allow && (r == nil || r.Action != Allow) {
+				// Would it have allowed, trusted? Then the project rule decides there.
+				if t := lastMatch(q.Permission, pattern, append(sets, v.project, v.after)...); t == pr {
+					c := *pr
+					untrusted = &c
+				}
+			}
+		}
+	}
+	d := Decision{Action: Ask, Pattern: pattern, Untrusted: untrusted}
+	if r != nil {
+		c := *r
+		d.Action, d.Rule = c.Action, &c
+	}
+	if q.Opaque {
+		if d.Action != Deny {
+			d.Action, d.Rule = Ask, nil
+		}
+		return d
+	}
+	if d.Action == Ask {
+		if m := lastMatch(q.Permission, pattern, v.remem...); m != nil {
+			c := *m
+			d.Action, d.Rule, d.Untrusted = Allow, &c, nil
+		}
+	}
+	return d
+}
+
+// Remember records an "always" answer for a session, or for the workspace when sessionID
+// is empty (persisted through the store first). Patterns already remembered are skipped.
+func (e *Engine) Remember(sessionID, permission string, patterns []string) error {
+	src := SourceSession
+	if sessionID == "" {
+		src = SourceWorkspace
+	}
+	e.mu.Lock()
+	have := e.workspace
+	if sessionID != "" {
+		have = e.session[sessionID]
+	}
+	var rules Ruleset
+	for _, p := range patterns {
+		r := Rule{Permission: permission, Pattern: p, Action: Allow, Source: src}
+		dup := false
+		for _, h := range append(have, rules...) {
+			if h.Permission == r.Permission && h.Pattern == r.Pattern {
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			rules = append(rules, r)
+		}
+	}
+	e.mu.Unlock()
+	if len(rules) == 0 {
+		return nil
+	}
+	if sessionID == "" && e.store != nil {
+		if err := e.store.AddApprovals(rules); err != nil {
+			return fmt.Errorf("permission: saving approvals: %w", err)
+		}
+	}
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if sessionID == "" {
+		e.workspace = append(e.workspace, rules...)
+	} else {
+		e.session[sessionID] = append(e.session[sessionID], rules...)
+	}
+	return nil
+}
+
+// Remembered returns the answers remembered for a session and for the workspace.
+func (e *Engine) Remembered(sessionID string) (session, workspace Ruleset) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	return append(Ruleset(nil), e.session[sessionID]...), append(Ruleset(nil), e.workspace...)
+}
+
+// EndSession forgets a session's remembered answers and doom-loop state.
+func (e *Engine) EndSession(sessionID string) {
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	delete(e.session, sessionID)
+	delete(e.loops, sessionID)
+}
+
+// Hidden reports whether a tool checked under permission is left out of tools/resolve for
+// agent: the last rule for the permission in the config layers (defaults, user, editor,
+// project, the agent's) is a deny for pattern "*". An untrusted project's "*" deny hides the
+// tool too (it tightens); its later allows do not bring it back.
+func (e *Engine) Hidden(permission, agent string) bool {
+	v := e.view("", agent)
+	last := func(sets ...Ruleset) *Rule {
+		var found *Rule
+		for _, rs := range sets {
+			for j := range rs {
+				if Match(rs[j].Permission, permission) {
+					found = &rs[j]
+				}
+			}
+		}
+		return found
+	}
+	denies := func(r *Rule) bool { return r != nil && r.Pattern == "*" && r.Action == Deny }
+	if v.trusted {
+		return denies(last(append(v.before, v.project, v.after)...))
+	}
+	return denies(last(append(v.before, v.after)...)) || denies(last(v.project))
+}
+
+// Observe records a call of tool with args in a session and reports whether it is the
+// DoomLoopThreshold-th identical call in a row (or later): the pipeline then asks under
+// "doom_loop" with the tool's name as the pattern. Args are compared as canonical JSON (key
+// order and spacing do not matter); args that are not JSON are compared as bytes.
+func (e *Engine) Observe(sessionID, tool string, args []byte) bool {
+	h := sha256.New()
+	h.Write([]byte(tool))
+	h.Write([]byte{0})
+	h.Write(canonicalJSON(args))
+	var key [32]byte
+	h.Sum(key[:0])
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	l := e.loops[sessionID]
+	if l == nil {
+		l = &loop{}
+		e.loops[sessionID] = l
+	}
+	if l.count > 0 && l.key == key {
+		l.count++
+	} else {
+		l.key, l.count = key, 1
+	}
+	return l.count >= DoomLoopThreshold
+}
+
+func canonicalJSON(b []byte) []byte {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var v any
+	if err := dec.Decode(&v); err != nil || dec.More() {
+		return b
+	}
+	out, err := json.Marshal(v)
+	if err != nil {
+		return b
+	}
+	return out
+}

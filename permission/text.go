@@ -1,0 +1,92 @@
+package permission
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// describeSource names a rule's layer for a model or a person.
+func describeSource(src string) string {
+	switch {
+	case src == SourceDefault:
+		return "built-in defaults"
+	case src == LayerUser:
+		return "user config"
+	case src == LayerEditor:
+		return "editor settings"
+	case src == LayerProject:
+		return "project config .toolsd/config.json"
+	case strings.HasPrefix(src, LayerAgentPrefix):
+		return fmt.Sprintf("rules of agent %q", strings.TrimPrefix(src, LayerAgentPrefix))
+	case src == SourceSession:
+		return "an answer given in this session"
+	case src == SourceWorkspace:
+		return "an answer remembered for this workspace"
+	case src == "":
+		return "config"
+	}
+	return src
+}
+
+// what names what a query asked for: `bash "rm -rf x"`, `edit "src/a.go", "b.go"`.
+func what(q Query) string {
+	key := q.Permission
+	if key == "" {
+		key = q.Tool
+	}
+	if len(q.Patterns) == 0 || len(q.Patterns) == 1 && q.Patterns[0] == "*" {
+		return key
+	}
+	ps := make([]string, 0, len(q.Patterns))
+	for i, p := range q.Patterns {
+		if i == 5 {
+			ps = append(ps, fmt.Sprintf("and %d more", len(q.Patterns)-5))
+			break
+		}
+		ps = append(ps, strconv.Quote(p))
+	}
+	return key + " " + strings.Join(ps, ", ")
+}
+
+// DeniedText is what the model reads when a rule denied its call.
+func DeniedText(rule *Rule, q Query) string {
+	by := "a rule"
+	if rule != nil {
+		by = fmt.Sprintf("rule %q (%s)", rule.Pattern+": "+string(rule.Action), describeSource(rule.Source))
+		if rule.Permission != q.Permission && rule.Permission != "" {
+			by = fmt.Sprintf("rule %q under %q (%s)", rule.Pattern+": "+string(rule.Action), rule.Permission, describeSource(rule.Source))
+		}
+	}
+	return fmt.Sprintf("permission denied by %s: %s is not allowed, so nothing ran. Do not retry this call or a variant of it "+
+		"(another spelling, a wrapper, a script that does the same); do the task another way with allowed tools, or tell the user "+
+		"what you needed and why, so they can change the rule.", by, what(q))
+}
+
+// RejectedText is what the model reads when the person rejected its call; message is theirs.
+func RejectedText(message string, q Query) string {
+	s := fmt.Sprintf("the user rejected %s, so nothing ran.", what(q))
+	if m := strings.TrimSpace(message); m != "" {
+		return s + " Their message: " + strconv.Quote(m) + ". Follow it; do not retry the same call unless it says to."
+	}
+	return s + " They gave no reason: do not retry it; stop and ask the user how they want to proceed."
+}
+
+// NoUIText is what the model reads when a call needed a person's approval and no editor
+// could show the ask.
+func NoUIText(q Query) string {
+	example := fmt.Sprintf(`{"permission": {%q: "allow"}}`, q.Permission)
+	if len(q.Patterns) == 1 && q.Patterns[0] != "*" && !q.Opaque {
+		example = fmt.Sprintf(`{"permission": {%q: {%q: "allow"}}}`, q.Permission, Escape(q.Patterns[0]))
+	}
+	return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
+		"Ask the user to allow it in the editor or in toolsd config (.toolsd/config.json or the user config, e.g. %s), "+
+		"or do the task with tools that are already allowed.", what(q), example)
+}
+
+// DoomLoopText is the ask's description when a tool was called with the same arguments
+// DoomLoopThreshold times in a row; it is also what the model reads if the person rejects.
+func DoomLoopText(tool string) string {
+	return fmt.Sprintf("%s was called %d times in a row with the same arguments; this looks like a loop. "+
+		"Change the approach instead of repeating the call.", tool, DoomLoopThreshold)
+}
