@@ -2,7 +2,30 @@ package shell
 
 import (
 	"strings"
+	"unicode"
+	"unicode/utf8"
 )
+
+// hiddenRunes reports a command name with characters a person cannot see or tell apart from
+// spacing: control and format characters (zero-width spaces, bidi overrides), combining
+// marks, any kind of space, invalid UTF-8.
+func hiddenRunes(s string) bool {
+	if !utf8.ValidString(s) {
+		return true
+	}
+	for _, r := range s {
+		if r < 0x80 {
+			if r < 0x21 || r == 0x7f {
+				return true
+			}
+			continue
+		}
+		if !unicode.IsGraphic(r) || unicode.In(r, unicode.Cf, unicode.Mn, unicode.Me, unicode.Zs) {
+			return true
+		}
+	}
+	return false
+}
 
 // optSpec describes a wrapper's options: which take a value, which are flags, how many
 // positional words come before the wrapped command.
@@ -31,7 +54,7 @@ var wrappers = map[string]optSpec{
 	"watch": {withArg: "nq", flags: "bcdegptwx",
 		longArg:  []string{"interval", "equexit", "differences"},
 		longFlag: []string{"beep", "color", "no-color", "chgexit", "errexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap"}},
-	"sudo": {withArg: "CDghpRrtTUu", flags: "AbEHiKklnPSsVv",
+	"sudo": {withArg: "CDghpRrtTUu", flags: "AbEeHiKklnPSsVv",
 		longArg:  []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
 		longFlag: []string{"askpass", "background", "preserve-env", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate"}},
 	"doas":    {withArg: "Cu", flags: "Lns"},
@@ -140,11 +163,17 @@ func (s *scope) command(ws []word, raw string) {
 		return
 	}
 	name := ws[0]
-	if !name.static || name.glob {
+	if !name.static || name.glob || hiddenRunes(name.text) {
 		s.z.opaque(raw)
 		return
 	}
 	n := name.text
+	for _, dir := range []string{"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/"} {
+		// /usr/bin/env, /bin/bash: the wrappers and shells are looked through by any name.
+		if b, ok := strings.CutPrefix(n, dir); ok && !strings.Contains(b, "/") && (wrappers[b].withArg != "" || wrappers[b].flags != "" || b == "nohup" || b == "env" || shells[b] || b == "su" || b == "find" || b == "command") {
+			n = b
+		}
+	}
 	if s.funcs[n] {
 		return // a function of this script: its body is analysed where it is defined
 	}
@@ -538,6 +567,11 @@ func (s *scope) touches(name string, args []word) {
 		}
 		return
 	case "curl", "wget", "sort":
+		defer func() {
+			if base == "sort" {
+				s.filePaths(base, args)
+			}
+		}()
 		short := map[string]string{"curl": "-o", "wget": "-O", "sort": "-o"}[base]
 		long := map[string]string{"curl": "--output", "wget": "--output-document", "sort": "--output"}[base]
 		for i, a := range args {
@@ -552,13 +586,21 @@ func (s *scope) touches(name string, args []word) {
 		}
 		return
 	}
-	if !fileCommands[base] {
-		return
+	if fileCommands[base] {
+		s.filePaths(base, args)
 	}
+}
+
+// filePaths records the path arguments of a file command.
+func (s *scope) filePaths(base string, args []word) {
 	given, skipFirst := patternFirst[base]
-	dashdash := false
+	dashdash, skipNext := false, false
 	for _, a := range args {
 		t := a.text
+		if skipNext {
+			skipNext = false
+			continue
+		}
 		if !dashdash && a.static && t == "--" {
 			dashdash = true
 			continue
@@ -573,8 +615,9 @@ func (s *scope) touches(name string, args []word) {
 				}
 				continue
 			}
-			if strings.ContainsAny(t[1:2], given) && given != "" {
+			if given != "" && strings.ContainsAny(t[1:2], given) {
 				skipFirst = false
+				skipNext = len(t) == 2 // -e PATTERN
 			}
 			if len(t) > 2 && looksLikePath(t[2:]) && strings.ContainsAny(t[2:3], "/~.") {
 				s.pathText(a, t[2:], false)
