@@ -1,0 +1,155 @@
+package builtin
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+
+	"github.com/toolsd/toolsd/registry"
+)
+
+const globDescription = `Finds files by name with a glob pattern, newest first.
+
+Usage:
+- pattern is a glob: * matches within a name, ** any number of folders, {a,b} alternatives, [abc] a character class. A pattern without a slash matches file names at any depth ("*.go" finds every Go file); one with a slash matches paths below path ("src/**/*.ts", "cmd/*/main.go").
+- path is the folder to search: relative to the workspace root, or absolute. Default: the workspace root.
+- Files ignored by .gitignore or .ignore, the .git folder and symbolic links are skipped. Only files are listed, not folders (use list for a tree).
+- At most %[1]d paths are returned, most recently modified first; the footer says when the list was cut: then narrow the pattern or path.
+- To search file contents, use grep.`
+
+func globTool(o *Options) *registry.Tool {
+	s := schema{
+		props: []prop{
+			{"pattern", map[string]any{"type": "string", "minLength": 1, "description": `The glob to match file paths against ("*.go", "src/**/*.{ts,tsx}").`}},
+			{"path", map[string]any{"type": "string", "description": "The folder to search in: relative to the workspace root, or absolute (default: the workspace root)."}},
+		},
+		required: []string{"pattern"},
+	}
+	return &registry.Tool{
+		ID:          "glob",
+		Description: fmt.Sprintf(globDescription, o.SearchLimit),
+		Parameters:  s.raw(),
+		Permission:  "glob",
+		ReadOnly:    true,
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			var a struct {
+				Pattern string  `json:"pattern"`
+				Path    *string `json:"path"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			return runGlob(ctx, o, call, a.Pattern, deref(a.Path))
+		},
+	}
+}
+
+// globMatch is a file glob found.
+type globMatch struct {
+	abs     string
+	modTime time.Time
+}
+
+// globFiles walks root and returns the files matching pattern, newest first: with anyDepth
+// the pattern matches file names at any depth, otherwise paths relative to root.
+func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]globMatch, error) {
+	base := anyDepth
+	var mu sync.Mutex // guards found
+	var found []globMatch
+	err := walk(ctx, walkOptions{Root: root, Workspace: ws}, func(e walkEntry) {
+		var ok bool
+		if base {
+			ok = doublestar.MatchUnvalidated(pattern, e.Rel[strings.LastIndexByte(e.Rel, '/')+1:])
+		} else {
+			ok = doublestar.MatchUnvalidated(pattern, e.Rel)
+		}
+		if !ok {
+			return
+		}
+		var mt time.Time
+		if fi, err := os.Lstat(e.Abs); err == nil {
+			mt = fi.ModTime()
+		}
+		mu.Lock()
+		found = append(found, globMatch{e.Abs, mt})
+		mu.Unlock()
+	})
+	if err != nil {
+		return nil, err
+	}
+	sort.Slice(found, func(i, j int) bool {
+		if !found[i].modTime.Equal(found[j].modTime) {
+			return found[i].modTime.After(found[j].modTime)
+		}
+		return found[i].abs < found[j].abs
+	})
+	return found, nil
+}
+
+func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path string) (*registry.Result, error) {
+	if err := checkPathText("pattern", pattern); err != nil {
+		return nil, err
+	}
+	pattern = strings.TrimPrefix(filepath.ToSlash(pattern), "./")
+	orig := pattern
+	if !doublestar.ValidatePattern(pattern) {
+		return nil, fmt.Errorf("pattern %q is not a valid glob: check its brackets and braces (\"*.go\", \"src/**/*.{ts,tsx}\")", pattern)
+	}
+	anyDepth := !strings.Contains(pattern, "/")
+	// A static folder at the start of the pattern (or an absolute pattern) narrows the walk.
+	dir := path
+	if b, rest := doublestar.SplitPattern(pattern); b != "." && b != "" {
+		if filepath.IsAbs(b) || dir == "" {
+			dir = b
+		} else {
+			dir = filepath.Join(dir, b)
+		}
+		pattern = rest
+	}
+	if dir == "" {
+		dir = "."
+	}
+	t, err := resolvePath(call.Workspace, "", "path", dir)
+	if err != nil {
+		return nil, err
+	}
+	if !t.Exists() {
+		return nil, notFoundError(call.Workspace, t)
+	}
+	if !t.Info.IsDir() {
+		return nil, fmt.Errorf("path %s is a file, not a folder: give the folder to search in", t.Display())
+	}
+	if err := askExternal(ctx, call, t, true); err != nil {
+		return nil, err
+	}
+	meta := map[string]any{"pattern": orig, "path": t.Display()}
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "glob", Patterns: []string{orig}, Metadata: meta}); err != nil {
+		return nil, err
+	}
+	found, err := globFiles(ctx, call.Workspace, t.Abs, pattern, anyDepth)
+	if err != nil {
+		return nil, err
+	}
+	meta["count"] = len(found)
+	meta["truncated"] = len(found) > o.SearchLimit
+	if len(found) == 0 {
+		return &registry.Result{Title: orig, Output: "No files found.", Metadata: meta}, nil
+	}
+	var b strings.Builder
+	for _, f := range found[:min(len(found), o.SearchLimit)] {
+		b.WriteString(relOrAbs(call.Workspace, f.abs))
+		b.WriteByte('\n')
+	}
+	if len(found) > o.SearchLimit {
+		fmt.Fprintf(&b, "\n(Results are truncated: showing the %d most recently modified of %d files. Use a more specific pattern or path.)", o.SearchLimit, len(found))
+	}
+	return &registry.Result{Title: orig, Output: strings.TrimSuffix(b.String(), "\n"), Metadata: meta}, nil
+}

@@ -1,0 +1,423 @@
+package builtin
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"regexp/syntax"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/registry"
+)
+
+const grepDescription = `Searches file contents with a regular expression (RE2 syntax, as in Go: no lookaround or backreferences).
+
+Usage:
+- pattern is the regex ("log.*Error", "func\\s+\\w+\\("). Escape regex characters to search for them literally ("interface\\{\\}"). Add (?i) at the start for a case-insensitive search.
+- path is the folder (or file) to search: relative to the workspace root, or absolute. Default: the workspace root. It also accepts toolsd://output/<id> to search the full output of an earlier truncated call.
+- include filters files by name with a glob ("*.go", "*.{ts,tsx}", "src/**/*.js").
+- Files ignored by .gitignore or .ignore, the .git folder, binary files and symbolic links are skipped.
+- Results are matching lines grouped by file, with line numbers, newest files first, at most %[1]d lines; the footer says when they were cut: then narrow path, pattern or include.
+- To find files by name, use glob. For an open-ended search that takes several rounds, start broad and narrow down.`
+
+func grepTool(o *Options) *registry.Tool {
+	s := schema{
+		props: []prop{
+			{"pattern", map[string]any{"type": "string", "minLength": 1, "description": "The regular expression to search for (RE2 syntax)."}},
+			{"path", map[string]any{"type": "string", "description": "The folder or file to search: relative to the workspace root, or absolute (default: the workspace root)."}},
+			{"include", map[string]any{"type": "string", "description": `Only search files whose name matches this glob ("*.js", "*.{ts,tsx}").`}},
+		},
+		required: []string{"pattern"},
+	}
+	return &registry.Tool{
+		ID:          "grep",
+		Description: fmt.Sprintf(grepDescription, o.SearchLimit),
+		Parameters:  s.raw(),
+		Permission:  "grep",
+		ReadOnly:    true,
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			var a struct {
+				Pattern string  `json:"pattern"`
+				Path    *string `json:"path"`
+				Include *string `json:"include"`
+			}
+			if err := decode(args, &a); err != nil {
+				return nil, err
+			}
+			return runGrep(ctx, o, call, a.Pattern, deref(a.Path), deref(a.Include))
+		},
+	}
+}
+
+// matcher finds the lines that match a regex in a buffer, using a literal every match must
+// contain to skip most of the text without running the regex.
+type matcher struct {
+	re    *regexp.Regexp // compiled with (?m)
+	lit   []byte         // a literal every match contains, or nil
+	whole bool           // the regex is exactly lit: a literal hit is a match
+}
+
+func newMatcher(pattern string) (*matcher, error) {
+	parsed, err := syntax.Parse(pattern, syntax.Perl)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q is not a valid regular expression: %v. It uses RE2 syntax (no lookaround or backreferences); escape special characters with \\ to search for them literally", pattern, explainSyntaxErr(err))
+	}
+	re, err := regexp.Compile("(?m)" + pattern)
+	if err != nil {
+		return nil, fmt.Errorf("pattern %q is not a valid regular expression: %v", pattern, err)
+	}
+	m := &matcher{re: re}
+	simp := parsed.Simplify()
+	if l := requiredLiteral(simp); len(l) > 0 {
+		m.lit = l
+		m.whole = simp.Op == syntax.OpLiteral && simp.Flags&syntax.FoldCase == 0
+	}
+	return m, nil
+}
+
+func explainSyntaxErr(err error) string {
+	var se *syntax.Error
+	if errors.As(err, &se) {
+		return fmt.Sprintf("%s in %q", se.Code, se.Expr)
+	}
+	return err.Error()
+}
+
+// requiredLiteral returns the longest literal every match of re contains.
+func requiredLiteral(re *syntax.Regexp) []byte {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return nil
+		}
+		return []byte(string(re.Rune))
+	case syntax.OpCapture, syntax.OpPlus:
+		return requiredLiteral(re.Sub[0])
+	case syntax.OpRepeat:
+		if re.Min >= 1 {
+			return requiredLiteral(re.Sub[0])
+		}
+	case syntax.OpConcat:
+		var best []byte
+		for _, s := range re.Sub {
+			if l := requiredLiteral(s); len(l) > len(best) {
+				best = l
+			}
+		}
+		return best
+	}
+	return nil
+}
+
+// scan calls emit for each matching line of chunk (whole lines), with its 1-based number;
+// line is the number of chunk's first line. It returns the number of the line after it.
+// emit returning false stops the scan.
+func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) bool) int {
+	pos := 0 // line is the number of the line holding chunk[pos]
+	i := 0
+	for i < len(chunk) {
+		var start int
+		if m.lit != nil {
+			j := bytes.Index(chunk[i:], m.lit)
+			if j < 0 {
+				break
+			}
+			start = i + j
+		} else {
+			loc := m.re.FindIndex(chunk[i:])
+			if loc == nil {
+				break
+			}
+			start = i + loc[0]
+			if start == len(chunk) {
+				break
+			}
+		}
+		ls := bytes.LastIndexByte(chunk[:start], '\n') + 1
+		le := bytes.IndexByte(chunk[start:], '\n')
+		if le < 0 {
+			le = len(chunk)
+		} else {
+			le += start
+		}
+		text := chunk[ls:le]
+		if m.lit == nil || m.whole || m.re.Match(text) {
+			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
+			pos = ls
+			if !emit(line, text) {
+				return line
+			}
+		}
+		i = le + 1
+	}
+	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// grepFile is one file's matches.
+type grepFile struct {
+	abs     string
+	name    string // as shown
+	count   int
+	lines   []grepLine
+	modTime time.Time
+}
+
+type grepLine struct {
+	n    int
+	text string
+}
+
+// searchFile searches one file, reading it in line-aligned chunks through buf. It returns
+// false for a binary file (a NUL byte in its first 8 KiB).
+func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	if err != nil {
+		return nil, true
+	}
+	f := os.NewFile(uintptr(fd), abs)
+	defer f.Close()
+	var gf *grepFile
+	b := *buf
+	carry := 0
+	line := 1
+	first := true
+	for {
+		n, err := f.Read(b[carry:])
+		data := b[:carry+n]
+		if first && len(data) > 0 {
+			first = false
+			if bytes.IndexByte(data[:min(len(data), 8192)], 0) >= 0 {
+				return nil, false
+			}
+		}
+		eof := err != nil || (n == 0 && carry < len(b))
+		end := len(data)
+		if !eof {
+			end = bytes.LastIndexByte(data, '\n') + 1
+			if end == 0 && len(b) >= maxGrepBuf {
+				// A line longer than the largest buffer: search it in pieces (a match
+				// across a piece boundary is missed).
+				end = len(data)
+			} else if end == 0 {
+				// A line longer than the buffer: grow it.
+				nb := make([]byte, 2*len(b))
+				copy(nb, data)
+				b = nb
+				*buf = b
+				carry = len(data)
+				continue
+			}
+		}
+		line = m.scan(data[:end], line, func(ln int, text []byte) bool {
+			if gf == nil {
+				gf = &grepFile{abs: abs}
+			}
+			gf.count++
+			if len(gf.lines) < keep {
+				t := text
+				if len(t) > 0 && t[len(t)-1] == '\r' {
+					t = t[:len(t)-1]
+				}
+				s := string(cutUTF8(t, maxLine))
+				if len(t) > maxLine {
+					s += fmt.Sprintf("... (line truncated to %d characters)", maxLine)
+				}
+				gf.lines = append(gf.lines, grepLine{ln, strings.ToValidUTF8(s, "\uFFFD")})
+			}
+			return true
+		})
+		if eof {
+			break
+		}
+		carry = copy(b, data[end:])
+	}
+	return gf, true
+}
+
+// maxGrepBuf bounds the buffer a single long line can grow.
+const maxGrepBuf = 16 << 20
+
+// bufPool holds the read buffers of grep's workers.
+var bufPool = sync.Pool{New: func() any { b := make([]byte, 256<<10); return &b }}
+
+func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path, include string) (*registry.Result, error) {
+	m, err := newMatcher(pattern)
+	if err != nil {
+		return nil, err
+	}
+	if include != "" && !doublestar.ValidatePattern(include) {
+		return nil, fmt.Errorf("include %q is not a valid glob: use patterns like \"*.go\" or \"*.{ts,tsx}\"", include)
+	}
+	meta := map[string]any{"pattern": pattern, "path": path, "include": include}
+	ask := func() error {
+		return call.Ask(ctx, registry.AskRequest{Permission: "grep", Patterns: []string{pattern}, Metadata: meta})
+	}
+	if strings.HasPrefix(path, registry.OutputURIPrefix) {
+		if err := ask(); err != nil {
+			return nil, err
+		}
+		return grepOutput(ctx, o, call, m, path, meta)
+	}
+	root := call.Workspace
+	var t *target
+	if path != "" {
+		if t, err = resolvePath(call.Workspace, "", "path", path); err != nil {
+			return nil, err
+		}
+		if !t.Exists() {
+			return nil, notFoundError(call.Workspace, t)
+		}
+		if err := askExternal(ctx, call, t, t.Info.IsDir()); err != nil {
+			return nil, err
+		}
+		root = t.Abs
+		meta["path"] = t.Display()
+	}
+	if err := ask(); err != nil {
+		return nil, err
+	}
+
+	limit := o.SearchLimit
+	var mu sync.Mutex // guards files
+	var files []*grepFile
+	search := func(abs string) {
+		bp := bufPool.Get().(*[]byte)
+		gf, _ := m.searchFile(abs, bp, limit, o.ReadMaxLineLength)
+		if len(*bp) <= 1<<20 {
+			bufPool.Put(bp)
+		}
+		if gf != nil {
+			mu.Lock()
+			files = append(files, gf)
+			mu.Unlock()
+		}
+	}
+	inc := includeMatcher(include)
+	if t != nil && !t.Info.IsDir() {
+		if inc == nil || inc(filepath.Base(t.Abs), filepath.Base(t.Abs)) {
+			search(t.Abs)
+		}
+	} else {
+		err := walk(ctx, walkOptions{Root: root, Workspace: call.Workspace}, func(e walkEntry) {
+			if inc != nil && !inc(e.Rel, filepath.Base(e.Abs)) {
+				return
+			}
+			search(e.Abs)
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	for _, f := range files {
+		if fi, err := os.Stat(f.abs); err == nil {
+			f.modTime = fi.ModTime()
+		}
+		f.name = relOrAbs(call.Workspace, f.abs)
+	}
+	sort.Slice(files, func(i, j int) bool {
+		if !files[i].modTime.Equal(files[j].modTime) {
+			return files[i].modTime.After(files[j].modTime)
+		}
+		return files[i].name < files[j].name
+	})
+	return grepResult(o, pattern, files, meta), nil
+}
+
+// includeMatcher returns a filter for the include glob (nil for none): a glob without a
+// slash matches the file name at any depth, one with a slash the path below the root.
+func includeMatcher(include string) func(rel, base string) bool {
+	if include == "" {
+		return nil
+	}
+	if !strings.Contains(include, "/") {
+		return func(_, base string) bool { return doublestar.MatchUnvalidated(include, base) }
+	}
+	inc := strings.TrimPrefix(include, "./")
+	return func(rel, _ string) bool { return doublestar.MatchUnvalidated(inc, rel) }
+}
+
+func grepResult(o *Options, pattern string, files []*grepFile, meta map[string]any) *registry.Result {
+	total := 0
+	for _, f := range files {
+		total += f.count
+	}
+	meta["matches"] = total
+	meta["files"] = len(files)
+	if total == 0 {
+		meta["truncated"] = false
+		return &registry.Result{Title: pattern, Output: "No matches found.", Metadata: meta}
+	}
+	var b strings.Builder
+	shown := 0
+	fmt.Fprintf(&b, "Found %d matches in %d files", total, len(files))
+	if total > o.SearchLimit {
+		fmt.Fprintf(&b, " (showing %d, newest files first)", o.SearchLimit)
+	}
+	b.WriteString(":\n")
+	for _, f := range files {
+		if shown >= o.SearchLimit {
+			break
+		}
+		fmt.Fprintf(&b, "\n%s:\n", f.name)
+		for _, l := range f.lines {
+			if shown >= o.SearchLimit {
+				break
+			}
+			fmt.Fprintf(&b, "  Line %d: %s\n", l.n, l.text)
+			shown++
+		}
+	}
+	meta["truncated"] = shown < total
+	if shown < total {
+		fmt.Fprintf(&b, "\n(Results are truncated: showing %d of %d matches. Narrow the path, the pattern or include to see the rest.)", shown, total)
+	}
+	return &registry.Result{Title: pattern, Output: b.String(), Metadata: meta}
+}
+
+// grepOutput searches a stored output, page by page.
+func grepOutput(ctx context.Context, o *Options, call *registry.Call, m *matcher, uri string, meta map[string]any) (*registry.Result, error) {
+	id := strings.TrimPrefix(uri, registry.OutputURIPrefix)
+	if call.Outputs == nil {
+		return nil, errors.New("stored outputs cannot be searched in this session")
+	}
+	gf := &grepFile{name: uri}
+	const pageLines = 10000
+	for off := 0; ; off += pageLines {
+		content, total, _, err := call.Outputs.ReadLines(ctx, id, off, pageLines)
+		if err != nil {
+			if errors.Is(err, registry.ErrOutputNotFound) {
+				return nil, fmt.Errorf("no stored output %s: it may have been pruned, or the id is mistyped", uri)
+			}
+			return nil, fmt.Errorf("cannot read %s: %w", uri, err)
+		}
+		m.scan([]byte(content), off+1, func(n int, text []byte) bool {
+			gf.count++
+			if len(gf.lines) < o.SearchLimit {
+				gf.lines = append(gf.lines, grepLine{n, strings.ToValidUTF8(string(cutUTF8(text, o.ReadMaxLineLength)), "\uFFFD")})
+			}
+			return true
+		})
+		if off+pageLines >= total || content == "" {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+	}
+	var files []*grepFile
+	if gf.count > 0 {
+		files = append(files, gf)
+	}
+	return grepResult(o, m.re.String()[4:], files, meta), nil
+}
