@@ -134,7 +134,7 @@ func (p *cfgParser) top() (Ruleset, error) {
 		}
 		key := kt.(string)
 		kpath := path + "." + key
-		if strings.ContainsAny(key, ".[]\" ") {
+		if key == "" || strings.ContainsAny(key, ".[]\" ") {
 			kpath = fmt.Sprintf("%s[%q]", path, key)
 		}
 		if key == "" {

@@ -275,11 +275,11 @@ func lastMatch(perm, pattern string, sets ...Ruleset) *Rule {
 }
 
 func (v view) decide(q Query, pattern string) Decision {
-	sets := append([]Ruleset{}, v.before[0])
+	sets := append([]Ruleset{}, v.before...)
 	if q.ReadOnly {
-		sets = append(sets, Ruleset{{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}})
+		// Right after the catch-all ask of the defaults, before their specific rules.
+		sets = append([]Ruleset{defaults[:1], {{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}}, defaults[1:]}, v.before[1:]...)
 	}
-	sets = append(sets, v.before[1:]...)
 	var untrusted *Rule
 	var r *Rule
 	if v.trusted {

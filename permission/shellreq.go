@@ -179,12 +179,14 @@ func (r *resolver) resolve(p, base string) []string {
 	if !strings.ContainsAny(p, "*?[") {
 		return []string{realPath(p)}
 	}
-	// A glob: where it could lead whatever matches (a segment that can match ".." is taken
-	// as ".."; others as a child), and what it matches now (symlinks included).
+	// A glob: where it could lead whatever it matches (a segment that can match ".." is
+	// taken as ".."; others as a child), and what it matches now (symlinks followed).
 	segs := strings.Split(p, string(filepath.Separator))
 	for i, s := range segs {
 		if strings.ContainsAny(s, "*?[") {
-			if ok, _ := path.Match(s, ".."); ok {
+			// Only a segment starting with a literal dot can match ".." (older bash's
+			// ".*"); "*" and "?" never match a leading dot.
+			if ok, _ := path.Match(s, ".."); ok && strings.HasPrefix(s, ".") {
 				segs[i] = ".."
 			} else {
 				segs[i] = "glob"
