@@ -29,6 +29,9 @@ func checkID(kind, id string) error {
 	return nil
 }
 
+// callKey is the call_index key of a call.
+func callKey(sessionID, callID string) []byte { return join(callID, []byte(sessionID)) }
+
 func unfinished(status string) bool {
 	return status == protocol.StatusPending || status == protocol.StatusRunning || status == ""
 }
@@ -58,7 +61,7 @@ func (s *Store) CreateCall(rec *protocol.CallRecord) error {
 		return fmt.Errorf("store: encode call %s: %w", r.CallID, err)
 	}
 	err = s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketCallIndex).Get(join(r.SessionID, []byte(r.CallID))) != nil {
+		if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
 			return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
 		}
 		_, err := putNewCall(tx, &r, val, s.nextSeq(tx))
@@ -94,13 +97,10 @@ func putNewCall(tx *bolt.Tx, r *protocol.CallRecord, val []byte, seq uint64) (ui
 			return 0, err
 		}
 	}
-	if err := tx.Bucket(bucketCallIndex).Put(join(r.SessionID, []byte(r.CallID)), k); err != nil {
+	if err := tx.Bucket(bucketCallIndex).Put(callKey(r.SessionID, r.CallID), k); err != nil {
 		return 0, err
 	}
 	if err := tx.Bucket(bucketCallsBySession).Put(join(r.SessionID, k), nil); err != nil {
-		return 0, err
-	}
-	if err := tx.Bucket(bucketCallsByCallID).Put(join(r.CallID, k), nil); err != nil {
 		return 0, err
 	}
 	if unfinished(r.Status) {
@@ -124,7 +124,7 @@ func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecor
 		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
-		k := tx.Bucket(bucketCallIndex).Get(join(sessionID, []byte(callID)))
+		k := tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
 		if k == nil {
 			return fmt.Errorf("%w: no call %q in session %q", ErrNotFound, callID, sessionID)
 		}
@@ -143,10 +143,17 @@ func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecor
 		if err := calls.Put(k, val); err != nil {
 			return err
 		}
-		if unfinished(rec.Status) {
-			return tx.Bucket(bucketUnfinished).Put(k, nil)
+		// Touch the unfinished index only when the state crosses it: every page bbolt
+		// materializes is written at commit.
+		un := tx.Bucket(bucketUnfinished)
+		was := un.Get(k) != nil
+		switch now := unfinished(rec.Status); {
+		case now && !was:
+			return un.Put(k, nil)
+		case !now && was:
+			return un.Delete(k)
 		}
-		return tx.Bucket(bucketUnfinished).Delete(k)
+		return nil
 	})
 }
 
@@ -165,13 +172,15 @@ func (s *Store) GetCall(sessionID, callID string) (*protocol.CallRecord, error) 
 	err := s.view(func(tx *bolt.Tx) error {
 		var k []byte
 		if sessionID != "" {
-			k = tx.Bucket(bucketCallIndex).Get(join(sessionID, []byte(callID)))
+			k = tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
 		} else {
+			// The newest call with this id in any session (almost always the only one).
 			prefix := join(callID, nil)
-			c := tx.Bucket(bucketCallsByCallID).Cursor()
-			ik, _ := seekLastWithPrefix(c, prefix)
-			if ik != nil {
-				k = ik[len(prefix):]
+			c := tx.Bucket(bucketCallIndex).Cursor()
+			for ik, v := c.Seek(prefix); ik != nil && bytes.HasPrefix(ik, prefix); ik, v = c.Next() {
+				if len(v) == 8 && (k == nil || bytes.Compare(v, k) > 0) {
+					k = v
+				}
 			}
 		}
 		if k == nil {

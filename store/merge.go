@@ -220,7 +220,7 @@ func (s *Store) mergeCalls(src *bolt.DB) (int, error) {
 					s.log.Warn("skipping a damaged call record in a slot file", "seq", fmt.Sprintf("%x", kv[0]), "err", err)
 					continue
 				}
-				if idx.Get(join(rec.SessionID, []byte(rec.CallID))) != nil {
+				if idx.Get(callKey(rec.SessionID, rec.CallID)) != nil {
 					continue // merged before, or the same call id used in both daemons
 				}
 				if _, err := putNewCall(tx, &rec, kv[1], binary.BigEndian.Uint64(kv[0])); err != nil {

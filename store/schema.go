@@ -22,12 +22,11 @@ var (
 	// least the creation time in unix nanoseconds, so that calls merged from a slot file fall in
 	// between by time. Newest first is a reverse cursor walk.
 	bucketCalls = []byte("calls")
-	// bucketCallIndex: sessionID \x00 callID -> be64(seq). Enforces one call per (session, callID).
+	// bucketCallIndex: callID \x00 sessionID -> be64(seq). Enforces one call per (session,
+	// callID); a prefix scan finds the newest call with a callID in any session.
 	bucketCallIndex = []byte("call_index")
 	// bucketCallsBySession: sessionID \x00 be64(seq) -> nil. calls/list for one session.
 	bucketCallsBySession = []byte("calls_by_session")
-	// bucketCallsByCallID: callID \x00 be64(seq) -> nil. GetCall with no session: the newest.
-	bucketCallsByCallID = []byte("calls_by_callid")
 	// bucketUnfinished: be64(seq) -> nil for calls in pending or running. Open marks them
 	// interrupted without scanning every call.
 	bucketUnfinished = []byte("calls_unfinished")
@@ -52,7 +51,7 @@ var (
 
 	allBuckets = [][]byte{
 		bucketMeta,
-		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketCallsByCallID, bucketUnfinished,
+		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketUnfinished,
 		bucketOutputs, bucketOutputsByTime, bucketOutputsOpen, bucketOutputsExpired,
 		bucketSessionValues, bucketApprovals,
 	}
