@@ -261,7 +261,9 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string) ([]protoco
 			}
 			var sum protocol.CallSummary
 			if err := json.Unmarshal(v, &sum); err != nil {
-				return false, fmt.Errorf("%w: call at %x: %v", ErrCorrupt, seqKey, err)
+				// One damaged record must not hide the others.
+				s.log.Warn("skipping a damaged call record", "seq", fmt.Sprintf("%x", seqKey), "err", err)
+				return true, nil
 			}
 			calls = append(calls, sum)
 			return true, nil

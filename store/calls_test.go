@@ -352,6 +352,15 @@ func TestSessionValuesApprovalsTrust(t *testing.T) {
 	if v, _ := s.SessionGet("s", "todo"); string(v) != `[1,2]` {
 		t.Fatalf("got %q", v)
 	}
+	if v, err := s.Session("s").Get(t.Context(), "todo"); string(v) != `[1,2]` || err != nil {
+		t.Fatalf("Session(s).Get = %q, %v", v, err)
+	}
+	if err := s.Session("s3").Put(t.Context(), "k", []byte("v3")); err != nil {
+		t.Fatal(err)
+	}
+	if v, _ := s.SessionGet("s3", "k"); string(v) != "v3" {
+		t.Fatalf("Session(s3).Put stored %q", v)
+	}
 	if v, _ := s.SessionGet("s2", "todo"); v != nil {
 		t.Fatalf("other session sees %q", v)
 	}

@@ -238,3 +238,107 @@ func checkCrashOutput(t *testing.T, s *Store, id string, d crashDone) {
 		}
 	}
 }
+
+// TestTwoProcesses: a second process opening a store that a live daemon holds gets a slot
+// file at once and works; after the first dies (kill -9) and the second exits, the next Open
+// merges everything into the primary file.
+func TestTwoProcesses(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	path := t.TempDir() + "/toolsd.db"
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), crashWriterEnv+"="+path, crashRoundEnv+"=p")
+	cmd.Stderr = os.Stderr
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	lines := make(chan string)
+	go func() {
+		defer close(lines)
+		sc := bufio.NewScanner(stdout)
+		for sc.Scan() {
+			lines <- sc.Text()
+		}
+	}()
+	done := map[string]crashDone{}
+	deadline := time.After(30 * time.Second)
+	waitDone := func(n int) {
+		for len(done) < n {
+			select {
+			case l, ok := <-lines:
+				if !ok {
+					t.Fatal("writer ended early")
+				}
+				f := strings.Fields(l)
+				if len(f) > 0 && f[0] == "error" {
+					t.Fatalf("writer: %s", l)
+				}
+				if len(f) == 4 && f[0] == "done" {
+					k, _ := strconv.Atoi(f[3])
+					done[f[1]] = crashDone{outputID: f[2], lines: k}
+				}
+			case <-deadline:
+				t.Fatal("writer made no progress")
+			}
+		}
+	}
+	waitDone(2)
+
+	// The writer holds the primary file: we get slot 1, without waiting long.
+	s, err := Open(path, &Options{Timeout: 100 * time.Millisecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s.Primary() || s.Path() != SlotPath(path, 1) {
+		t.Fatalf("second process got %s (primary %v)", s.Path(), s.Primary())
+	}
+	id := writeOutput(t, s, "mine\n", 10)
+	if err := s.CreateCall(&protocol.CallRecord{SessionID: "p", CallID: "mine", Status: protocol.StatusCompleted, OutputID: id}); err != nil {
+		t.Fatal(err)
+	}
+	waitDone(4) // the writer keeps working meanwhile
+
+	if err := cmd.Process.Kill(); err != nil {
+		t.Fatal(err)
+	}
+	for l := range lines { // drain before Wait
+		f := strings.Fields(l)
+		if len(f) == 4 && f[0] == "done" {
+			k, _ := strconv.Atoi(f[3])
+			done[f[1]] = crashDone{outputID: f[2], lines: k}
+		}
+	}
+	_ = cmd.Wait()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+
+	s = openAt(t, path, nil)
+	if !s.Primary() {
+		t.Fatal("reopen did not get the primary file")
+	}
+	if _, err := os.Stat(SlotPath(path, 1)); !os.IsNotExist(err) {
+		t.Fatalf("slot file not merged away: %v", err)
+	}
+	rec, err := s.GetCall("p", "mine")
+	if err != nil {
+		t.Fatalf("the second process's call after the merge: %v", err)
+	}
+	if r, err := s.ReadOutput(rec.OutputID, 0, 10); err != nil || r.Content != "mine" {
+		t.Fatalf("its output: %+v %v", r, err)
+	}
+	for cid, d := range done {
+		rec, err := s.GetCall("crash", cid)
+		if err != nil || rec.Status != protocol.StatusCompleted {
+			t.Fatalf("writer's call %s: %+v %v", cid, rec, err)
+		}
+		checkCrashOutput(t, s, cid, d)
+	}
+}

@@ -2,6 +2,7 @@ package store
 
 import (
 	"bytes"
+	"context"
 	"encoding/binary"
 	"fmt"
 	"sort"
@@ -42,6 +43,33 @@ func (s *Store) SessionPut(sessionID, key string, value []byte) error {
 		}
 		return b.Put(join(sessionID, []byte(key)), v)
 	})
+}
+
+// SessionValues are the small values of one session, shaped for registry.SessionState.
+type SessionValues struct {
+	s         *Store
+	sessionID string
+}
+
+// Session returns the values of one session.
+func (s *Store) Session(sessionID string) SessionValues {
+	return SessionValues{s: s, sessionID: sessionID}
+}
+
+// Get is SessionGet for this session.
+func (v SessionValues) Get(ctx context.Context, key string) ([]byte, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	return v.s.SessionGet(v.sessionID, key)
+}
+
+// Put is SessionPut for this session.
+func (v SessionValues) Put(ctx context.Context, key string, value []byte) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	return v.s.SessionPut(v.sessionID, key, value)
 }
 
 // Approval is an "always" answer the person gave for the whole workspace.
