@@ -110,6 +110,10 @@ type AskRequest struct {
 	Metadata map[string]any
 	// Destructive asks the editor to use a modal.
 	Destructive bool
+	// Opaque marks patterns no analysis could see through (shell text under eval, an
+	// unparseable line): no rule or remembered answer allows them, and an "always" answer
+	// is not offered.
+	Opaque bool
 }
 
 // Result is what a tool returns.

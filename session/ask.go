@@ -64,22 +64,31 @@ type askAnswer struct {
 // ask decides req for the call, asking the person when the rules say ask. It returns the
 // decision to record and nil when the call may proceed, or a *registry.PermissionError.
 func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
-	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns}
+	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque}
 	d := b.policy.Decide(q)
 	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now()}
 	switch d.Action {
 	case permission.Allow:
 		return dec, nil
 	case permission.Deny:
-		return dec, &registry.PermissionError{Kind: "deny", Message: deniedText(q, d.Rule)}
+		return dec, &registry.PermissionError{Kind: "deny", Message: permission.DeniedText(d.Rule, q)}
 	}
 	if !b.canAsk {
 		dec.By, dec.Action = "no-ui", string(permission.Deny)
-		return dec, &registry.PermissionError{Kind: "no-ui", Message: noUIText(q)}
+		return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
 	}
 	always := req.Always
-	if len(always) == 0 {
+	switch {
+	case req.Opaque:
+		always = nil // nothing to remember: the text hides what it runs
+	case len(always) == 0:
 		always = req.Patterns
+	}
+	if d.Untrusted != nil {
+		if req.Metadata == nil {
+			req.Metadata = map[string]any{}
+		}
+		req.Metadata["untrustedRule"] = ruleInfo(d.Untrusted)
 	}
 	meta, err := json.Marshal(nonNilMap(req.Metadata))
 	if err != nil {
@@ -103,7 +112,7 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		dec.By, dec.Reply, dec.Scope, dec.Message, dec.At = a.by, a.reply, a.scope, a.message, b.now()
 		if a.reply == protocol.ReplyReject {
 			dec.Action = string(permission.Deny)
-			return dec, &registry.PermissionError{Kind: "reject", Message: rejectedText(q, a.message)}
+			return dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)}
 		}
 		dec.Action = string(permission.Allow)
 		return dec, nil
@@ -251,42 +260,10 @@ func ruleInfo(r *permission.Rule) *protocol.RuleInfo {
 	return &protocol.RuleInfo{Permission: r.Permission, Pattern: r.Pattern, Action: string(r.Action), Source: r.Source}
 }
 
-func describeQuery(q permission.Query) string {
-	if len(q.Patterns) == 0 || (len(q.Patterns) == 1 && q.Patterns[0] == "*") {
-		return fmt.Sprintf("%q (tool %s)", q.Permission, q.Tool)
-	}
-	return fmt.Sprintf("%q for %s (tool %s)", q.Permission, strings.Join(quoteAll(q.Patterns), ", "), q.Tool)
-}
-
 func quoteAll(xs []string) []string {
 	out := make([]string, len(xs))
 	for i, x := range xs {
 		out[i] = strconv.Quote(x)
 	}
 	return out
-}
-
-func deniedText(q permission.Query, r *permission.Rule) string {
-	rule := "a rule"
-	if r != nil {
-		rule = fmt.Sprintf("the rule %q: %q -> %s", r.Permission, r.Pattern, r.Action)
-		if r.Source != "" {
-			rule += " (from the " + r.Source + " config)"
-		}
-	}
-	return fmt.Sprintf("Permission denied: %s is forbidden by %s. Do not retry this call or work around the rule; choose another approach, or tell the user the rule blocks it.", describeQuery(q), rule)
-}
-
-func rejectedText(q permission.Query, message string) string {
-	s := fmt.Sprintf("The user rejected permission for %s.", describeQuery(q))
-	if strings.TrimSpace(message) != "" {
-		s += " Their message: " + message
-	} else {
-		s += " They gave no reason: stop and ask them how to proceed instead of retrying."
-	}
-	return s
-}
-
-func noUIText(q permission.Query) string {
-	return fmt.Sprintf("This call needs permission %s, and no one was there to approve it (the editor cannot show permission requests). Nothing was run. Ask the user to allow it in the toolsd permission config, or use a tool that is allowed.", describeQuery(q))
 }

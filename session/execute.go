@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -141,6 +142,8 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		return failed(s.unknownTool(cat, p))
 	}
 	c.tool = e.ID
+	c.permKey = e.PermissionKey()
+	c.readOnly = e.ReadOnly && e.Source == registry.SourceBuiltin
 	if s.opts.PrepareArgs != nil {
 		args = s.opts.PrepareArgs(e.Parameters, args)
 	}
@@ -157,7 +160,7 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 	if s.opts.Observe != nil && s.opts.Observe(p.SessionID, e.ID, args) {
 		_, err := s.ask(ctx, c, registry.AskRequest{
 			Permission: "doom_loop", Patterns: []string{e.ID},
-			Metadata: map[string]any{"tool": e.ID, "args": json.RawMessage(args), "reason": "the same call was made three times in a row"},
+			Metadata: map[string]any{"tool": e.ID, "args": json.RawMessage(args), "reason": permission.DoomLoopText(e.ID)},
 		})
 		if err != nil {
 			return s.ended(ctx, e.ID, err)

@@ -84,6 +84,8 @@ type callKey struct{ session, call string }
 // callState is a call in flight.
 type callState struct {
 	sessionID, messageID, callID, tool, agent string
+	permKey                                   string
+	readOnly                                  bool // a built-in that changes nothing
 	cancel                                    context.CancelFunc
 
 	mu        sync.Mutex // guards decisions

@@ -10,12 +10,15 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolsd/toolsd/builtin"
+	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/permission"
+	"github.com/toolsd/toolsd/project"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 	"github.com/toolsd/toolsd/store"
@@ -42,12 +45,18 @@ type WorkspaceOptions struct {
 // the permission engine and the calls in flight. It implements rpc.Backend. Safe for
 // concurrent use.
 type Workspace struct {
-	folder string
-	store  *store.Store
-	reg    *registry.Registry
-	perms  *permission.Engine
-	svc    *Service
-	log    *slog.Logger
+	folder      string
+	store       *store.Store
+	reg         *registry.Registry
+	perms       *permission.Engine
+	svc         *Service
+	settingsSrc *config.Source
+	changed     func(protocol.ChangedParams)
+	log         *slog.Logger
+
+	mu     sync.Mutex // guards agents and layers
+	agents map[string]bool
+	layers *config.Layers
 
 	closeOnce sync.Once
 	closers   []func() error // run in reverse order by Close
@@ -93,44 +102,178 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if err != nil {
 		return nil, err
 	}
+	w := &Workspace{folder: real, reg: registry.New(), log: o.Logger.With("component", "workspace"), changed: o.Changed}
+	ok := false
+	defer func() {
+		if !ok {
+			_ = w.Close()
+		}
+	}()
+
+	// Settings first: they shape the store (retention) and the built-ins (limits).
+	cs, err := config.NewSource(config.SourceOptions{
+		Workspace: real, InitOptions: o.InitOptions, Logger: o.Logger,
+		OnChange: func(l *config.Layers, diags []protocol.Diagnostic) { w.applySettings(l, diags, true) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching config: %w", err)
+	}
+	w.closers = append(w.closers, cs.Close)
+	settings := cs.Layers().Effective
+
 	storePath := o.StorePath
 	if storePath == "" {
 		storePath = DefaultStorePath(real)
 	}
-	sopts := o.Store
-	if sopts == nil {
-		sopts = &store.Options{}
+	sopts := store.Options{}
+	if o.Store != nil {
+		sopts = *o.Store
 	}
 	if sopts.Logger == nil {
 		sopts.Logger = o.Logger
 	}
-	st, err := store.Open(storePath, sopts)
+	if sopts.Retention == 0 && settings.RetentionDays > 0 {
+		sopts.Retention = time.Duration(settings.RetentionDays) * 24 * time.Hour
+	}
+	st, err := store.Open(storePath, &sopts)
 	if err != nil {
 		return nil, fmt.Errorf("opening the store: %w", err)
 	}
-	w := &Workspace{folder: real, store: st, reg: registry.New(), log: o.Logger.With("component", "workspace")}
+	w.store = st
 	w.closers = append(w.closers, st.Close)
-	perms, err := permission.NewEngine(approvalStore{st})
-	if err != nil {
-		_ = st.Close()
+	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
 	}
-	w.perms = perms
+	w.settingsSrc = cs
+	w.applySettings(cs.Layers(), cs.Diagnostics(), false)
 
-	w.reg.SetSource(registry.SourceBuiltin, builtin.Tools(nil), nil)
+	lim := settings.Limits
+	builtins := builtin.Tools(&builtin.Options{
+		BashDefaultTimeout: time.Duration(lim.BashTimeoutMs) * time.Millisecond,
+		BashMaxTimeout:     time.Duration(lim.BashMaxTimeoutMs) * time.Millisecond,
+		UsePatch:           func(m *protocol.Model) bool { s := w.settings(); return s.UsePatch(m) },
+	})
+	w.reg.SetSource(registry.SourceBuiltin, builtins, nil)
+	reserved := []string{permission.KeyExternalDirectory, permission.KeyDoomLoop, "invalid"}
+	for _, t := range builtins {
+		reserved = append(reserved, t.ID)
+	}
+	ps, err := project.NewSource(w.reg, project.SourceOptions{
+		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved},
+		Logger:  o.Logger,
+		OnChange: func(ch registry.Change, diags []protocol.Diagnostic) {
+			w.notifyChanged(ch)
+		},
+	})
+	if err != nil {
+		return nil, fmt.Errorf("watching project tools: %w", err)
+	}
+	w.closers = append(w.closers, ps.Close)
 
 	w.svc = New(Options{
-		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: perms, Notifier: o.Notifier,
-		CanAsk: o.CanAsk, Limits: o.Limits, Logger: o.Logger,
+		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: o.Notifier,
+		CanAsk: o.CanAsk, Logger: o.Logger,
+		Limits:  Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
+		Visible: w.visible,
+		Observe: w.perms.Observe,
 	})
+	ok = true
 	return w, nil
+}
+
+// settings returns the effective settings.
+func (w *Workspace) settings() config.Settings {
+	return w.settingsSrc.Layers().Effective
+}
+
+// visible decides whether a tool is in an agent's catalogue for a model.
+func (w *Workspace) visible(e *registry.Entry, agent string, m *protocol.Model) bool {
+	s := w.settings()
+	if !s.AgentEnabled(agent, e.ID) {
+		return false
+	}
+	if e.Models != nil && !e.Models(m) {
+		return false
+	}
+	return !w.perms.Hidden(e.PermissionKey(), agent)
+}
+
+// applySettings hands each config layer's permission rules to the engine and publishes the
+// config diagnostics. With notify, the editor hears that the catalogue may have changed.
+func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic, notify bool) {
+	if w.perms == nil {
+		return
+	}
+	trusted := w.perms.Trusted()
+	layers := map[string]permission.Ruleset{}
+	agents := map[string]bool{}
+	for _, x := range l.List() {
+		for name := range x.Settings.Agents {
+			agents[name] = true
+		}
+	}
+	add := func(layer, origin, source, path string, raw json.RawMessage) {
+		if len(raw) == 0 {
+			return
+		}
+		rs, err := permission.ParseConfig(raw, source)
+		if err != nil {
+			diags = append(diags, protocol.Diagnostic{Path: path, Message: "permission rules: " + err.Error(), Severity: "error"})
+			return
+		}
+		if origin == config.SourceProject && layer != permission.LayerProject && !trusted {
+			// An untrusted workspace's agent rules may only tighten, like its own layer.
+			rs = slices.DeleteFunc(rs, func(r permission.Rule) bool { return r.Action == permission.Allow })
+		}
+		layers[layer] = append(layers[layer], rs...)
+	}
+	for _, x := range l.List() {
+		add(x.Source, x.Source, x.Source, x.Path, x.Settings.Permission)
+	}
+	for name := range agents {
+		for _, x := range l.List() {
+			if a, ok := x.Settings.Agents[name]; ok {
+				add(permission.LayerAgentPrefix+name, x.Source, permission.LayerAgentPrefix+name, x.Path, a.Permission)
+			}
+		}
+	}
+	for _, name := range []string{permission.LayerUser, permission.LayerEditor, permission.LayerProject} {
+		_ = w.perms.SetLayer(name, layers[name])
+	}
+	w.mu.Lock()
+	prevAgents := w.agents
+	w.agents = agents
+	w.layers = l
+	w.mu.Unlock()
+	for name := range prevAgents {
+		if !agents[name] {
+			_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, nil)
+		}
+	}
+	for name := range agents {
+		_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, layers[permission.LayerAgentPrefix+name])
+	}
+	ch := w.reg.SetSource("config", nil, diags)
+	if notify {
+		w.notifyChanged(ch)
+	}
+}
+
+// notifyChanged sends tools/changed with the catalogue's diagnostics.
+func (w *Workspace) notifyChanged(ch registry.Change) {
+	if w.changed == nil {
+		return
+	}
+	w.changed(protocol.ChangedParams{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed), Changed: nonNil(ch.Changed), Diagnostics: nonNilDiags(w.reg.Catalog().Diagnostics())})
 }
 
 // Close cancels every call in flight, waits until they are recorded, and closes the store.
 func (w *Workspace) Close() error {
 	var errs []error
 	w.closeOnce.Do(func() {
-		w.svc.Close()
+		if w.svc != nil {
+			w.svc.Close()
+		}
 		for i := len(w.closers) - 1; i >= 0; i-- {
 			if err := w.closers[i](); err != nil {
 				errs = append(errs, err)
@@ -165,10 +308,17 @@ func (w *Workspace) PendingAsks() []protocol.AskedParams { return w.svc.PendingA
 
 // SetTrusted implements rpc.Backend.
 func (w *Workspace) SetTrusted(trusted bool) (bool, error) {
-	if err := w.store.SetTrusted(trusted); err != nil {
+	if err := w.perms.SetTrusted(trusted); err != nil {
 		return false, err
 	}
-	return w.store.Trusted()
+	// The project's agent rules are filtered by trust: apply the layers again.
+	w.mu.Lock()
+	l := w.layers
+	w.mu.Unlock()
+	if l != nil {
+		w.applySettings(l, w.settingsSrc.Diagnostics(), true)
+	}
+	return w.perms.Trusted(), nil
 }
 
 // ListCalls implements rpc.Backend.
@@ -230,6 +380,13 @@ func storeErr(err error) error {
 		return &ParamsError{Msg: err.Error()}
 	}
 	return err
+}
+
+func nonNilDiags(d []protocol.Diagnostic) []protocol.Diagnostic {
+	if d == nil {
+		return []protocol.Diagnostic{}
+	}
+	return d
 }
 
 // storeAdapter gives the pipeline the store.

@@ -81,7 +81,8 @@ func TestEndOfInputKillsEverything(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	marker := fmt.Sprint(6000 + os.Getpid()%1000)
 	for i := range 10 {
-		e.startAllowed(fmt.Sprintf("sleep%d", i), "sleep "+marker+" & sleep "+marker)
+		// Each command differs, or the third identical one would be a doom loop.
+		e.startAllowed(fmt.Sprintf("sleep%d", i), fmt.Sprintf(": %d; sleep %s & sleep %s", i, marker, marker))
 	}
 	waitProcs(t, e.ctx, 20, "sleep", marker)
 	closed := time.Now()

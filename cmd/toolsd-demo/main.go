@@ -1,0 +1,28 @@
+// Command toolsd-demo shows the daemon at work on a copy of testdata/workspace.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+	"os/signal"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/demo"
+)
+
+func main() {
+	daemon := flag.String("toolsd", "bin/toolsd", "the toolsd binary")
+	ws := flag.String("workspace", "testdata/workspace", "the workspace to copy and work on")
+	flag.Parse()
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
+	tty := err == nil
+	if err := demo.Run(ctx, demo.Options{Daemon: *daemon, Workspace: *ws, In: os.Stdin, Out: os.Stdout, Tty: tty}); err != nil {
+		fmt.Fprintln(os.Stderr, "toolsd-demo:", err)
+		os.Exit(1)
+	}
+}
