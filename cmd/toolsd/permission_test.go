@@ -119,4 +119,3 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
-
