@@ -66,6 +66,9 @@ type matcher struct {
 	re    *regexp.Regexp // compiled with (?m)
 	lit   []byte         // a literal every match contains, or nil
 	whole bool           // the regex is exactly lit: a literal hit is a match
+	// piece is the size of the line-aligned pieces a regex without a literal is run on:
+	// small enough for Go's backtracking matcher, which is much faster than its NFA.
+	piece int
 }
 
 func newMatcher(pattern string) (*matcher, error) {
@@ -77,8 +80,12 @@ func newMatcher(pattern string) (*matcher, error) {
 	if err != nil {
 		return nil, fmt.Errorf("pattern %q is not a valid regular expression: %v", pattern, err)
 	}
-	m := &matcher{re: re}
+	m := &matcher{re: re, piece: 4096}
 	simp := parsed.Simplify()
+	if prog, err := syntax.Compile(simp); err == nil && len(prog.Inst) > 0 {
+		// regexp uses backtracking for inputs up to 256 Ki bits / instructions.
+		m.piece = max(256, min(32<<10, (256<<10)/len(prog.Inst)-64))
+	}
 	if l := requiredLiteral(simp); len(l) > 0 {
 		m.lit = l
 		m.whole = simp.Op == syntax.OpLiteral && simp.Flags&syntax.FoldCase == 0
@@ -124,6 +131,9 @@ func requiredLiteral(re *syntax.Regexp) []byte {
 // line is the number of chunk's first line. It returns the number of the line after it.
 // emit returning false stops the scan.
 func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) bool) int {
+	if m.lit == nil {
+		return m.scanPieces(chunk, line, emit)
+	}
 	pos := 0 // line is the number of the line holding chunk[pos]
 	i := 0
 	for i < len(chunk) {
@@ -162,6 +172,45 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		i = le + 1
 	}
 	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// scanPieces is scan for a regex without a literal: it runs the regex on line-aligned
+// pieces of chunk and only looks at the lines of a piece that matches.
+func (m *matcher) scanPieces(chunk []byte, line int, emit func(n int, text []byte) bool) int {
+	for len(chunk) > 0 {
+		end := len(chunk)
+		if end > m.piece {
+			end = bytes.LastIndexByte(chunk[:m.piece], '\n') + 1
+			if end == 0 {
+				// A line longer than a piece: take it whole.
+				if i := bytes.IndexByte(chunk, '\n'); i >= 0 {
+					end = i + 1
+				} else {
+					end = len(chunk)
+				}
+			}
+		}
+		piece := chunk[:end]
+		chunk = chunk[end:]
+		if !m.re.Match(piece) {
+			line += bytes.Count(piece, []byte{'\n'})
+			continue
+		}
+		for len(piece) > 0 {
+			i := bytes.IndexByte(piece, '\n')
+			text := piece
+			if i >= 0 {
+				text, piece = piece[:i], piece[i+1:]
+			} else {
+				piece = nil
+			}
+			if m.re.Match(text) && !emit(line, text) {
+				return line
+			}
+			line++
+		}
+	}
+	return line
 }
 
 // grepFile is one file's matches.

@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Times toolsd's built-in grep and glob against ripgrep on the Go source tree, side by
+# side, with ratios and match counts. Usage: bench/grep_vs_rg.sh [root] [runs]
+# Target: toolsd no slower than 1.5x ripgrep, with the same matches.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+ROOT=${1:-$(go env GOROOT)/src}
+RUNS=${2:-7}
+
+if ! command -v rg >/dev/null; then
+	echo "installing ripgrep from Debian..." >&2
+	(apt-get install -y ripgrep >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y ripgrep >/dev/null; })
+fi
+
+BIN=$(mktemp -d)/grepbench
+trap 'rm -rf "$(dirname "$BIN")"' EXIT
+go build -o "$BIN" ./bench/cmd/grepbench
+
+# median_ms CMD...: runs CMD $RUNS times (after one warm-up) and prints the median wall
+# time in milliseconds.
+median_ms() {
+	"$@" >/dev/null 2>&1 || true
+	local times=()
+	for _ in $(seq "$RUNS"); do
+		local s e
+		s=$(date +%s%N)
+		"$@" >/dev/null 2>&1 || true
+		e=$(date +%s%N)
+		times+=($(((e - s) / 1000)))
+	done
+	printf '%s\n' "${times[@]}" | sort -n | awk '{a[NR]=$1} END{printf "%.1f", a[int((NR+1)/2)]/1000}'
+}
+
+# rg flags that match toolsd's walk: hidden files searched, .git skipped, .gitignore and
+# .ignore respected even outside a git repository, symlinks not followed.
+RG=(rg --hidden --no-require-git -g '!.git' --no-messages)
+
+rg_count() { "${RG[@]}" -c "$@" | awk -F: '{s+=$NF} END{print s+0}'; }
+
+printf '%-34s %10s %10s %7s %10s %10s\n' "case" "toolsd ms" "rg ms" "ratio" "toolsd n" "rg n"
+row() {
+	local name=$1 ours=$2 theirs=$3 n1=$4 n2=$5
+	local ratio
+	ratio=$(awk -v a="$ours" -v b="$theirs" 'BEGIN{printf "%.2f", a/b}')
+	printf '%-34s %10s %10s %7s %10s %10s\n' "$name" "$ours" "$theirs" "${ratio}x" "$n1" "$n2"
+}
+
+grep_case() {
+	local name=$1 pat=$2 inc=${3:-}
+	local ours theirs n1 n2 incflag=() rginc=()
+	if [ -n "$inc" ]; then incflag=(-include "$inc"); rginc=(-g "$inc"); fi
+	ours=$(median_ms "$BIN" -mode grep -root "$ROOT" -pattern "$pat" "${incflag[@]}")
+	theirs=$(median_ms "${RG[@]}" -n -e "$pat" "${rginc[@]}" "$ROOT")
+	n1=$("$BIN" -mode grep -root "$ROOT" -pattern "$pat" "${incflag[@]}")
+	n2=$(rg_count -e "$pat" "${rginc[@]}" "$ROOT")
+	row "grep $name" "$ours" "$theirs" "$n1" "$n2"
+}
+
+glob_case() {
+	local name=$1 pat=$2
+	local ours theirs n1 n2
+	ours=$(median_ms "$BIN" -mode glob -root "$ROOT" -pattern "$pat")
+	theirs=$(median_ms "${RG[@]}" --files -g "$pat" "$ROOT")
+	n1=$("$BIN" -mode glob -root "$ROOT" -pattern "$pat")
+	n2=$("${RG[@]}" --files -g "$pat" "$ROOT" | wc -l)
+	row "glob $name" "$ours" "$theirs" "$n1" "$n2"
+}
+
+grep_case "literal 'func ('" 'func \('
+grep_case "regex errors.New(\"[a-z]+ closed" 'errors\.New\("[a-z]+ closed'
+grep_case "word \\bReadFull\\b" '\bReadFull\b'
+grep_case "no literal [A-Z]{12}" '[A-Z]{12}'
+grep_case "include *_test.go" 't\.Fatalf' '*_test.go'
+glob_case "*.go" '*.go'
+glob_case "**/testdata/**" '**/testdata/**'
