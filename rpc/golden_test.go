@@ -1,0 +1,94 @@
+package rpc
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files")
+
+// TestWireShapes pins the JSON of every result and notification type as the codec writes
+// it: field names, arrays that are [] and never null, fields left out when empty.
+func TestWireShapes(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	end := at.Add(1500 * time.Millisecond)
+	cases := map[string]any{
+		"initialize_result": protocol.InitializeResult{
+			ServerInfo:   protocol.ServerInfo{Name: "toolsd", Version: "0.1.0"},
+			Capabilities: protocol.ServerCapabilities{Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: 8 << 20, Permissions: []string{"bash", "read"}},
+			StorePath:    "/home/u/.local/state/toolsd/ws-0123456789ab.db",
+		},
+		"resolve_result": protocol.ResolveResult{
+			Tools:       []protocol.ToolInfo{{ID: "read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object","properties":{"filePath":{"type":"string"}},"required":["filePath"]}`), Source: "builtin"}},
+			Diagnostics: []protocol.Diagnostic{{Path: "/ws/.toolsd/tool/bad.json", Line: 3, Column: 5, Message: "unknown field \"comand\"", Severity: "error"}},
+		},
+		"resolve_result_empty": protocol.ResolveResult{Tools: []protocol.ToolInfo{}, Diagnostics: []protocol.Diagnostic{}},
+		"execute_result_completed": protocol.ExecuteResult{
+			CallID: "c1", Status: "completed", Title: "README.md", Output: "     1\t# Hello", Metadata: json.RawMessage(`{"lines":1}`),
+			Attachments: []protocol.Attachment{}, Truncated: false,
+		},
+		"execute_result_truncated": protocol.ExecuteResult{
+			CallID: "c2", Status: "completed", Title: "seq 1 100000", Output: "1\n...", Metadata: json.RawMessage(`{"exit":0}`),
+			Attachments: []protocol.Attachment{{ID: "att_c2_1", SessionID: "s1", MessageID: "m1", Mime: "image/png", Filename: "a.png", Data: "iVBORw0KGgo="}},
+			Truncated:   true, OutputID: "out_1",
+		},
+		"execute_result_error": protocol.ExecuteResult{
+			CallID: "c3", Status: "error", Metadata: json.RawMessage(`{}`), Attachments: []protocol.Attachment{}, Error: "Unknown tool \"raed\": ...",
+		},
+		"progress": protocol.ProgressParams{SessionID: "s1", MessageID: "m1", CallID: "c1", Tool: "bash", Status: "running", Title: "make", Metadata: json.RawMessage(`{"output":"ok\n"}`)},
+		"changed":  protocol.ChangedParams{Added: []string{"say"}, Removed: []string{}, Changed: []string{}, Diagnostics: []protocol.Diagnostic{}},
+		"asked": protocol.AskedParams{
+			ID: "ask_1_c1", SessionID: "s1", MessageID: "m1", CallID: "c1", Tool: "bash", Permission: "bash",
+			Patterns: []string{"git status --short"}, Always: []string{"git status --short", "git status *"},
+			Metadata: json.RawMessage(`{"command":"git status --short","workdir":"/ws"}`),
+			Rule:     &protocol.RuleInfo{Permission: "bash", Pattern: "*", Action: "ask", Source: "default"},
+		},
+		"reply_result":      protocol.ReplyResult{Released: []string{}},
+		"list_asks_result":  protocol.ListAsksResult{Asks: []protocol.AskedParams{}},
+		"trust_result":      protocol.TrustResult{Trusted: true},
+		"cancel_result":     protocol.CancelResult{Cancelled: true},
+		"calls_list_result": protocol.CallsListResult{Calls: []protocol.CallSummary{{CallID: "c1", SessionID: "s1", MessageID: "m1", Tool: "read", Status: "completed", Title: "README.md", StartedAt: at, EndedAt: &end}}, NextCursor: "Y3Vyc29y"},
+		"call_record": protocol.CallRecord{
+			CallID: "c1", SessionID: "s1", MessageID: "m1", Tool: "bash", Model: &protocol.Model{ProviderID: "anthropic", ModelID: "claude"},
+			Status: "completed", Title: "echo hi", Args: json.RawMessage(`{"command":"echo hi"}`), Metadata: json.RawMessage(`{"exit":0}`),
+			Output: "hi\n", Attachments: []protocol.Attachment{},
+			Decisions: []protocol.Decision{{Permission: "bash", Patterns: []string{"echo hi"}, Action: "allow", By: "person", Reply: "once", At: at}},
+			StartedAt: at, EndedAt: &end,
+		},
+		"outputs_read_result": protocol.OutputsReadResult{Content: "50000\n50001", Offset: 49999, Lines: 2, TotalLines: 100000, TotalBytes: 588895},
+	}
+	for name, v := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := codec{}.Marshal(v)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var pretty bytes.Buffer
+			if err := json.Indent(&pretty, got, "", "  "); err != nil {
+				t.Fatal(err)
+			}
+			pretty.WriteByte('\n')
+			path := filepath.Join("testdata", "golden", name+".json")
+			if *update {
+				if err := os.WriteFile(path, pretty.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatalf("%v (run go test ./rpc -run TestWireShapes -update)", err)
+			}
+			if !bytes.Equal(pretty.Bytes(), want) {
+				t.Errorf("wire shape of %s changed:\n--- got\n%s\n--- want\n%s", name, pretty.Bytes(), want)
+			}
+		})
+	}
+}
