@@ -4,7 +4,6 @@ import "github.com/toolsd/toolsd/registry"
 
 type httpRoundTripper = interface{}
 
-func applyPatchTool(o *Options) *registry.Tool { return &registry.Tool{ID: "apply_patch"} }
 func webfetchTool(o *Options) *registry.Tool   { return &registry.Tool{ID: "webfetch"} }
 func todoWriteTool(o *Options) *registry.Tool  { return &registry.Tool{ID: "todowrite"} }
 func todoReadTool(o *Options) *registry.Tool   { return &registry.Tool{ID: "todoread"} }
