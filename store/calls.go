@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"time"
 
 	bolt "go.etcd.io/bbolt"
 
@@ -343,12 +344,7 @@ func (s *Store) recover() error {
 			if !unfinished(rec.Status) {
 				continue
 			}
-			rec.Status = protocol.StatusInterrupted
-			t := now
-			rec.EndedAt = &t
-			if rec.Error == "" {
-				rec.Error = "interrupted: the toolsd daemon stopped before the call finished"
-			}
+			interrupt(&rec, now)
 			val, err := json.Marshal(&rec)
 			if err != nil {
 				return err
@@ -367,4 +363,13 @@ func (s *Store) recover() error {
 		s.log.Info("marked calls left unfinished by a previous daemon as interrupted", "count", n)
 	}
 	return nil
+}
+
+// interrupt marks a call that a dead daemon left unfinished.
+func interrupt(rec *protocol.CallRecord, now time.Time) {
+	rec.Status = protocol.StatusInterrupted
+	rec.EndedAt = &now
+	if rec.Error == "" {
+		rec.Error = "interrupted: the toolsd daemon stopped before the call finished"
+	}
 }

@@ -24,7 +24,7 @@
 // line without "\n" is a line. A page is capped at Options.MaxPageBytes; a single longer line
 // is cut with a marker saying how much was left out.
 //
-// Retention: a background goroutine (owned by the Store, stopped by Close) deletes whole
+// Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
 // their outputID; reading it then gives ErrExpired (which also matches ErrNotFound).
 //
@@ -35,7 +35,8 @@
 // bbolt writes a commit to the file with pwrite before it returns, so the data is in the
 // kernel's page cache and survives the daemon crashing or being killed with SIGKILL. That is
 // the promise: a call whose result the daemon delivered, and every outputID it handed out,
-// survive kill -9. Without Options.Sync there is no fsync, so a power loss or kernel crash can
+// survive kill -9. Without Options.Sync there is no fsync (neither per commit nor when the
+// file grows), so a power loss or kernel crash can
 // lose the last commits (bbolt's two meta pages keep the file consistent, never half written);
 // with Sync every commit is fsynced. On Open, calls found pending or running are marked
 // interrupted (with EndedAt and an error text) and outputs whose writer never closed are
@@ -56,8 +57,9 @@
 //     another process keeps it, Open takes the first sibling slot file it can lock at once:
 //     "name.1.db", "name.2.db", ... (SlotPath), up to MaxSlots. Path says which file is used.
 //     The second daemon then works normally on its own file.
-//   - When a daemon opens the primary file, it merges every slot file that nobody holds (its
-//     daemon has exited or died) into the primary file: outputs (chunk by chunk, in bounded
+//   - When a daemon opens the primary file, and then every Options.PruneInterval while it
+//     runs, it merges every slot file that nobody holds (its daemon has exited or died) into
+//     the primary file: outputs (chunk by chunk, in bounded
 //     transactions), calls (keeping their time order; a (sessionID, callID) already present
 //     is kept as is), session values and trust (the newer write wins), approvals (the union)
 //     and expiry markers. Then it deletes the slot file, while still holding its lock; a
@@ -65,8 +67,8 @@
 //     it locked and opens a fresh one.
 //   - Merging is idempotent and every step is its own transaction: a crash in the middle
 //     leaves the slot file in place and the next Open repeats the merge (an output whose copy
-//     was cut short is copied again). Calls of a slot whose daemon died unfinished are marked
-//     interrupted after the merge.
+//     was cut short is copied again). Calls a slot's daemon left pending or running are
+//     merged as interrupted, and outputs it left open as partial.
 //
 // Limit: while two daemons run, each sees only its own file's calls and outputs (calls/list,
 // calls/get, outputs/read in the second daemon do not show the first one's history until the

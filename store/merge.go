@@ -187,6 +187,7 @@ func (s *Store) mergeOutput(src *bolt.DB, id []byte) error {
 }
 
 func (s *Store) mergeCalls(src *bolt.DB) (int, error) {
+	now := s.now()
 	copied := 0
 	var from []byte
 	for {
@@ -223,7 +224,16 @@ func (s *Store) mergeCalls(src *bolt.DB) (int, error) {
 				if idx.Get(callKey(rec.SessionID, rec.CallID)) != nil {
 					continue // merged before, or the same call id used in both daemons
 				}
-				if _, err := putNewCall(tx, &rec, kv[1], binary.BigEndian.Uint64(kv[0])); err != nil {
+				val := kv[1]
+				if unfinished(rec.Status) {
+					// The slot's daemon is gone (we hold its lock): the call never finished.
+					interrupt(&rec, now)
+					var err error
+					if val, err = json.Marshal(&rec); err != nil {
+						return err
+					}
+				}
+				if _, err := putNewCall(tx, &rec, val, binary.BigEndian.Uint64(kv[0])); err != nil {
 					return err
 				}
 				n++

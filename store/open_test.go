@@ -258,3 +258,49 @@ func TestMergeIdempotent(t *testing.T) {
 		t.Fatalf("calls after merging twice: %v %v", page, err)
 	}
 }
+
+// TestBackgroundMerge: the daemon holding the primary file merges a slot file soon after the
+// other daemon leaves it, without a restart.
+func TestBackgroundMerge(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "toolsd.db")
+	passes := make(chan struct{}, 100)
+	a := openAt(t, path, &Options{Timeout: 50 * time.Millisecond, PruneInterval: 5 * time.Millisecond,
+		pruned: func(int, error) { passes <- struct{}{} }})
+	b, err := Open(path, &Options{Timeout: 50 * time.Millisecond, Retention: -1})
+	if err != nil || b.Primary() {
+		t.Fatalf("second Open: %v", err)
+	}
+	running := newRec("sb", "run")
+	running.Status = protocol.StatusRunning
+	if err := b.CreateCall(running); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// A pass that began before the Close may have seen the slot locked: wait for two more.
+	for drained := false; !drained; {
+		select {
+		case <-passes:
+		default:
+			drained = true
+		}
+	}
+	for range 2 {
+		select {
+		case <-passes:
+		case <-time.After(10 * time.Second):
+			t.Fatal("no background pass")
+		}
+	}
+	rec, err := a.GetCall("sb", "run")
+	if err != nil {
+		t.Fatalf("slot not merged in the background: %v", err)
+	}
+	if rec.Status != protocol.StatusInterrupted || rec.EndedAt == nil {
+		t.Fatalf("merged running call: %+v", rec)
+	}
+	if _, err := os.Stat(b.Path()); !os.IsNotExist(err) {
+		t.Fatalf("slot file still there: %v", err)
+	}
+}

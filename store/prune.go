@@ -12,11 +12,19 @@ import (
 // pruneBatch is how many outputs one pruning transaction deletes at most.
 const pruneBatch = 32
 
-func (s *Store) pruneLoop() {
+// maintain is the Store's background goroutine: every PruneInterval (and once right after
+// Open) it prunes old outputs and, in the daemon that holds the primary file, merges slot
+// files that other daemons have left since.
+func (s *Store) maintain() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.PruneInterval)
 	defer t.Stop()
+	first := true
 	for {
+		if s.primary && !first {
+			s.mergeSlots()
+		}
+		first = false // Open merged already
 		n, err := s.Prune()
 		if err != nil && err != ErrClosed {
 			s.log.Warn("pruning old outputs failed", "err", err)

@@ -57,8 +57,9 @@ type Options struct {
 	// Retention: outputs older than this are pruned in the background. Default
 	// DefaultRetention; a negative value disables pruning.
 	Retention time.Duration
-	// PruneInterval is how often the background pruner runs (it also runs once right after
-	// Open). Default DefaultPruneInterval.
+	// PruneInterval is how often the background goroutine prunes old outputs (it also does
+	// right after Open) and merges slot files left by other daemons. Default
+	// DefaultPruneInterval.
 	PruneInterval time.Duration
 	// Sync makes every commit fsync the file, so that committed data survives a power loss or
 	// a kernel crash. Without it (the default) a commit is written to the file with pwrite and
@@ -179,10 +180,8 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.db.Close()
 		return nil, err
 	}
-	if o.Retention > 0 {
-		s.wg.Add(1)
-		go s.pruneLoop()
-	}
+	s.wg.Add(1)
+	go s.maintain()
 	return s, nil
 }
 
@@ -195,6 +194,9 @@ func openBolt(path string, timeout time.Duration, sync bool) (db *bolt.DB, err e
 		bo := &bolt.Options{
 			Timeout: timeout,
 			NoSync:  !sync,
+			// Growing the file fsyncs it unless told not to: a stall of seconds with a lot
+			// of dirty data, and it only matters for power loss, which Sync is for.
+			NoGrowSync: !sync,
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
 				ff, err := os.OpenFile(name, flag, perm)
 				f = ff
