@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Runs every test of toolsd, as CI does: the Go packages (gofmt, go vet, the race detector
+# on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
+# run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
+# modules, the extension's npm packages (npm ci), and for the end-to-end run Debian's
+# chromium and the npm packages of code-server and playwright-core (cached outside the repo).
+#
+# TOOLSD_SKIP_EXT=1 stops after the Go tests; TOOLSD_SKIP_E2E=1 skips only the VS Code run.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+t0=$(date +%s)
+say() { printf '\n=== [+%ss] %s\n' "$(( $(date +%s) - t0 ))" "$*"; }
+
+say "go: modules"
+go mod download
+
+say "go: gofmt and vet"
+unformatted=$(gofmt -l $(git ls-files '*.go' | grep -v '^editor-ext/') 2>&1 || true)
+if [ -n "$unformatted" ]; then
+  echo "gofmt would change:"; echo "$unformatted"; exit 1
+fi
+go vet ./...
+
+say "go: tests (race detector on)"
+go test -race -count=1 -timeout 20m ./...
+
+if [ "${TOOLSD_SKIP_EXT:-0}" = 1 ]; then
+  say "done (extension skipped)"; exit 0
+fi
+
+say "editor-ext: unit tests against the real daemon"
+bash editor-ext/scripts/test.sh
+
+if [ "${TOOLSD_SKIP_E2E:-0}" != 1 ]; then
+  say "editor-ext: end to end in a real VS Code"
+  bash editor-ext/test/e2e/run.sh
+fi
+say "all tests passed"
