@@ -3,6 +3,8 @@ module github.com/toolsd/toolsd
 go 1.26.8
 
 require (
+	github.com/JohannesKaufmann/dom v0.3.1 // indirect
+	github.com/JohannesKaufmann/html-to-markdown/v2 v2.5.2 // indirect
 	github.com/bmatcuk/doublestar/v4 v4.10.4 // indirect
 	github.com/fsnotify/fsnotify v1.10.1 // indirect
 	github.com/go-json-experiment/json v0.0.0-20260601182631-00ed12fed2a6 // indirect
@@ -15,6 +17,7 @@ require (
 	go.etcd.io/bbolt v1.5.0 // indirect
 	go.lsp.dev/jsonrpc2 v1.0.1 // indirect
 	go.uber.org/goleak v1.3.0 // indirect
+	golang.org/x/net v0.55.0 // indirect
 	golang.org/x/sys v0.47.0 // indirect
 	mvdan.cc/sh/v3 v3.14.1 // indirect
 )
