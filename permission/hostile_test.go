@@ -129,6 +129,8 @@ var hostile = []string{
 	"x='$(rm -rf ~)'; echo ${x@P}",
 	"git status )(",
 	"git status; if",
+	"((rm x); (ls))",
+	"ls; $((rm x) )",
 	// quoting tricks
 	"'ls' ; rm",
 	"\\rm x",
