@@ -1,0 +1,70 @@
+// The layering of docs/architecture.md, checked: a package may import only the packages of
+// this module that the table allows (and, transitively, what they import).
+package archtest
+
+import (
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/toolsd/toolsd/"
+
+// allowed lists, for each package of the module, the module packages it may import directly.
+// Packages not listed (bench drivers, tests) may import anything below rpc.
+var allowed = map[string][]string{
+	"protocol":          {},
+	"internal/proc":     {},
+	"internal/jsonpos":  {},
+	"store":             {"protocol"},
+	"permission/shell":  {},
+	"permission":        {"protocol", "permission/shell"},
+	"registry":          {"protocol"},
+	"watcher":           {},
+	"config":            {"protocol", "watcher", "internal/jsonpos"},
+	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc"},
+	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos"},
+	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "watcher", "internal/proc"},
+	"rpc":               {"protocol", "session"},
+	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc"},
+	"internal/harness":  {"protocol"},
+	"internal/demo":     {"protocol"},
+	"cmd/toolsd-demo":   {"internal/demo"},
+	"internal/archtest": {},
+}
+
+func TestLayers(t *testing.T) {
+	out, err := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, module+"...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		pkg := strings.TrimPrefix(f[0], module)
+		ok, listed := allowed[pkg]
+		for _, imp := range f[1:] {
+			if !strings.HasPrefix(imp, module) {
+				continue
+			}
+			dep := strings.TrimPrefix(imp, module)
+			if !listed {
+				if dep == "rpc" || strings.HasPrefix(dep, "cmd/") {
+					t.Errorf("%s imports %s: only cmd/toolsd wires the top layer", pkg, dep)
+				}
+				continue
+			}
+			if !contains(ok, dep) {
+				t.Errorf("%s imports %s, which docs/architecture.md does not allow (a lower layer never imports a higher one)", pkg, dep)
+			}
+		}
+	}
+}
+
+func contains(xs []string, s string) bool {
+	for _, x := range xs {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
