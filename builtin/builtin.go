@@ -147,14 +147,6 @@ func Tools(opts *Options) []*registry.Tool {
 		todoWriteTool(o),
 		todoReadTool(o),
 	}
-	kept := tools[:0]
-	for _, t := range tools {
-		if t.Execute == nil {
-			continue // not written yet
-		}
-		kept = append(kept, t)
-	}
-	tools = kept
 	for _, t := range tools {
 		t.Source = registry.SourceBuiltin
 		switch t.ID {
