@@ -62,6 +62,9 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// closeTimeout bounds how long teardown waits for calls to end and be recorded.
+const closeTimeout = 5 * time.Second
+
 // DefaultMaxMessage is the default frame body limit.
 const DefaultMaxMessage = 8 << 20
 
@@ -159,8 +162,19 @@ func (s *server) teardown() {
 	s.backend = nil
 	s.mu.Unlock()
 	if b != nil {
-		if err := b.Close(); err != nil {
-			s.log.Error("closing the workspace", "err", err)
+		// Calls were cancelled with the context; a tool that ignores it must not keep the
+		// daemon alive after the editor is gone.
+		closed := make(chan struct{})
+		go func() {
+			if err := b.Close(); err != nil {
+				s.log.Error("closing the workspace", "err", err)
+			}
+			close(closed)
+		}()
+		select {
+		case <-closed:
+		case <-time.After(closeTimeout):
+			s.log.Error("the workspace did not close in time; exiting anyway", "timeout", closeTimeout)
 		}
 	}
 	s.progress.close()
