@@ -170,3 +170,24 @@ func BenchmarkReadOutputTail(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkListCalls lists a page of 50 (calls/list's default) from 10,000 calls with
+// outputs of a few KiB in their records.
+func BenchmarkListCalls(b *testing.B) {
+	s := openTest(b, nil)
+	out := strings.Repeat("some output line\n", 200)
+	for i := range 10000 {
+		r := newRec(fmt.Sprint("s", i%10), fmt.Sprint("c", i))
+		r.Status, r.Output = protocol.StatusCompleted, out
+		if err := s.CreateCall(r); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		page, _, err := s.ListCalls("s3", 0, "")
+		if err != nil || len(page) != DefaultListLimit {
+			b.Fatal(len(page), err)
+		}
+	}
+}

@@ -57,7 +57,7 @@ func (s *Store) CreateCall(rec *protocol.CallRecord) error {
 	if r.StartedAt.IsZero() {
 		r.StartedAt = s.now()
 	}
-	val, err := json.Marshal(&r)
+	val, err := encodeCall(&r)
 	if err != nil {
 		return fmt.Errorf("store: encode call %s: %w", r.CallID, err)
 	}
@@ -132,12 +132,12 @@ func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecor
 		k = bytes.Clone(k)
 		calls := tx.Bucket(bucketCalls)
 		var rec protocol.CallRecord
-		if err := json.Unmarshal(calls.Get(k), &rec); err != nil {
+		if err := decodeCall(calls.Get(k), &rec); err != nil {
 			return fmt.Errorf("%w: call %q of session %q has a damaged record: %v", ErrCorrupt, callID, sessionID, err)
 		}
 		fn(&rec)
 		rec.SessionID, rec.CallID = sessionID, callID
-		val, err := json.Marshal(&rec)
+		val, err := encodeCall(&rec)
 		if err != nil {
 			return fmt.Errorf("store: encode call %s: %w", callID, err)
 		}
@@ -195,7 +195,7 @@ func (s *Store) GetCall(sessionID, callID string) (*protocol.CallRecord, error) 
 			return fmt.Errorf("%w: call %q: index points at a missing record", ErrCorrupt, callID)
 		}
 		// Unmarshal copies everything out of v (RawMessage fields included).
-		return json.Unmarshal(v, &rec)
+		return decodeCall(v, &rec)
 	})
 	if err != nil {
 		return nil, err
@@ -261,7 +261,7 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string) ([]protoco
 				return true, nil
 			}
 			var sum protocol.CallSummary
-			if err := json.Unmarshal(v, &sum); err != nil {
+			if err := decodeSummary(v, &sum); err != nil {
 				// One damaged record must not hide the others.
 				s.log.Warn("skipping a damaged call record", "seq", fmt.Sprintf("%x", seqKey), "err", err)
 				return true, nil
@@ -337,7 +337,7 @@ func (s *Store) recover() error {
 				continue
 			}
 			var rec protocol.CallRecord
-			if err := json.Unmarshal(v, &rec); err != nil {
+			if err := decodeCall(v, &rec); err != nil {
 				s.log.Warn("damaged call record left unfinished", "seq", fmt.Sprintf("%x", k), "err", err)
 				continue
 			}
@@ -345,7 +345,7 @@ func (s *Store) recover() error {
 				continue
 			}
 			interrupt(&rec, now)
-			val, err := json.Marshal(&rec)
+			val, err := encodeCall(&rec)
 			if err != nil {
 				return err
 			}
@@ -371,5 +371,61 @@ func interrupt(rec *protocol.CallRecord, now time.Time) {
 	rec.EndedAt = &now
 	if rec.Error == "" {
 		rec.Error = "interrupted: the toolsd daemon stopped before the call finished"
+	}
+}
+
+// A call's value is uvarint(len(summary)) summary record: the JSON protocol.CallSummary first,
+// so that ListCalls decodes a few hundred bytes per row instead of whole records with their
+// arguments and output, then the JSON protocol.CallRecord.
+func encodeCall(rec *protocol.CallRecord) ([]byte, error) {
+	sum, err := json.Marshal(summaryOf(rec))
+	if err != nil {
+		return nil, err
+	}
+	full, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	v := make([]byte, 0, binary.MaxVarintLen32+len(sum)+len(full))
+	v = binary.AppendUvarint(v, uint64(len(sum)))
+	v = append(v, sum...)
+	return append(v, full...), nil
+}
+
+func splitCall(v []byte) (sum, full []byte, err error) {
+	n, w := binary.Uvarint(v)
+	if w <= 0 || n > uint64(len(v)-w) {
+		return nil, nil, fmt.Errorf("%w: malformed call value", ErrCorrupt)
+	}
+	return v[w : w+int(n)], v[w+int(n):], nil
+}
+
+func decodeCall(v []byte, rec *protocol.CallRecord) error {
+	_, full, err := splitCall(v)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(full, rec); err != nil {
+		return fmt.Errorf("%w: call record: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+func decodeSummary(v []byte, sum *protocol.CallSummary) error {
+	s, _, err := splitCall(v)
+	if err != nil {
+		return err
+	}
+	if err := json.Unmarshal(s, sum); err != nil {
+		return fmt.Errorf("%w: call summary: %v", ErrCorrupt, err)
+	}
+	return nil
+}
+
+func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
+	return &protocol.CallSummary{
+		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
+		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
+		Truncated: r.Truncated, OutputID: r.OutputID,
 	}
 }

@@ -10,6 +10,8 @@ import (
 	"testing"
 	"time"
 
+	bolt "go.etcd.io/bbolt"
+
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -405,5 +407,31 @@ func TestSessionValuesApprovalsTrust(t *testing.T) {
 		if tr, _ := s.Trusted(); tr != want {
 			t.Fatalf("Trusted = %v, want %v", tr, want)
 		}
+	}
+}
+
+// TestDamagedRecord: one damaged call value fails only that call; the list skips it.
+func TestDamagedRecord(t *testing.T) {
+	s := openTest(t, nil)
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.CreateCall(newRec("s", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := s.update(func(tx *bolt.Tx) error {
+		k := tx.Bucket(bucketCallIndex).Get(callKey("s", "b"))
+		return tx.Bucket(bucketCalls).Put(k, []byte{0xff, 0xff, 0xff})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.GetCall("s", "b"); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("GetCall of the damaged call: %v", err)
+	}
+	if err := s.UpdateCall("s", "b", func(*protocol.CallRecord) {}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("UpdateCall of the damaged call: %v", err)
+	}
+	page, _, err := s.ListCalls("s", 0, "")
+	if err != nil || len(page) != 2 || page[0].CallID != "c" || page[1].CallID != "a" {
+		t.Fatalf("ListCalls = %+v, %v", page, err)
 	}
 }

@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -37,7 +36,9 @@ func (s *Store) mergeSlots() {
 		}
 		n, err := s.mergeFrom(src, sp)
 		if err != nil {
-			s.log.Warn("merging a slot file failed; it is kept for the next start", "path", sp, "err", err)
+			if !errors.Is(err, ErrClosed) {
+				s.log.Warn("merging a slot file failed; it is kept for the next start", "path", sp, "err", err)
+			}
 			src.Close()
 			continue
 		}
@@ -217,7 +218,7 @@ func (s *Store) mergeCalls(src *bolt.DB) (int, error) {
 			idx := tx.Bucket(bucketCallIndex)
 			for _, kv := range kvs {
 				var rec protocol.CallRecord
-				if err := json.Unmarshal(kv[1], &rec); err != nil || checkID("sessionID", rec.SessionID) != nil || checkID("callID", rec.CallID) != nil {
+				if err := decodeCall(kv[1], &rec); err != nil || checkID("sessionID", rec.SessionID) != nil || checkID("callID", rec.CallID) != nil {
 					s.log.Warn("skipping a damaged call record in a slot file", "seq", fmt.Sprintf("%x", kv[0]), "err", err)
 					continue
 				}
@@ -229,7 +230,7 @@ func (s *Store) mergeCalls(src *bolt.DB) (int, error) {
 					// The slot's daemon is gone (we hold its lock): the call never finished.
 					interrupt(&rec, now)
 					var err error
-					if val, err = json.Marshal(&rec); err != nil {
+					if val, err = encodeCall(&rec); err != nil {
 						return err
 					}
 				}

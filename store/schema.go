@@ -18,7 +18,7 @@ var (
 	// answer + one byte 0/1).
 	bucketMeta = []byte("meta")
 
-	// bucketCalls: be64(seq) -> JSON protocol.CallRecord. seq is a monotonic number that is at
+	// bucketCalls: be64(seq) -> a call (see encodeCall: its summary, then its record). seq is a monotonic number that is at
 	// least the creation time in unix nanoseconds, so that calls merged from a slot file fall in
 	// between by time. Newest first is a reverse cursor walk.
 	bucketCalls = []byte("calls")
