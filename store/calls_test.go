@@ -43,6 +43,19 @@ func TestOpenFileModes(t *testing.T) {
 	if di.Mode().Perm() != 0o700 {
 		t.Errorf("folder mode %v, want 0700", di.Mode().Perm())
 	}
+	if !s.db.NoSync || !s.db.NoGrowSync {
+		t.Error("without Sync, commits must not fsync")
+	}
+	synced := openAt(t, filepath.Join(dir, "synced.db"), &Options{Sync: true})
+	if synced.db.NoSync || synced.db.NoGrowSync {
+		t.Error("with Sync, commits must fsync")
+	}
+	if err := synced.CreateCall(newRec("s", "c")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := Open("", nil); !errors.Is(err, ErrInvalid) {
+		t.Errorf("Open(\"\"): %v", err)
+	}
 }
 
 func TestCallsCRUD(t *testing.T) {
