@@ -8,7 +8,8 @@
 // toolsd (SchemaError, ErrSchema) and a file that is not a toolsd store or is damaged
 // (ErrCorrupt, naming the file); it never panics on such a file.
 //
-// Calls are JSON protocol.CallRecord values keyed by a big-endian uint64 sequence, so newest
+// Calls are JSON protocol.CallRecord values (each preceded by its protocol.CallSummary, so
+// that listing decodes only summaries) keyed by a big-endian uint64 sequence, so newest
 // first is a reverse cursor walk and a ListCalls cursor is a position in that walk. The
 // sequence is monotonic and at least the creation time in unix nanoseconds, so that calls
 // merged in from a slot file (below) fall in between by time. Index buckets map
@@ -26,7 +27,8 @@
 //
 // Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
-// their outputID; reading it then gives ErrExpired (which also matches ErrNotFound).
+// their outputID; reading it then gives ErrExpired (which also matches ErrNotFound). The
+// expiry markers (a few dozen bytes per pruned output) are kept.
 //
 // # Durability
 //
