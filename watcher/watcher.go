@@ -83,7 +83,15 @@ type Watcher struct {
 	snap    map[string]fileState
 	pending map[string]struct{}
 	first   time.Time // when the oldest pending event arrived
+	last    time.Time // when the newest pending event arrived
 	timer   *time.Timer
+	// A long burst (a checkout, a generator writing many files) with short pauses would
+	// be cut into many batches: when a batch whose events kept coming for longer than the
+	// debounce is followed soon by another, the debounce doubles (up to 8 times); anything
+	// else resets it, so a person saving one file after another keeps the short debounce.
+	lastFlush time.Time
+	lastSpan  time.Duration
+	factor    time.Duration
 
 	readyMu sync.Mutex // guards ready
 	ready   map[string]struct{}
@@ -299,9 +307,15 @@ func (w *Watcher) add(p string) {
 	now := time.Now()
 	if len(w.pending) == 0 {
 		w.first = now
+		if w.lastSpan > w.opts.Debounce && now.Sub(w.lastFlush) < 2*w.opts.Debounce*w.factor {
+			w.factor = min(w.factor*2, 8)
+		} else {
+			w.factor = 1
+		}
 	}
+	w.last = now
 	w.pending[p] = struct{}{}
-	d := w.opts.Debounce
+	d := w.opts.Debounce * max(w.factor, 1)
 	if left := w.first.Add(w.opts.MaxWait).Sub(now); left < d {
 		d = max(left, 0)
 	}
@@ -312,6 +326,8 @@ func (w *Watcher) flush() {
 	if len(w.pending) == 0 {
 		return
 	}
+	w.lastFlush = time.Now()
+	w.lastSpan = w.last.Sub(w.first)
 	w.readyMu.Lock()
 	for p := range w.pending {
 		w.ready[p] = struct{}{}
