@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
@@ -66,6 +68,15 @@ type matcher struct {
 	re    *regexp.Regexp // compiled with (?m)
 	lit   []byte         // a literal every match contains, or nil
 	whole bool           // the regex is exactly lit: a literal hit is a match
+	// rare is lit's least common byte (by a frequency guess for source text) and rareAt
+	// its offset in lit: the search looks for it with IndexByte, then checks lit.
+	rare   byte
+	rareAt int
+	// runSet and runLen, when runLen > 0, say that every match is a run of at least
+	// runLen bytes all in runSet: a regex without a literal is only run on the lines
+	// that have such a run.
+	runSet [256]bool
+	runLen int
 	// piece is the size of the line-aligned pieces a regex without a literal is run on:
 	// small enough for Go's backtracking matcher, which is much faster than its NFA.
 	piece int
@@ -86,9 +97,27 @@ func newMatcher(pattern string) (*matcher, error) {
 		// regexp uses backtracking for inputs up to 256 Ki bits / instructions.
 		m.piece = max(256, min(32<<10, (256<<10)/len(prog.Inst)-64))
 	}
+	var set [256]bool
+	if anyByte := byteSet(simp, &set); !anyByte && !set['\n'] {
+		n := 0
+		for _, b := range set {
+			if b {
+				n++
+			}
+		}
+		if ml := minBytes(simp); ml >= 2 && n <= 160 {
+			m.runSet, m.runLen = set, ml
+		}
+	}
 	if l := requiredLiteral(simp); len(l) > 0 {
 		m.lit = l
 		m.whole = simp.Op == syntax.OpLiteral && simp.Flags&syntax.FoldCase == 0
+		for i, c := range l {
+			if byteRank(c) < byteRank(l[m.rareAt]) {
+				m.rareAt = i
+			}
+		}
+		m.rare = l[m.rareAt]
 	}
 	return m, nil
 }
@@ -131,6 +160,9 @@ func requiredLiteral(re *syntax.Regexp) []byte {
 // line is the number of chunk's first line. It returns the number of the line after it.
 // emit returning false stops the scan.
 func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) bool) int {
+	if m.lit == nil && m.runLen > 0 {
+		return m.scanRuns(chunk, line, emit)
+	}
 	if m.lit == nil {
 		return m.scanPieces(chunk, line, emit)
 	}
@@ -139,11 +171,11 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 	for i < len(chunk) {
 		var start int
 		if m.lit != nil {
-			j := bytes.Index(chunk[i:], m.lit)
+			j := m.indexLit(chunk, i)
 			if j < 0 {
 				break
 			}
-			start = i + j
+			start = j
 		} else {
 			loc := m.re.FindIndex(chunk[i:])
 			if loc == nil {
@@ -172,6 +204,173 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		i = le + 1
 	}
 	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// scanRuns is scan for a regex without a literal whose matches are runs of bytes from a
+// small set: only lines with a long enough run are given to the regex.
+func (m *matcher) scanRuns(chunk []byte, line int, emit func(n int, text []byte) bool) int {
+	pos := 0 // line is the number of the line holding chunk[pos]
+	run := 0
+	set := &m.runSet
+	for i := 0; i < len(chunk); i++ {
+		if !set[chunk[i]] {
+			run = 0
+			continue
+		}
+		run++
+		if run < m.runLen {
+			continue
+		}
+		ls := bytes.LastIndexByte(chunk[:i], '\n') + 1
+		le := bytes.IndexByte(chunk[i:], '\n')
+		if le < 0 {
+			le = len(chunk)
+		} else {
+			le += i
+		}
+		text := chunk[ls:le]
+		if m.re.Match(text) {
+			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
+			pos = ls
+			if !emit(line, text) {
+				return line
+			}
+		}
+		i = le // the loop's i++ steps over the newline
+		run = 0
+	}
+	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// byteSet adds to set every byte a match of re can contain; true means any byte can.
+func byteSet(re *syntax.Regexp, set *[256]bool) bool {
+	addRune := func(r rune) {
+		var buf [utf8.UTFMax]byte
+		n := utf8.EncodeRune(buf[:], r)
+		for _, b := range buf[:n] {
+			set[b] = true
+		}
+	}
+	switch re.Op {
+	case syntax.OpLiteral:
+		for _, r := range re.Rune {
+			addRune(r)
+			if re.Flags&syntax.FoldCase != 0 {
+				for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+					addRune(f)
+				}
+			}
+		}
+	case syntax.OpCharClass:
+		for i := 0; i+1 < len(re.Rune); i += 2 {
+			lo, hi := re.Rune[i], re.Rune[i+1]
+			if hi >= utf8.RuneSelf {
+				for b := 0x80; b < 0x100; b++ {
+					set[b] = true
+				}
+				hi = utf8.RuneSelf - 1
+			}
+			for r := lo; r <= hi; r++ {
+				set[r] = true
+			}
+		}
+	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return true
+	case syntax.OpCapture, syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat, syntax.OpConcat, syntax.OpAlternate:
+		for _, sub := range re.Sub {
+			if byteSet(sub, set) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// minBytes is a lower bound of the length in bytes of a match of re.
+func minBytes(re *syntax.Regexp) int {
+	switch re.Op {
+	case syntax.OpLiteral:
+		if re.Flags&syntax.FoldCase != 0 {
+			return len(re.Rune)
+		}
+		n := 0
+		for _, r := range re.Rune {
+			n += utf8.RuneLen(r)
+		}
+		return n
+	case syntax.OpCharClass, syntax.OpAnyChar, syntax.OpAnyCharNotNL:
+		return 1
+	case syntax.OpCapture, syntax.OpPlus:
+		return minBytes(re.Sub[0])
+	case syntax.OpRepeat:
+		return re.Min * minBytes(re.Sub[0])
+	case syntax.OpConcat:
+		n := 0
+		for _, sub := range re.Sub {
+			n += minBytes(sub)
+		}
+		return n
+	case syntax.OpAlternate:
+		n := -1
+		for _, sub := range re.Sub {
+			if k := minBytes(sub); n < 0 || k < n {
+				n = k
+			}
+		}
+		return max(n, 0)
+	}
+	return 0
+}
+
+// indexLit returns the index of m.lit in chunk at or after from, or -1.
+func (m *matcher) indexLit(chunk []byte, from int) int {
+	if len(m.lit) == 1 {
+		if j := bytes.IndexByte(chunk[from:], m.lit[0]); j >= 0 {
+			return from + j
+		}
+		return -1
+	}
+	p := from + m.rareAt // where the rare byte of a match at from would be
+	for p < len(chunk) {
+		j := bytes.IndexByte(chunk[p:], m.rare)
+		if j < 0 {
+			return -1
+		}
+		start := p + j - m.rareAt
+		if start+len(m.lit) > len(chunk) {
+			return -1
+		}
+		if bytes.Equal(chunk[start:start+len(m.lit)], m.lit) {
+			return start
+		}
+		p += j + 1
+	}
+	return -1
+}
+
+// byteRank guesses how common a byte is in source code and prose: lower is rarer.
+func byteRank(c byte) int {
+	switch {
+	case c == ' ' || c == '\t' || c == '\n':
+		return 250
+	case strings.IndexByte("etaoinsrlhdcu", c) >= 0:
+		return 200
+	case c >= 'a' && c <= 'z':
+		return 140
+	case strings.IndexByte("().,_=", c) >= 0:
+		return 120
+	case c >= '0' && c <= '9':
+		return 90
+	case strings.IndexByte(";:\"/*-{}&", c) >= 0:
+		return 80
+	case strings.IndexByte("ESTRAINCDLMPO", c) >= 0:
+		return 70
+	case c >= 'A' && c <= 'Z':
+		return 50
+	case c >= 0x80:
+		return 30
+	}
+	return 40
 }
 
 // scanPieces is scan for a regex without a literal: it runs the regex on line-aligned
@@ -207,7 +406,9 @@ func (m *matcher) scanPieces(chunk []byte, line int, emit func(n int, text []byt
 			if m.re.Match(text) && !emit(line, text) {
 				return line
 			}
-			line++
+			if i >= 0 {
+				line++
+			}
 		}
 	}
 	return line
@@ -230,19 +431,23 @@ type grepLine struct {
 // searchFile searches one file, reading it in line-aligned chunks through buf. It returns
 // false for a binary file (a NUL byte in its first 8 KiB).
 func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NONBLOCK, 0)
+	// Raw system calls: an os.File costs an fcntl and a poller registration per file.
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
 	if err != nil {
 		return nil, true
 	}
-	f := os.NewFile(uintptr(fd), abs)
-	defer f.Close()
+	defer unix.Close(fd)
 	var gf *grepFile
 	b := *buf
 	carry := 0
 	line := 1
 	first := true
 	for {
-		n, err := f.Read(b[carry:])
+		want := len(b) - carry
+		n, err := readRetry(fd, b[carry:])
+		if n < 0 {
+			n = 0
+		}
 		data := b[:carry+n]
 		if first && len(data) > 0 {
 			first = false
@@ -250,7 +455,8 @@ func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepF
 				return nil, false
 			}
 		}
-		eof := err != nil || (n == 0 && carry < len(b))
+		// A regular file gives a short read only at its end: no extra read to see EOF.
+		eof := err != nil || n < want
 		end := len(data)
 		if !eof {
 			end = bytes.LastIndexByte(data, '\n') + 1
@@ -292,6 +498,15 @@ func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepF
 		carry = copy(b, data[end:])
 	}
 	return gf, true
+}
+
+func readRetry(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, b)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
 }
 
 // maxGrepBuf bounds the buffer a single long line can grow.

@@ -21,7 +21,9 @@ import (
 // sleeps out the grace period before its SIGKILL, even after the group is gone; it is
 // proc's, bounded, and ignored here.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/toolsd/toolsd/internal/proc.Command.func1.1"))
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/toolsd/toolsd/internal/proc.Command.func1.1"),
+		goleak.Cleanup(func(int) { removeBenchFiles() }))
 }
 
 // fakeAsk records permission requests and refuses the permissions in deny.
