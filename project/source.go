@@ -14,9 +14,9 @@ import (
 // SourceOptions configure a Source.
 type SourceOptions struct {
 	Options
-	// OnChange is called after a reload changed the catalogue or its diagnostics, once per
-	// settled burst of file changes, with what changed and the catalogue's diagnostics
-	// (every source's). It is called sequentially, from the watcher's goroutine, and must
+	// OnChange is called after a reload changed the project tools or their diagnostics,
+	// once per settled burst of file changes, with what changed and the catalogue's
+	// diagnostics (every source's). It is called sequentially, from the watcher's goroutine, and must
 	// not block for long (send the tools/changed notification and return).
 	OnChange func(registry.Change, []protocol.Diagnostic)
 	// Debounce is the watcher's debounce; zero means watcher.DefaultDebounce.
@@ -34,7 +34,7 @@ type Source struct {
 	w      *watcher.Watcher
 
 	mu    sync.Mutex // guards diags, serializes reloads
-	diags []protocol.Diagnostic
+	diags []protocol.Diagnostic // the loader's, at the last reload
 }
 
 // NewSource starts watching the definition folders and loads the definitions into reg.
@@ -62,17 +62,17 @@ func NewSource(reg *registry.Registry, opts SourceOptions) (*Source, error) {
 }
 
 // Reload reads the definitions again and replaces the registry's project source. It
-// returns what changed, the catalogue's diagnostics, and whether the tools or the
-// diagnostics changed. It does not call OnChange.
+// returns what changed, the catalogue's diagnostics (every source's), and whether the tools
+// or this source's diagnostics changed. It does not call OnChange.
 func (s *Source) Reload() (registry.Change, []protocol.Diagnostic, bool) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	tools, diags := s.loader.Load()
 	ch := s.reg.SetSource(registry.SourceProject, tools, diags)
-	all := s.reg.Catalog().Diagnostics()
-	changed := !ch.Empty() || !slices.Equal(all, s.diags)
-	s.diags = all
-	return ch, all, changed
+	// Only this source's own diagnostics count as a change; other sources report theirs.
+	changed := !ch.Empty() || !slices.Equal(diags, s.diags)
+	s.diags = diags
+	return ch, s.reg.Catalog().Diagnostics(), changed
 }
 
 // Polling reports whether the watcher fell back to polling.
