@@ -33,7 +33,7 @@ type Source struct {
 	loader *Loader
 	w      *watcher.Watcher
 
-	mu    sync.Mutex // guards diags, serializes reloads
+	mu    sync.Mutex            // guards diags, serializes reloads
 	diags []protocol.Diagnostic // the loader's, at the last reload
 }
 
