@@ -173,9 +173,11 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	w.svc = New(Options{
 		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: o.Notifier,
 		CanAsk: o.CanAsk, Logger: o.Logger,
-		Limits:  Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
-		Visible: w.visible,
-		Observe: w.perms.Observe,
+		Limits:      Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
+		Visible:     w.visible,
+		Observe:     w.perms.Observe,
+		AdaptSchema: registry.AdaptSchema,
+		PrepareArgs: registry.StripNulls,
 	})
 	ok = true
 	return w, nil
@@ -372,10 +374,10 @@ var ErrNotFound = errors.New("session: not found")
 
 func storeErr(err error) error {
 	switch {
+	case errors.Is(err, store.ErrExpired): // before ErrNotFound, which it also matches
+		return fmt.Errorf("%w: the output has expired and was pruned (outputs are kept for retentionDays, 7 by default)", ErrNotFound)
 	case errors.Is(err, store.ErrNotFound):
 		return fmt.Errorf("%w: %v", ErrNotFound, err)
-	case errors.Is(err, store.ErrExpired):
-		return fmt.Errorf("%w: the output has expired and was pruned (outputs are kept for the configured retention)", ErrNotFound)
 	case errors.Is(err, store.ErrBadCursor), errors.Is(err, store.ErrInvalid):
 		return &ParamsError{Msg: err.Error()}
 	}

@@ -479,3 +479,46 @@ func clip(s string) string {
 	}
 	return s
 }
+
+// Schemas are adapted to the model's provider; the arguments a strict-mode model sends back
+// (null for every optional property) still validate against the original schema.
+func TestProviderSchemasAndStrictNulls(t *testing.T) {
+	e := newEnv(t, envOpts{files: map[string]string{"a.txt": "one\ntwo\n"}})
+	var rr protocol.ResolveResult
+	if err := e.d.Call(e.ctx, "tools/resolve", protocol.ResolveParams{SessionID: "s1", Model: &protocol.Model{ProviderID: "openai", ModelID: "gpt-5"}}, &rr); err != nil {
+		t.Fatal(err)
+	}
+	ids := map[string]json.RawMessage{}
+	for _, tl := range rr.Tools {
+		ids[tl.ID] = tl.InputSchema
+	}
+	if _, ok := ids["apply_patch"]; !ok {
+		t.Errorf("gpt-5 does not get apply_patch: %v", keys(ids))
+	}
+	if _, ok := ids["edit"]; ok {
+		t.Errorf("gpt-5 gets edit too: %v", keys(ids))
+	}
+	var schema struct {
+		Required             []string       `json:"required"`
+		AdditionalProperties *bool          `json:"additionalProperties"`
+		Properties           map[string]any `json:"properties"`
+	}
+	if err := json.Unmarshal(ids["read"], &schema); err != nil {
+		t.Fatal(err)
+	}
+	if len(schema.Required) != len(schema.Properties) || schema.AdditionalProperties == nil || *schema.AdditionalProperties {
+		t.Fatalf("openai schema of read is not strict: %s", ids["read"])
+	}
+	res, err := e.execute(protocol.ExecuteParams{CallID: "strict", Tool: "read", Args: json.RawMessage(`{"filePath":"a.txt","offset":null,"limit":null}`)})
+	if err != nil || res.Status != "completed" || !strings.Contains(res.Output, "two") {
+		t.Fatalf("strict-mode nulls: %+v %v", res, err)
+	}
+}
+
+func keys(m map[string]json.RawMessage) []string {
+	var out []string
+	for k := range m {
+		out = append(out, k)
+	}
+	return out
+}
