@@ -14,17 +14,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// What the write path guards against (Linux):
-//   - The target is the real path the permission checks saw (symlinks resolved first).
-//   - The parent folder is opened with O_DIRECTORY|O_NOFOLLOW and its real path re-checked
-//     through /proc/self/fd: a parent folder (or any ancestor) swapped for a symlink after
-//     the check is caught, and every later step works relative to that opened folder
-//     (openat, renameat, unlinkat), so a swap after the re-check cannot redirect it.
-//   - The temporary file is created with O_CREAT|O_EXCL|O_NOFOLLOW; the rename replaces the
-//     directory entry itself, never following a symlink put in the target's place.
-// Not covered: an ancestor swapped between MkdirAll and the re-check is detected (the write
-// fails) but folders MkdirAll created through it stay.
-
 // openDir opens the folder dir (a real path) and checks it is still that folder.
 func openDir(dir string) (int, error) {
 	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 )
 
@@ -306,5 +307,16 @@ func TestPathText(t *testing.T) {
 		if tc.err == "" && err != nil || tc.err != "" && (err == nil || !strings.Contains(err.Error(), tc.err)) {
 			t.Errorf("resolvePath(%q) = %v, want %q", tc.p, err, tc.err)
 		}
+	}
+}
+
+func TestReadSpecialFile(t *testing.T) {
+	e := newEnv(t, "")
+	if err := syscall.Mkfifo(e.path("fifo"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	_, err := e.run("read", map[string]any{"filePath": "fifo"})
+	if err == nil || !strings.Contains(err.Error(), "not a regular file (it is a named pipe)") {
+		t.Fatalf("err = %v", err)
 	}
 }

@@ -224,3 +224,45 @@ func TestList(t *testing.T) {
 		})
 	}
 }
+
+// TestSearchDoesNotFollowLinks: a folder link inside the workspace pointing out of it is
+// not searched, listed or globbed.
+func TestSearchDoesNotFollowLinks(t *testing.T) {
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(outside, "secret.txt"), []byte("needle outside\n"), 0o644)
+	e := newEnv(t, "-- in.txt --\nneedle inside\n")
+	if err := os.Symlink(outside, e.path("out")); err != nil {
+		t.Fatal(err)
+	}
+	os.Symlink(filepath.Join(outside, "secret.txt"), e.path("file-link.txt"))
+	for _, c := range []struct {
+		tool string
+		args map[string]any
+	}{
+		{"grep", map[string]any{"pattern": "needle"}},
+		{"glob", map[string]any{"pattern": "**/*.txt"}},
+		{"list", map[string]any{}},
+	} {
+		res, err := e.run(c.tool, c.args)
+		if err != nil {
+			t.Fatalf("%s: %v", c.tool, err)
+		}
+		if strings.Contains(res.Output, "secret") || strings.Contains(res.Output, "outside") {
+			t.Errorf("%s followed a link out of the workspace:\n%s", c.tool, res.Output)
+		}
+	}
+	// Naming the link as the path resolves it: then external_directory is asked.
+	e.asks.deny["external_directory"] = true
+	for _, tool := range []string{"grep", "glob", "list"} {
+		args := map[string]any{"path": "out"}
+		switch tool {
+		case "grep":
+			args["pattern"] = "needle"
+		case "glob":
+			args["pattern"] = "*"
+		}
+		if _, err := e.run(tool, args); !isPermissionError(err) {
+			t.Errorf("%s on the link: err = %v, want the external_directory refusal", tool, err)
+		}
+	}
+}
