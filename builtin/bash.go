@@ -11,6 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
@@ -230,6 +231,9 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	case timedOut:
 		sep()
 		fmt.Fprintf(&note, "[timed out after %s: the command and every process it started were killed (SIGTERM, then SIGKILL). Pass a larger timeout (at most %d ms), or run it in the background with output to a file]", timeout, o.BashMaxTimeout.Milliseconds())
+	case code > 128 && code < 128+65:
+		sep()
+		fmt.Fprintf(&note, "[exit code %d: killed by signal %d (%v)]", code, code-128, syscall.Signal(code-128))
 	case code != 0:
 		sep()
 		fmt.Fprintf(&note, "[exit code %d]", code)

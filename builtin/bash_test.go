@@ -37,7 +37,7 @@ func TestBash(t *testing.T) {
 		{name: "workdir missing", args: map[string]any{"command": "pwd", "workdir": "nope"}, err: []string{"workdir nope does not exist"}},
 		{name: "workdir is a file", args: map[string]any{"command": "pwd", "workdir": "f.txt"}, err: []string{"workdir f.txt is not a folder"}},
 		{name: "timeout", args: map[string]any{"command": "echo started; sleep 600", "timeout": 300}, out: []string{"started"}, result: []string{"[timed out after 300ms", "killed"}, timeout: true, exit: 143},
-		{name: "signal exit", args: map[string]any{"command": "kill -9 $$"}, result: []string{"[exit code 137]"}, exit: 137},
+		{name: "signal exit", args: map[string]any{"command": "kill -9 $$"}, result: []string{"[exit code 137: killed by signal 9 (killed)]"}, exit: 137},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

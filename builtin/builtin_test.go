@@ -62,7 +62,7 @@ func TestToolsContract(t *testing.T) {
 		"read": {"read", true}, "bash": {"bash", false},
 		"write": {"edit", false}, "edit": {"edit", false}, "apply_patch": {"edit", false},
 		"glob": {"glob", true}, "grep": {"grep", true}, "list": {"list", true},
-		"webfetch": {"webfetch", false}, "todowrite": {"todowrite", false}, "todoread": {"todoread", true},
+		"webfetch": {"webfetch", false}, "todowrite": {"todowrite", true}, "todoread": {"todoread", true},
 	}
 	got := map[string]*registry.Tool{}
 	for _, tool := range Tools(nil) {

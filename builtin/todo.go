@@ -55,6 +55,9 @@ func todoWriteTool(o *Options) *registry.Tool {
 		Description: todoWriteDescription,
 		Parameters:  s.raw(),
 		Permission:  "todowrite",
+		// It changes only the session's own todo list, nothing in the workspace or
+		// outside: the default policy need not ask.
+		ReadOnly: true,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				Todos []Todo `json:"todos"`
