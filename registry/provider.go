@@ -408,7 +408,12 @@ func orRootPtr(p string) string {
 
 type googleAdapter struct {
 	root *object
+	// nodes counts adapted schemas, so that $refs that fan out cannot blow up.
+	nodes int
 }
+
+// maxInlineNodes bounds the size of a schema with its $refs inlined.
+const maxInlineNodes = 5000
 
 var googleKeep = map[string]bool{
 	"description": true, "title": true, "minItems": true, "maxItems": true,
@@ -425,7 +430,8 @@ var googleFormats = map[string]map[string]bool{
 const maxInlineDepth = 12
 
 func (g *googleAdapter) adapt(s *object, depth int) *object {
-	if depth > maxInlineDepth {
+	g.nodes++
+	if depth > maxInlineDepth || g.nodes > maxInlineNodes {
 		return &object{keys: []string{"description"}, vals: map[string]any{"description": "(nested too deep to show; same shape as its parent)"}}
 	}
 	// Inline a $ref, with the referring schema's own keywords on top.
@@ -618,8 +624,11 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 	return out
 }
 
-// resolve finds a local $ref target ("#/$defs/x", "#/definitions/x").
+// resolve finds a local $ref target ("#", "#/$defs/x", "#/definitions/x").
 func (g *googleAdapter) resolve(ref string) *object {
+	if ref == "#" {
+		return g.root
+	}
 	if !strings.HasPrefix(ref, "#/") {
 		return nil
 	}
@@ -715,7 +724,8 @@ func StripNulls(schema json.RawMessage, args json.RawMessage) json.RawMessage {
 
 // stripNulls cleans v in place against schema s and reports whether it removed anything.
 func stripNulls(g *googleAdapter, s *object, v any, depth int) bool {
-	if s == nil || depth > 32 {
+	g.nodes++
+	if s == nil || depth > 32 || g.nodes > 10*maxInlineNodes {
 		return false
 	}
 	if r, ok := s.vals["$ref"].(string); ok {
