@@ -186,9 +186,21 @@ export class Asks implements vscode.Disposable {
 
 function summary(ask: AskedParams): string {
   const md = ask.metadata ?? {};
-  if (typeof md.command === 'string') return `toolsd: ${ask.tool} wants to run \`${oneLine(md.command)}\``;
-  if (typeof md.filePath === 'string') return `toolsd: ${ask.tool} wants to change ${vscode.workspace.asRelativePath(md.filePath)}`;
-  return `toolsd: ${ask.tool} asks for ${ask.permission}: ${ask.patterns.join(', ')}`;
+  const cmd = typeof md.command === 'string' ? `\`${oneLine(md.command)}\`` : '';
+  const list = (ps: string[]) => ps.map((p) => vscode.workspace.asRelativePath(p)).join(', ');
+  switch (ask.permission) {
+    case 'bash':
+      if (cmd) return `toolsd: ${ask.tool} wants to run ${cmd}`;
+      break;
+    case 'edit':
+      if (typeof md.filePath === 'string') return `toolsd: ${ask.tool} wants to change ${vscode.workspace.asRelativePath(md.filePath)}`;
+      return `toolsd: ${ask.tool} wants to write ${list(ask.patterns)}${cmd ? ` (by ${cmd})` : ''}`;
+    case 'external_directory':
+      return `toolsd: ${ask.tool} wants to reach outside the workspace: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
+    case 'read':
+      return `toolsd: ${ask.tool} wants to read ${list(ask.patterns)}`;
+  }
+  return `toolsd: ${ask.tool} asks for ${ask.permission}: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
 }
 
 function details(ask: AskedParams): string {

@@ -190,7 +190,7 @@ class OutputDocuments implements vscode.TextDocumentContentProvider {
     let text = parts.join(parts.every((p) => p.endsWith('\n')) ? '' : '\n');
     if (offset < total) {
       const next = outputUri(fd, outputID, offset);
-      text += `\n… ${total - offset} more lines; next page: ${next.toString()}\n`;
+      text += `\n… ${total - offset} more lines; next page: ${next.toString(true)}\n`;
     }
     return text;
   }

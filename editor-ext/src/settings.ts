@@ -15,7 +15,12 @@ export function affectsDaemon(e: vscode.ConfigurationChangeEvent): boolean {
   return e.affectsConfiguration('toolsd');
 }
 
-/** The daemon's settings as the user set them (user level only: a workspace must not loosen its own rules). */
+/**
+ * The daemon's settings as the user set them. They are contributed with scope "machine", so VS Code
+ * takes them from the user's (or the remote machine's) settings only, never from a workspace: a
+ * workspace must not loosen its own rules. Only values set explicitly are sent; the daemon keeps its
+ * defaults for the rest.
+ */
 export function daemonSettings(packageJSON: any): Record<string, unknown> {
   const props: Record<string, unknown> = packageJSON?.contributes?.configuration?.properties ?? {};
   const cfg = vscode.workspace.getConfiguration('toolsd');
@@ -23,8 +28,10 @@ export function daemonSettings(packageJSON: any): Record<string, unknown> {
   for (const full of Object.keys(props)) {
     const key = full.replace(/^toolsd\./, '');
     if (EXTENSION_ONLY.has(key)) continue;
-    const v = cfg.inspect(key)?.globalValue;
-    if (v !== undefined) out[key] = v;
+    const i = cfg.inspect(key);
+    if (i && (i.globalValue !== undefined || (i as any).globalRemoteValue !== undefined || (i as any).globalLocalValue !== undefined)) {
+      out[key] = cfg.get(key);
+    }
   }
   return out;
 }
@@ -34,7 +41,7 @@ export function daemonSettings(packageJSON: any): Record<string, unknown> {
  * extension's own folder (an extension run from this repo's editor-ext/), else `toolsd` on PATH.
  */
 export function resolveBinary(extensionPath: string): string {
-  const configured = vscode.workspace.getConfiguration('toolsd').inspect<string>('path')?.globalValue;
+  const configured = vscode.workspace.getConfiguration('toolsd').get<string>('path');
   if (configured) return configured;
   const dev = path.resolve(extensionPath, '..', 'bin', 'toolsd');
   if (fs.existsSync(dev)) return dev;
@@ -43,7 +50,7 @@ export function resolveBinary(extensionPath: string): string {
 
 export function spawnSpec(extensionPath: string, folder: string): SpawnSpec {
   const cfg = vscode.workspace.getConfiguration('toolsd');
-  const args = [...(cfg.inspect<string[]>('args')?.globalValue ?? [])];
+  const args = [...(cfg.get<string[]>('args') ?? [])];
   const level = cfg.get<string>('logLevel');
   if (level) args.push('--log-level', level);
   return { command: resolveBinary(extensionPath), args, cwd: folder };

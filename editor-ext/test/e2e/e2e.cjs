@@ -1,0 +1,246 @@
+// The end-to-end scenarios, driven through the browser like a person would: status bar, asks
+// answered by clicking, the diff editor, the history view, the Problems panel.
+// Usage: node e2e.cjs URL WORKSPACE REQUEST_DIR ARTIFACTS   (run by run.sh)
+'use strict';
+const { chromium } = require('playwright-core');
+const fs = require('node:fs');
+const path = require('node:path');
+
+const [URL_, WS, REQ, ART] = process.argv.slice(2);
+const T0 = Date.now();
+const log = (...a) => console.log(`  [${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
+
+/** Waits for a file the extension writes (the test command's result); JSON-parsed. */
+async function waitForJSON(p, ms = 60000) {
+  for (const end = Date.now() + ms; Date.now() < end; await new Promise((r) => setTimeout(r, 100))) {
+    try { return JSON.parse(fs.readFileSync(p, 'utf8')); } catch { /* not there yet */ }
+  }
+  throw new Error('timed out waiting for ' + p);
+}
+
+let page;
+let shot = 0;
+async function screenshot(name) {
+  const file = path.join(ART, `${String(++shot).padStart(2, '0')}-${name}.png`);
+  await page.screenshot({ path: file });
+  return file;
+}
+
+/** Runs a command from the palette; retries while the extension's commands are not registered yet. */
+async function runCommand(title, ms = 90000) {
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  const row = page.locator('.quick-input-list .monaco-list-row', { hasText: title }).first();
+  for (let tries = 1, end = Date.now() + ms; ; tries++) {
+    await page.keyboard.press('F1');
+    await input.waitFor({ state: 'visible', timeout: 15000 });
+    await input.fill('>' + title);
+    try { await row.waitFor({ timeout: 3000 }); break; } catch (e) { if (Date.now() > end) throw e; }
+    await page.keyboard.press('Escape');
+    log(`"${title}" not in the palette yet (try ${tries})`);
+  }
+  await page.keyboard.press('Enter');
+}
+
+/** Issues tools/execute through the extension's test command (a keybinding with a request file). */
+let callNo = 0;
+function execute(tool, args) {
+  const n = ++callNo;
+  const resultFile = path.join(REQ, `result-${n}.json`);
+  fs.writeFileSync(path.join(REQ, 'request.json'), JSON.stringify({ tool, args, sessionID: 'e2e-session', callID: `e2e-call-${n}`, resultFile }));
+  return {
+    press: async () => {
+      // The keybinding's command exists once the extension runs; its daemon once the status says so.
+      await page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ }).waitFor({ timeout: 90000 });
+      await page.locator('.monaco-workbench').click({ position: { x: 700, y: 450 } }).catch(() => {});
+      await page.keyboard.press('Control+Alt+Shift+F10');
+    },
+    result: (ms) => waitForJSON(resultFile, ms),
+  };
+}
+
+function toast(text) {
+  return page.locator('.notification-toast', { hasText: text }).last();
+}
+
+/**
+ * Clicks a button of the notification that shows text, until the notification goes away (a click
+ * that lands while the toast still slides in can be lost).
+ */
+async function clickToastButton(text, button) {
+  const t = toast(text);
+  await t.waitFor({ state: 'visible', timeout: 30000 });
+  for (let i = 1; ; i++) {
+    await t.getByRole('button', { name: button, exact: true }).click();
+    try { await t.waitFor({ state: 'hidden', timeout: 3000 }); return; } catch (e) { if (i === 3) throw e; }
+    log(`"${button}" click did not close the notification; clicking again`);
+  }
+}
+
+/** Opens the toolsd view container from the activity bar. */
+async function openToolsdViews() {
+  const icon = page.locator('.activitybar .action-item .action-label[aria-label^="toolsd"]').first();
+  await icon.waitFor({ timeout: 15000 });
+  const expanded = await icon.evaluate((el) => el.closest('.action-item')?.classList.contains('checked'));
+  if (!expanded) await icon.click();
+  await page.locator('.pane-header', { hasText: 'Tool Calls' }).first().waitFor({ timeout: 15000 });
+}
+
+const scenarios = [];
+const scenario = (name, fn) => scenarios.push({ name, fn });
+
+scenario('the daemon starts and the status bar shows the tool count', async () => {
+  const item = page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ });
+  await item.waitFor({ timeout: 90000 });
+  const text = (await item.innerText()).trim();
+  const n = Number(/toolsd: (\d+) tools/.exec(text)[1]);
+  if (!(n >= 2)) throw new Error(`status bar says "${text}"`);
+  log(`status bar: "${text}"`);
+  await screenshot('status-bar');
+});
+
+scenario('a bash call raises an ask; "Allow once" lets it complete', async () => {
+  // The redirect writes a file: toolsd asks for the write (edit) and for the command (bash).
+  const call = execute('bash', { command: 'echo allowed-by-e2e > allowed.txt', description: 'write allowed.txt' });
+  await call.press();
+  await toast('bash wants to write allowed.txt').waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot('bash-write-ask');
+  await clickToastButton('bash wants to write allowed.txt', 'Allow once');
+  await toast('bash wants to run `echo allowed-by-e2e').waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot('bash-run-ask');
+  await clickToastButton('bash wants to run `echo allowed-by-e2e', 'Allow once');
+  const r = await call.result();
+  if (r.status !== 'completed') throw new Error('result: ' + JSON.stringify(r));
+  const body = fs.readFileSync(path.join(WS, 'allowed.txt'), 'utf8');
+  if (body.trim() !== 'allowed-by-e2e') throw new Error('allowed.txt: ' + body);
+  log('bash call completed after "Allow once"');
+});
+
+scenario('a rejected ask carries its message to the model', async () => {
+  const call = execute('bash', { command: 'touch rejected.txt', description: 'touch rejected.txt' });
+  await call.press();
+  await clickToastButton('touch rejected.txt', 'Reject…');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 15000 });
+  await input.fill('no new files here; edit hello.txt instead');
+  await screenshot('reject-message');
+  await page.keyboard.press('Enter');
+  const r = await call.result();
+  if (r.status !== 'error' || !/no new files here; edit hello\.txt instead/.test(r.error || '')) throw new Error('result: ' + JSON.stringify(r));
+  if (fs.existsSync(path.join(WS, 'rejected.txt'))) throw new Error('the rejected command ran');
+  log(`rejected; the model reads: ${r.error}`);
+});
+
+scenario('an edit ask opens the diff editor on the proposed change', async () => {
+  const call = execute('edit', { filePath: 'hello.txt', oldString: 'world', newString: 'toolsd' });
+  await call.press();
+  await clickToastButton('wants to change hello.txt', 'Show diff');
+  const diff = page.locator('.monaco-diff-editor').first();
+  await diff.waitFor({ state: 'visible', timeout: 30000 });
+  await page.locator('.tab', { hasText: 'proposed by edit' }).first().waitFor({ timeout: 15000 });
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'hello toolsd' }).first().waitFor({ timeout: 15000 });
+  await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: 'hello world' }).first().waitFor({ timeout: 15000 });
+  await screenshot('edit-diff');
+  await clickToastButton('wants to change hello.txt', 'Allow once');
+  const r = await call.result();
+  if (r.status !== 'completed') throw new Error('result: ' + JSON.stringify(r));
+  const body = fs.readFileSync(path.join(WS, 'hello.txt'), 'utf8');
+  if (body !== 'hello toolsd\n') throw new Error('hello.txt: ' + JSON.stringify(body));
+  log('diff shown; edit applied after "Allow once"');
+});
+
+scenario('a truncated call opens its full output from the Tool Calls view', async () => {
+  const call = execute('bash', { command: 'seq 1 30000', description: 'count to 30000' });
+  await call.press();
+  await clickToastButton('seq 1 30000', 'Allow once');
+  const r = await call.result();
+  if (r.status !== 'completed' || !r.truncated || !r.outputID) throw new Error('result: ' + JSON.stringify(r).slice(0, 400));
+  await openToolsdViews();
+  const row = page.locator('.monaco-list-row', { hasText: 'count to 30000' }).first();
+  await row.waitFor({ timeout: 30000 });
+  await row.locator('.monaco-tl-twistie').click(); // expand: the truncated call has a "Full output" child
+  const full = page.locator('.monaco-list-row', { hasText: 'Full output' }).first();
+  await full.waitFor({ timeout: 15000 });
+  await screenshot('history');
+  await full.click();
+  await page.locator('.tab', { hasText: `${r.outputID}.log` }).first().waitFor({ timeout: 30000 });
+  const editor = page.locator('.editor-instance .monaco-editor').first();
+  await editor.locator('.view-lines', { hasText: /^1\s*2\s*3/ }).waitFor({ timeout: 15000 });
+  await editor.click();
+  await page.keyboard.press('Control+End');
+  // One document holds 20,000 lines; its last line links the next page.
+  await editor.locator('.view-line', { hasText: /^20000$/ }).first().waitFor({ timeout: 15000 });
+  const link = editor.locator('.view-line', { hasText: '10000 more lines; next page' }).locator('.detected-link').first();
+  await link.waitFor({ timeout: 15000 });
+  await screenshot('full-output-page-1');
+  await link.click({ modifiers: ['Control'] });
+  await page.locator('.tab.active', { hasText: `${r.outputID}.log` }).first().waitFor({ timeout: 15000 });
+  const page2 = page.locator('.editor-instance .monaco-editor').first();
+  await page2.locator('.view-lines', { hasText: /^20001\s*20002/ }).waitFor({ timeout: 15000 });
+  await page2.click();
+  await page.keyboard.press('Control+End');
+  await page2.locator('.view-line', { hasText: /^30000$/ }).first().waitFor({ timeout: 15000 });
+  await screenshot('full-output-page-2');
+  log(`full output ${r.outputID} opened in two pages; its last line is 30000`);
+});
+
+scenario('a broken project tool file shows a problem; fixing it clears the problem', async () => {
+  const dir = path.join(WS, '.toolsd', 'tool');
+  fs.mkdirSync(dir, { recursive: true });
+  const bad = path.join(dir, 'bad.json');
+  const status = page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ });
+  const before = Number(/toolsd: (\d+) tools/.exec(await status.innerText())[1]);
+  fs.writeFileSync(bad, '{\n  "description": "a tool whose command is not a list",\n  "command": 5\n}\n');
+  await runCommand('View: Focus Problems');
+  const panel = page.locator('.markers-panel');
+  await panel.waitFor({ state: 'visible', timeout: 15000 });
+  await panel.locator('.monaco-list-row', { hasText: 'bad.json' }).first().waitFor({ timeout: 30000 });
+  await screenshot('problem-shown');
+  fs.writeFileSync(bad, '{\n  "description": "say hello",\n  "command": ["echo", "hello"]\n}\n');
+  await panel.locator('.monaco-list-row', { hasText: 'bad.json' }).first().waitFor({ state: 'detached', timeout: 30000 });
+  await page.locator('.statusbar-item', { hasText: `toolsd: ${before + 1} tools` }).waitFor({ timeout: 30000 });
+  await openToolsdViews();
+  await page.locator('.monaco-list-row', { hasText: 'project' }).first().waitFor({ timeout: 15000 });
+  await screenshot('problem-cleared');
+  log(`the problem appeared and cleared; the fixed tool joined the catalogue (${before} → ${before + 1} tools)`);
+});
+
+(async () => {
+  const ctx = await chromium.launchPersistentContext(path.join(REQ, 'chromium-profile'), {
+    executablePath: '/usr/bin/chromium', headless: true, viewport: { width: 1400, height: 900 },
+    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+      '--disable-component-update', '--disable-sync', '--disable-dev-shm-usage'],
+  });
+  let passed = 0;
+  let failed = 0;
+  try {
+    page = ctx.pages()[0] || await ctx.newPage();
+    page.on('pageerror', (e) => log('pageerror:', String(e).slice(0, 200)));
+    await page.goto(URL_ + '?folder=' + encodeURIComponent(WS), { waitUntil: 'domcontentloaded', timeout: 60000 });
+    await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
+    await page.locator('.explorer-folders-view').first().waitFor({ timeout: 60000 });
+    log('workbench up');
+    const only = process.env.E2E_ONLY;
+    for (const s of scenarios) {
+      if (only && !s.name.includes(only)) continue;
+      const t = Date.now();
+      try {
+        await s.fn();
+        passed++;
+        console.log(`ok - ${s.name} (${((Date.now() - t) / 1000).toFixed(1)}s)`);
+      } catch (e) {
+        failed++;
+        console.log(`not ok - ${s.name}\n    ${String((e && e.stack) || e).split('\n').slice(0, 4).join('\n    ')}`);
+        await screenshot('FAILED-' + s.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)).catch(() => {});
+        await page.keyboard.press('Escape').catch(() => {});
+      }
+    }
+  } catch (e) {
+    failed++;
+    console.log('not ok - the workbench did not come up: ' + ((e && e.stack) || e));
+    await page?.screenshot({ path: path.join(ART, 'FAILED-workbench.png') }).catch(() => {});
+  } finally {
+    await ctx.close();
+  }
+  console.log(`e2e: ${passed} passed, ${failed} failed`);
+  process.exit(failed === 0 && passed > 0 ? 0 : 1);
+})();
