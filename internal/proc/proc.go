@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"os/signal"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -54,10 +55,9 @@ func Command(ctx context.Context, grace time.Duration, name string, args ...stri
 	cmd.Cancel = func() error {
 		pid := cmd.Process.Pid
 		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		go func() {
-			time.Sleep(grace)
-			_ = syscall.Kill(-pid, syscall.SIGKILL)
-		}()
+		// KillGroup stops the timer once the command was waited for, so a late SIGKILL can
+		// never reach a process group id the kernel has handed out again.
+		escalations.Store(cmd, time.AfterFunc(grace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }))
 		return nil
 	}
 	// After SIGKILL the pipes close; WaitDelay bounds Wait when a grandchild that escaped
@@ -66,8 +66,15 @@ func Command(ctx context.Context, grace time.Duration, name string, args ...stri
 	return cmd
 }
 
-// KillGroup sends SIGKILL to the process group a started command leads.
+// escalations holds the pending SIGKILL timer of each cancelled command.
+var escalations sync.Map // *exec.Cmd -> *time.Timer
+
+// KillGroup sends SIGKILL to the process group a started command leads, and drops its
+// pending escalation. Call it once, after Wait.
 func KillGroup(cmd *exec.Cmd) {
+	if t, ok := escalations.LoadAndDelete(cmd); ok {
+		t.(*time.Timer).Stop()
+	}
 	if cmd.Process != nil {
 		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 	}
