@@ -168,6 +168,31 @@ func TestWatch(t *testing.T) {
 			},
 			want: []string{".toolsd/tool/a.json"},
 		},
+		{
+			name: "symlinked tool folder re-pointed",
+			setup: func(t *testing.T, ws string) {
+				write(t, filepath.Join(ws, "one/a.json"), "{}")
+				write(t, filepath.Join(ws, "two/b.json"), "{}")
+				if err := os.MkdirAll(filepath.Join(ws, ".toolsd"), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Symlink(filepath.Join(ws, "one"), filepath.Join(ws, ".toolsd/tool")); err != nil {
+					t.Fatal(err)
+				}
+			},
+			act: func(t *testing.T, ws string) {
+				// As ln -sfn does: a new link renamed over the old one.
+				tmp := filepath.Join(ws, ".toolsd/.tool.new")
+				if err := os.Symlink(filepath.Join(ws, "two"), tmp); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.Rename(tmp, filepath.Join(ws, ".toolsd/tool")); err != nil {
+					t.Fatal(err)
+				}
+				write(t, filepath.Join(ws, "two/c.json"), "{}")
+			},
+			want: []string{".toolsd/tool/b.json", ".toolsd/tool/c.json"},
+		},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
