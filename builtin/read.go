@@ -13,6 +13,9 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/registry"
@@ -114,11 +117,151 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
 	}
-	page, err := r.pageLines(ctx, f)
+	meta := map[string]any{"filePath": filepath.ToSlash(t.Abs)}
+	// A large file read before (and unchanged since) has a line index: jump to the page.
+	if ix := lookupLineIndex(t.Abs, fi); ix != nil {
+		if r.offset > ix.total {
+			return r.result(t.Display(), &page{first: r.offset, total: ix.total}, meta)
+		}
+		k := min((r.offset-1)/ix.step, len(ix.marks)-1)
+		if _, err := f.Seek(ix.marks[k], io.SeekStart); err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
+		}
+		pg, err := r.pageLines(ctx, f, k*ix.step+1, nil, true)
+		if err != nil {
+			return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
+		}
+		pg.total = ix.total
+		return r.result(t.Display(), pg, meta)
+	}
+	var ib *indexBuilder
+	if fi.Size() >= lineIndexMinSize {
+		ib = &indexBuilder{step: lineIndexStep}
+	}
+	pg, err := r.pageLines(ctx, f, 1, ib, false)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
 	}
-	return r.result(t.Display(), page, map[string]any{"filePath": filepath.ToSlash(t.Abs)})
+	if ib != nil {
+		storeLineIndex(t.Abs, fi, pg.total, ib)
+	}
+	return r.result(t.Display(), pg, meta)
+}
+
+// Line indexes of large files: where every lineIndexStep-th line starts, kept for files
+// read before so that paging through a huge file does not rescan it from the start.
+const (
+	lineIndexMinSize = 4 << 20
+	lineIndexStep    = 16384
+	lineIndexMax     = 32 // files remembered
+)
+
+// lineIndex is where lines of one version of a file start. Immutable once stored.
+type lineIndex struct {
+	size     int64
+	mod      time.Time
+	dev, ino uint64
+	total    int
+	step     int
+	marks    []int64 // marks[k] is the offset of line k*step+1
+}
+
+var lineIndexes struct {
+	mu sync.Mutex // guards m
+	m  map[string]*lineIndex
+}
+
+func fileID(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), st.Ino
+	}
+	return 0, 0
+}
+
+// lookupLineIndex returns the index of the file at abs if it is still the same version.
+func lookupLineIndex(abs string, fi os.FileInfo) *lineIndex {
+	lineIndexes.mu.Lock()
+	ix := lineIndexes.m[abs]
+	lineIndexes.mu.Unlock()
+	if ix == nil || len(ix.marks) == 0 {
+		return nil
+	}
+	dev, ino := fileID(fi)
+	if ix.size != fi.Size() || !ix.mod.Equal(fi.ModTime()) || ix.dev != dev || ix.ino != ino {
+		return nil
+	}
+	return ix
+}
+
+func storeLineIndex(abs string, fi os.FileInfo, total int, b *indexBuilder) {
+	if len(b.marks) == 0 {
+		return
+	}
+	dev, ino := fileID(fi)
+	ix := &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, step: b.step, marks: b.marks}
+	lineIndexes.mu.Lock()
+	defer lineIndexes.mu.Unlock()
+	if lineIndexes.m == nil {
+		lineIndexes.m = map[string]*lineIndex{}
+	}
+	if _, ok := lineIndexes.m[abs]; !ok && len(lineIndexes.m) >= lineIndexMax {
+		for k := range lineIndexes.m { // evict one at random
+			delete(lineIndexes.m, k)
+			break
+		}
+	}
+	lineIndexes.m[abs] = ix
+}
+
+// indexBuilder records line starts while a file is read.
+type indexBuilder struct {
+	step  int
+	marks []int64
+}
+
+// feed takes a chunk read at offset base; lineStart and lineEnd are the numbers of the
+// lines holding its first byte and the byte after it.
+func (b *indexBuilder) feed(chunk []byte, base int64, lineStart, lineEnd int) {
+	for {
+		next := len(b.marks)*b.step + 1
+		if next == 1 {
+			if base != 0 {
+				return
+			}
+			b.marks = append(b.marks, 0)
+			continue
+		}
+		if next <= lineStart || next > lineEnd {
+			return
+		}
+		i := nthNewline(chunk, next-lineStart)
+		if i < 0 {
+			return
+		}
+		b.marks = append(b.marks, base+int64(i)+1)
+	}
+}
+
+// nthNewline returns the index of the n-th (1-based) newline of b, or -1.
+func nthNewline(b []byte, n int) int {
+	off := 0
+	for off < len(b) {
+		end := min(off+4096, len(b))
+		if c := bytes.Count(b[off:end], []byte{'\n'}); c < n {
+			n -= c
+			off = end
+			continue
+		}
+		for {
+			i := bytes.IndexByte(b[off:end], '\n')
+			n--
+			if n == 0 {
+				return off + i
+			}
+			off += i + 1
+		}
+	}
+	return -1
 }
 
 // page is a window of lines of a text.
@@ -134,11 +277,13 @@ type page struct {
 
 // pageLines streams src and keeps lines [r.offset, r.offset+r.limit), never holding more
 // than one chunk and the page: earlier lines are skipped with a byte count, later ones only
-// counted.
-func (r *reader) pageLines(ctx context.Context, src io.Reader) (*page, error) {
+// counted. line is the number of the line src starts at. ix, if set, records where lines
+// start as the text goes by. With stopAfter it returns as soon as the page is complete
+// (the total is then unknown: 0).
+func (r *reader) pageLines(ctx context.Context, src io.Reader, line int, ix *indexBuilder, stopAfter bool) (*page, error) {
 	pg := &page{first: r.offset}
 	buf := make([]byte, 1<<20)
-	line := 1        // number of the line at the current position
+	var base int64   // offset of the current chunk in src
 	var cur []byte   // the current line's kept bytes (at most max+4)
 	curLong := false // the current line went past the limit
 	endLine := r.offset + r.limit
@@ -186,6 +331,7 @@ func (r *reader) pageLines(ctx context.Context, src io.Reader) (*page, error) {
 			sawData = true
 			lastByte = chunk[n-1]
 		}
+		lineAtStart := line
 		for len(chunk) > 0 {
 			switch {
 			case line < r.offset:
@@ -223,9 +369,19 @@ func (r *reader) pageLines(ctx context.Context, src io.Reader) (*page, error) {
 				line++
 				chunk = chunk[i+1:]
 			default:
+				if stopAfter {
+					return pg, nil
+				}
 				line += bytes.Count(chunk, []byte{'\n'})
 				chunk = nil
 			}
+		}
+		if ix != nil {
+			ix.feed(buf[:n], base, lineAtStart, line)
+		}
+		base += int64(n)
+		if stopAfter && (line >= endLine || pg.capped) {
+			return pg, nil
 		}
 		if err == io.EOF {
 			break
@@ -306,7 +462,7 @@ func (r *reader) readOutput(ctx context.Context, call *registry.Call, uri string
 	// Page the returned lines like a file (cut long lines, cap bytes).
 	rr := *r
 	rr.offset, rr.limit = 1, r.limit
-	pg, err := rr.pageLines(ctx, strings.NewReader(content))
+	pg, err := rr.pageLines(ctx, strings.NewReader(content), 1, nil, false)
 	if err != nil {
 		return nil, err
 	}

@@ -320,3 +320,62 @@ func TestReadSpecialFile(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// TestReadLineIndex: paging a large file through its line index gives exactly what a
+// full scan gives, and a changed file is not read through a stale index.
+func TestReadLineIndex(t *testing.T) {
+	e := newEnv(t, "")
+	var b bytes.Buffer
+	for i := 1; b.Len() < lineIndexMinSize+(1<<20); i++ {
+		fmt.Fprintf(&b, "line %d %s\n", i, strings.Repeat("z", i%97))
+	}
+	b.WriteString("tail without newline")
+	p := e.path("big.txt")
+	if err := os.WriteFile(p, b.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	total := strings.Count(b.String(), "\n") + 1
+	read := func(offset, limit int) string {
+		t.Helper()
+		res, err := e.run("read", map[string]any{"filePath": "big.txt", "offset": offset, "limit": limit})
+		if err != nil {
+			return "error: " + err.Error()
+		}
+		return res.Output
+	}
+	cold := func(offset, limit int) string {
+		lineIndexes.mu.Lock()
+		delete(lineIndexes.m, p)
+		lineIndexes.mu.Unlock()
+		return read(offset, limit)
+	}
+	first := cold(1, 10)
+	if lookupLineIndex(p, mustStat(t, p)) == nil {
+		t.Fatal("no index after reading a large file")
+	}
+	if got := read(1, 10); got != first {
+		t.Fatalf("warm first page differs")
+	}
+	for _, off := range []int{2, lineIndexStep - 1, lineIndexStep, lineIndexStep + 1, 2*lineIndexStep + 7, total - 100, total - 1, total, total + 1} {
+		want := cold(off, 100)
+		cold(1, 1) // rebuild the index
+		if got := read(off, 100); got != want {
+			t.Errorf("offset %d: indexed read differs:\n%.300s\nwant\n%.300s", off, got, want)
+		}
+	}
+	mustContain(t, "last page", read(total-1, 10), "tail without newline", fmt.Sprintf("End of file: %d lines", total))
+	// Append: the index is stale and must not be used.
+	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+	f.WriteString("\nappended line\n")
+	f.Close()
+	mustContain(t, "after append", read(total, 10), "tail without newline", "appended line", fmt.Sprintf("End of file: %d lines", total+1))
+}
+
+func mustStat(t *testing.T, p string) os.FileInfo {
+	t.Helper()
+	fi, err := os.Stat(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi
+}
