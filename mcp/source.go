@@ -1,0 +1,477 @@
+// Package mcp makes the tools of MCP servers (Model Context Protocol, over stdio) a source of
+// the catalogue: it starts each configured server, lists its tools, keeps them in step with
+// the server's notifications/tools/list_changed, and runs calls through it.
+//
+// Each server becomes the registry source "mcp:<server>". Its tools are named
+// "<server>_<tool>" made safe for every provider (see ToolID), ask permission under their own
+// id (the default policy asks), and never count as read-only: a server's readOnlyHint is
+// kept in the ask's metadata, not trusted. Results keep images and audio as attachments even
+// when the server also sends structuredContent. A server that dies has its tools removed, a
+// diagnostic naming it with the tail of its stderr, and is restarted with backoff a few times.
+package mcp
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/exec"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/registry"
+)
+
+// SourcePrefix starts the registry source name of a server: "mcp:<server>".
+const SourcePrefix = registry.SourceMCPPrefix
+
+// Server is an MCP server to start over stdio.
+type Server struct {
+	// Command is the argv: the program and its arguments.
+	Command []string
+	// Env is added to the daemon's environment.
+	Env map[string]string
+}
+
+// SourceOptions configure a Source.
+type SourceOptions struct {
+	// Servers by name. The name becomes the prefix of the server's tool ids.
+	Servers map[string]Server
+	// Workspace is the folder servers run in.
+	Workspace string
+	// OnChange is called after a server's tools or diagnostics changed (it came up, its
+	// list changed, it died), with what changed and the catalogue's diagnostics. Calls are
+	// serialized; it must not block for long.
+	OnChange func(registry.Change, []protocol.Diagnostic)
+	// Logger; nil discards.
+	Logger *slog.Logger
+
+	// Debounce is how long a burst of list_changed notifications settles before the tools
+	// are listed again; zero means 50 ms.
+	Debounce time.Duration
+	// Restarts is how many times a server that died is started again; zero means 3,
+	// negative means never.
+	Restarts int
+	// Backoff is the wait before the first restart, doubled each time; zero means 1 s.
+	Backoff time.Duration
+	// StartTimeout bounds starting a server: initialize and the first listing; zero means 60 s.
+	StartTimeout time.Duration
+	// TerminateDuration is how long Close waits after closing a server's stdin before
+	// SIGTERM, and after SIGTERM before SIGKILL; zero means 2 s.
+	TerminateDuration time.Duration
+}
+
+// Source keeps one registry source per MCP server. Safe for concurrent use.
+type Source struct {
+	opts    SourceOptions
+	reg     *registry.Registry
+	log     *slog.Logger
+	ctx     context.Context
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup
+	servers map[string]*server
+	ready   chan struct{} // closed once every server's first start has ended
+
+	changeMu sync.Mutex // serializes SetSource + OnChange
+	diags    []protocol.Diagnostic
+
+	closeOnce sync.Once
+}
+
+// NewSource starts every server in the background and returns at once; the servers' tools
+// join the registry (and OnChange is called) as each comes up. WaitReady waits for that.
+func NewSource(reg *registry.Registry, opts SourceOptions) (*Source, error) {
+	if opts.Logger == nil {
+		opts.Logger = slog.New(slog.DiscardHandler)
+	}
+	if opts.Debounce <= 0 {
+		opts.Debounce = 50 * time.Millisecond
+	}
+	if opts.Restarts == 0 {
+		opts.Restarts = 3
+	}
+	if opts.Backoff <= 0 {
+		opts.Backoff = time.Second
+	}
+	if opts.StartTimeout <= 0 {
+		opts.StartTimeout = 60 * time.Second
+	}
+	if opts.TerminateDuration <= 0 {
+		opts.TerminateDuration = 2 * time.Second
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s := &Source{opts: opts, reg: reg, log: opts.Logger.With("component", "mcp"), ctx: ctx, cancel: cancel,
+		servers: map[string]*server{}, ready: make(chan struct{})}
+	names := make([]string, 0, len(opts.Servers))
+	for name := range opts.Servers {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	var first sync.WaitGroup
+	for _, name := range names {
+		cfg := opts.Servers[name]
+		sv := &server{src: s, name: name, cfg: cfg, log: s.log.With("server", name), progress: map[string]func(*sdk.ProgressNotificationParams){}}
+		s.servers[name] = sv
+		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+			s.set(name, nil, []protocol.Diagnostic{{Path: SourcePrefix + name, Severity: "error",
+				Message: fmt.Sprintf("MCP server %q has no command: set \"command\" to the program and its arguments, e.g. [\"npx\", \"-y\", \"some-mcp-server\"]", name)}}, false)
+			continue
+		}
+		first.Add(1)
+		s.wg.Add(1)
+		go func() {
+			defer s.wg.Done()
+			sv.run(first.Done)
+		}()
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		first.Wait()
+		close(s.ready)
+	}()
+	return s, nil
+}
+
+// WaitReady waits until every server has either listed its tools or failed its first start.
+func (s *Source) WaitReady(ctx context.Context) error {
+	select {
+	case <-s.ready:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// Close stops every server (closing its stdin, then SIGTERM, then SIGKILL, as the MCP spec
+// says for stdio), waits for every goroutine, and removes the servers' tools.
+func (s *Source) Close() error {
+	s.closeOnce.Do(func() {
+		s.cancel()
+		s.wg.Wait()
+		for name := range s.servers {
+			s.reg.SetSource(SourcePrefix+name, nil, nil)
+		}
+	})
+	return nil
+}
+
+// set replaces a server's registry source and, when anything changed and notify is set,
+// calls OnChange.
+func (s *Source) set(name string, tools []*registry.Tool, diags []protocol.Diagnostic, notify bool) {
+	s.changeMu.Lock()
+	defer s.changeMu.Unlock()
+	if s.ctx.Err() != nil && tools != nil {
+		return // closing: do not bring tools back
+	}
+	ch := s.reg.SetSource(SourcePrefix+name, tools, diags)
+	all := s.reg.Catalog().Diagnostics()
+	changed := !ch.Empty() || !slices.Equal(all, s.diags)
+	s.diags = all
+	if changed && notify && s.opts.OnChange != nil && s.ctx.Err() == nil {
+		s.opts.OnChange(ch, all)
+	}
+}
+
+// server is one configured MCP server and its current connection.
+type server struct {
+	src  *Source
+	name string
+	cfg  Server
+	log  *slog.Logger
+
+	mu       sync.Mutex // guards cs, down, progress, seq
+	cs       *sdk.ClientSession
+	down     string // why the server is not running, for calls that arrive meanwhile
+	progress map[string]func(*sdk.ProgressNotificationParams)
+	seq      uint64
+}
+
+// run starts the server, serves it until it dies, and restarts it with backoff.
+// firstDone is called once the first start has ended, either way.
+func (sv *server) run(firstDone func()) {
+	var once sync.Once
+	markFirst := func() { once.Do(firstDone) }
+	defer markFirst()
+	s := sv.src
+	restarts := 0
+	for {
+		started := time.Now()
+		err := sv.serve(markFirst)
+		if s.ctx.Err() != nil {
+			return
+		}
+		if time.Since(started) > time.Minute {
+			restarts = 0 // it ran fine for a while: a fresh budget
+		}
+		msg := err.Error()
+		if restarts < s.opts.Restarts {
+			msg += fmt.Sprintf("; restarting it (attempt %d of %d)", restarts+1, s.opts.Restarts)
+		} else {
+			msg += "; not restarting it again (fix the server or its configuration and reload the workspace)"
+		}
+		sv.log.Warn("MCP server stopped", "err", err)
+		sv.mu.Lock()
+		sv.down = err.Error()
+		sv.mu.Unlock()
+		s.set(sv.name, nil, []protocol.Diagnostic{{Path: SourcePrefix + sv.name, Severity: "error", Message: msg}}, true)
+		markFirst()
+		if restarts >= s.opts.Restarts {
+			return
+		}
+		wait := s.opts.Backoff << restarts
+		restarts++
+		t := time.NewTimer(wait)
+		select {
+		case <-s.ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		}
+	}
+}
+
+// serve runs one connection to the server: start, list, follow list_changed, until the
+// server dies or the source closes. The error says why the server is gone.
+func (sv *server) serve(listed func()) error {
+	s := sv.src
+	stderr := &tail{max: 4096}
+	// The process gets no context: Close ends it the way the MCP spec asks (stdin closed,
+	// then SIGTERM, then SIGKILL), through the transport, and then kills its process group.
+	cmd := proc.Command(context.Background(), s.opts.TerminateDuration, sv.cfg.Command[0], sv.cfg.Command[1:]...)
+	cmd.Dir = s.opts.Workspace
+	cmd.Env = os.Environ()
+	for k, v := range sv.cfg.Env {
+		cmd.Env = append(cmd.Env, k+"="+v)
+	}
+	cmd.Stderr = stderr
+	cmd.Stdin = nil // the transport makes a pipe
+	defer proc.KillGroup(cmd)
+
+	changed := make(chan struct{}, 1)
+	client := sdk.NewClient(&sdk.Implementation{Name: "toolsd", Version: "1"}, &sdk.ClientOptions{
+		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		},
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			key := fmt.Sprint(req.Params.ProgressToken)
+			sv.mu.Lock()
+			f := sv.progress[key]
+			sv.mu.Unlock()
+			if f != nil {
+				f(req.Params)
+			}
+		},
+	})
+	startCtx, cancelStart := context.WithTimeout(s.ctx, s.opts.StartTimeout)
+	defer cancelStart()
+	cs, err := client.Connect(startCtx, &sdk.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateDuration},
+		&sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
+	if err != nil {
+		if cmd.Process != nil {
+			proc.KillGroup(cmd)
+		}
+		return sv.failure("failed to start", err, stderr)
+	}
+	ended := make(chan struct{})
+	go func() {
+		_ = cs.Wait()
+		close(ended)
+	}()
+	defer func() {
+		sv.mu.Lock()
+		sv.cs = nil
+		sv.mu.Unlock()
+		_ = cs.Close() // closes stdin, waits, SIGTERM, SIGKILL
+		<-ended
+	}()
+
+	relist := func(ctx context.Context) error {
+		tools, diags, err := sv.list(ctx, cs)
+		if err != nil {
+			return err
+		}
+		sv.mu.Lock()
+		sv.cs, sv.down = cs, ""
+		sv.mu.Unlock()
+		s.set(sv.name, tools, diags, true)
+		return nil
+	}
+	if err := relist(startCtx); err != nil {
+		if s.ctx.Err() != nil {
+			return err
+		}
+		return sv.failure("failed to list its tools", err, stderr)
+	}
+	cancelStart()
+	sv.log.Info("MCP server started", "command", sv.cfg.Command)
+	listed()
+
+	var debounce <-chan time.Time
+	for {
+		select {
+		case <-s.ctx.Done():
+			return s.ctx.Err()
+		case <-ended:
+			return sv.failure("exited", exitErr(cs, cmd), stderr)
+		case <-changed:
+			if debounce == nil {
+				debounce = time.After(s.opts.Debounce)
+			}
+		case <-debounce:
+			debounce = nil
+			ctx, cancel := context.WithTimeout(s.ctx, s.opts.StartTimeout)
+			err := relist(ctx)
+			cancel()
+			if err != nil && s.ctx.Err() == nil {
+				select {
+				case <-ended:
+					return sv.failure("exited", exitErr(cs, cmd), stderr)
+				default:
+				}
+				sv.log.Warn("listing the tools again failed", "err", err)
+			}
+		}
+	}
+}
+
+// protocolVersion is the MCP version toolsd speaks to servers: the last one before the
+// stateless protocol, which every current server understands and which keeps server-initiated
+// notifications (list_changed, progress) on the one stdio stream.
+const protocolVersion = "2025-11-25"
+
+// failure describes why the server is gone, with the tail of its stderr.
+func (sv *server) failure(what string, err error, stderr *tail) error {
+	msg := fmt.Sprintf("MCP server %q (%s) %s", sv.name, strings.Join(sv.cfg.Command, " "), what)
+	if err != nil && !errors.Is(err, context.Canceled) {
+		msg += ": " + err.Error()
+	}
+	if t := strings.TrimSpace(stderr.String()); t != "" {
+		msg += "\nstderr (last lines):\n" + t
+	}
+	return errors.New(msg)
+}
+
+// exitErr closes the connection of a server that went away (which waits for the process)
+// and reports how the process ended.
+func exitErr(cs *sdk.ClientSession, cmd *exec.Cmd) error {
+	_ = cs.Close()
+	if cmd.ProcessState == nil {
+		return errors.New("the connection closed")
+	}
+	return errors.New(cmd.ProcessState.String())
+}
+
+// list lists the server's tools with cursor paging and turns them into catalogue tools.
+func (sv *server) list(ctx context.Context, cs *sdk.ClientSession) ([]*registry.Tool, []protocol.Diagnostic, error) {
+	var all []*sdk.Tool
+	for t, err := range cs.Tools(ctx, nil) {
+		if err != nil {
+			return nil, nil, err
+		}
+		all = append(all, t)
+	}
+	names := make([]string, 0, len(all))
+	for _, t := range all {
+		names = append(names, t.Name)
+	}
+	ids, diags := assignIDs(sv.name, names)
+	var tools []*registry.Tool
+	for _, t := range all {
+		id, ok := ids[t.Name]
+		if !ok {
+			continue
+		}
+		schema, err := json.Marshal(t.InputSchema)
+		if err == nil && (t.InputSchema == nil || string(schema) == "null") {
+			schema = json.RawMessage(`{"type":"object"}`)
+		}
+		if err == nil {
+			_, err = registry.CompileSchema(id, schema)
+		}
+		if err != nil {
+			diags = append(diags, protocol.Diagnostic{Path: SourcePrefix + sv.name, Severity: "error",
+				Message: fmt.Sprintf("MCP server %q: tool %q has an input schema toolsd cannot use (%v); it is left out", sv.name, t.Name, err)})
+			continue
+		}
+		tools = append(tools, sv.tool(id, t, schema))
+	}
+	return tools, diags, nil
+}
+
+// tool makes the catalogue tool of one MCP tool.
+func (sv *server) tool(id string, t *sdk.Tool, schema json.RawMessage) *registry.Tool {
+	desc := t.Description
+	if desc == "" {
+		desc = t.Title
+	}
+	if desc == "" {
+		desc = "Tool " + t.Name + " of the MCP server " + sv.name + "."
+	}
+	var annotations map[string]any
+	if t.Annotations != nil {
+		if b, err := json.Marshal(t.Annotations); err == nil {
+			_ = json.Unmarshal(b, &annotations)
+		}
+	}
+	fp, _ := json.Marshal(struct {
+		D string
+		S json.RawMessage
+		A any
+		N string
+	}{desc, schema, annotations, t.Name})
+	mcpName := t.Name
+	return &registry.Tool{
+		ID:          id,
+		Description: desc,
+		Parameters:  schema,
+		Permission:  id,
+		ReadOnly:    false, // a server's readOnlyHint is a claim, not a guarantee
+		Source:      SourcePrefix + sv.name,
+		Fingerprint: string(fp),
+		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
+			return sv.call(ctx, call, id, mcpName, annotations, args)
+		},
+	}
+}
+
+// tail keeps the last bytes written to it (a server's stderr). Safe for concurrent use.
+type tail struct {
+	mu  sync.Mutex
+	max int
+	buf []byte
+}
+
+func (t *tail) Write(p []byte) (int, error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.buf = append(t.buf, p...)
+	if len(t.buf) > t.max {
+		t.buf = append([]byte{}, t.buf[len(t.buf)-t.max:]...)
+	}
+	return len(p), nil
+}
+
+func (t *tail) String() string {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s := string(t.buf)
+	if len(t.buf) == t.max {
+		if i := strings.IndexByte(s, '\n'); i >= 0 {
+			s = s[i+1:]
+		}
+	}
+	return s
+}
