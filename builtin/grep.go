@@ -26,7 +26,7 @@ import (
 const grepDescription = `Searches file contents with a regular expression (RE2 syntax, as in Go: no lookaround or backreferences).
 
 Usage:
-- pattern is the regex ("log.*Error", "func\\s+\\w+\\("). Escape regex characters to search for them literally ("interface\\{\\}"). Add (?i) at the start for a case-insensitive search.
+- pattern is the regex (log.*Error, func\s+\w+\(). Escape regex characters with a backslash to search for them literally (interface\{\}). Add (?i) at the start for a case-insensitive search.
 - path is the folder (or file) to search: relative to the workspace root, or absolute. Default: the workspace root. It also accepts toolsd://output/<id> to search the full output of an earlier truncated call.
 - include filters files by name with a glob ("*.go", "*.{ts,tsx}", "src/**/*.js").
 - Files ignored by .gitignore or .ignore, the .git folder, binary files and symbolic links are skipped.

@@ -27,7 +27,7 @@ Usage:
 - url must be a full http:// or https:// URL.
 - format: "markdown" (HTML turned into markdown: best for reading docs), "text" (only the text), or "html" (the raw page).
 - timeout is in seconds (default %[1]d, at most %[2]d).
-- Redirects are followed (at most %[3]d). Bodies over %[4]d KiB are refused. Images come back as attachments; other binary content is refused.
+- Redirects are followed (at most %[3]d). Bodies over %[4]s are refused. Images come back as attachments; other binary content is refused.
 - Long pages are cut before you see them; the note names a toolsd://output/<id> path to read or grep the rest.
 - It only reads: it sends no cookies or credentials and cannot log in.`
 
@@ -44,7 +44,7 @@ func webfetchTool(o *Options) *registry.Tool {
 	}
 	return &registry.Tool{
 		ID:          "webfetch",
-		Description: fmt.Sprintf(webfetchDescription, int(o.WebfetchDefaultTimeout.Seconds()), int(o.WebfetchMaxTimeout.Seconds()), o.WebfetchMaxRedirects, o.WebfetchMaxBytes>>10),
+		Description: fmt.Sprintf(webfetchDescription, int(o.WebfetchDefaultTimeout.Seconds()), int(o.WebfetchMaxTimeout.Seconds()), o.WebfetchMaxRedirects, sizeWords(o.WebfetchMaxBytes)),
 		Parameters:  s.raw(),
 		Permission:  "webfetch",
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
@@ -181,6 +181,14 @@ func runWebfetch(ctx context.Context, o *Options, call *registry.Call, rawURL, f
 		text = "(The page has no text content.)"
 	}
 	return &registry.Result{Title: title, Output: text, Metadata: meta}, nil
+}
+
+// sizeWords says n bytes in MiB or KiB.
+func sizeWords(n int64) string {
+	if n >= 1<<20 && n%(1<<20) == 0 {
+		return fmt.Sprintf("%d MiB", n>>20)
+	}
+	return fmt.Sprintf("%d KiB", n>>10)
 }
 
 func isTextual(mt string) bool {
