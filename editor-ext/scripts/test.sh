@@ -19,4 +19,4 @@ trap 'rm -rf "$BIN_DIR"' EXIT
 (cd "$REPO" && go build -o "$BIN_DIR/toolsd" ./cmd/toolsd)
 echo "=== editor-ext: unit tests against $BIN_DIR/toolsd"
 npm run -s build:tests
-TOOLSD_BIN="$BIN_DIR/toolsd" node --test --test-reporter=spec --test-reporter-destination=stdout out/test/
+TOOLSD_BIN="$BIN_DIR/toolsd" node --test --test-reporter=spec --test-reporter-destination=stdout out/test/*.test.js

@@ -51,7 +51,9 @@ export function resolveBinary(extensionPath: string): string {
 export function spawnSpec(extensionPath: string, folder: string): SpawnSpec {
   const cfg = vscode.workspace.getConfiguration('toolsd');
   const args = [...(cfg.get<string[]>('args') ?? [])];
-  const level = cfg.get<string>('logLevel');
-  if (level) args.push('--log-level', level);
+  // logLevel is a daemon setting (sent with the others); as a flag it also covers the daemon's start.
+  const level = cfg.inspect<string>('logLevel');
+  const set = level?.globalValue ?? (level as any)?.globalRemoteValue ?? (level as any)?.globalLocalValue;
+  if (typeof set === 'string' && set) args.push('--log-level', set);
   return { command: resolveBinary(extensionPath), args, cwd: folder };
 }

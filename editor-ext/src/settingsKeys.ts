@@ -2,4 +2,4 @@
 // import: test/settings.test.ts reads it too).
 
 /** Settings of the extension itself, never sent to the daemon as initializationOptions. */
-export const EXTENSION_ONLY: ReadonlySet<string> = new Set(['path', 'args', 'logLevel', 'mcp.enabled']);
+export const EXTENSION_ONLY: ReadonlySet<string> = new Set(['path', 'args', 'registerMcpServer']);

@@ -136,3 +136,14 @@ test('stop ends the daemon through shutdown and exit', async () => {
   assert.throws(() => process.kill(pid, 0), /ESRCH/);
   assert.ok(!log.some((l) => /killing it/.test(l)), log.join('\n'));
 });
+
+test('the editor\'s settings travel as initializationOptions: a permission rule from them applies', async () => {
+  const { client } = realClient({ initializationOptions: { permission: { bash: { 'echo *': 'allow' } } } });
+  await client.start();
+  let asked = false;
+  const sub = client.onNotification(Methods.permissionAsked, () => { asked = true; });
+  const r = await execute(client, 'bash', { command: 'echo allowed-by-settings', description: 'echo' });
+  sub.dispose();
+  assert.equal(r.status, 'completed', JSON.stringify(r));
+  assert.equal(asked, false, 'the rule from initializationOptions allowed the call without an ask');
+});
