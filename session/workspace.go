@@ -176,11 +176,22 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		Limits:      Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
 		Visible:     w.visible,
 		Observe:     w.perms.Observe,
-		AdaptSchema: registry.AdaptSchema,
+		AdaptSchema: adaptSchema,
 		PrepareArgs: registry.StripNulls,
 	})
 	ok = true
 	return w, nil
+}
+
+// adaptSchema adapts a schema to a provider. A schema that OpenAI's strict mode cannot take
+// is sent in its best non-strict form.
+func adaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, error) {
+	out, err := registry.AdaptSchema(providerID, schema)
+	var ns *registry.NotStrictError
+	if errors.As(err, &ns) && out != nil {
+		return out, nil
+	}
+	return out, err
 }
 
 // settings returns the effective settings.
