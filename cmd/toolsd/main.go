@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/rpc"
 	"github.com/toolsd/toolsd/session"
@@ -24,6 +25,9 @@ var version = "0.1.0-dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
 		os.Exit(proc.RunGuard(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "mcp" {
+		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
 }
@@ -41,7 +45,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		showVer    = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\n       toolsd mcp [--workspace DIR] [--store PATH]\nserves the workspace's tools as an MCP server on stdin/stdout; see docs/mcp.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if err := fs.Parse(args); err != nil {

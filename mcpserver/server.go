@@ -1,0 +1,492 @@
+// Package mcpserver serves a workspace's toolsd catalogue as an MCP server over stdio
+// ("toolsd mcp"), for agents that speak MCP rather than the toolsd protocol (VS Code's own
+// agent mode, registered by the extension with vscode.lm.registerMcpServerDefinitionProvider).
+//
+// Every tool of the catalogue is an MCP tool; calls run through the same pipeline as the
+// editor's (validation, permission, execution, truncation, the store). Permission asks go to
+// the person as MCP elicitations (a form: allow once, always for this session, or reject, and
+// an optional message) when the client supports elicitation; otherwise the workspace is opened
+// without asks and a call that needs one is refused with the text that says so. Progress goes
+// out as MCP progress notifications when the call has a progress token, and a changed
+// catalogue as notifications/tools/list_changed.
+package mcpserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"maps"
+	"os"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/session"
+)
+
+// Options configure Serve.
+type Options struct {
+	// Folder is the workspace folder; empty means the current directory.
+	Folder string
+	// StorePath overrides the store file (session.DefaultStorePath of the folder).
+	StorePath string
+	// Version is reported to the client.
+	Version string
+	Logger  *slog.Logger
+}
+
+// Main is "toolsd mcp [--workspace DIR] [--store PATH]": it serves MCP on stdin and stdout
+// until stdin closes or a signal arrives, and returns the exit code.
+func Main(args []string, version string, stderr io.Writer) int {
+	fs := flag.NewFlagSet("toolsd mcp", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	var (
+		folder   = fs.String("workspace", "", "workspace folder (default: the current directory)")
+		store    = fs.String("store", "", "store file (default: one per workspace under $XDG_STATE_HOME/toolsd)")
+		logFile  = fs.String("log-file", "", "write logs to this file instead of stderr")
+		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+	)
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: toolsd mcp [flags]\n\ntoolsd mcp serves the workspace's tools as an MCP server on stdin/stdout\n(for VS Code's agent mode and other MCP clients); see docs/mcp.md.\n\nFlags:\n")
+		fs.PrintDefaults()
+	}
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0
+		}
+		return 2
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "toolsd mcp: unexpected argument %q\n", fs.Arg(0))
+		fs.Usage()
+		return 2
+	}
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
+		fmt.Fprintf(stderr, "toolsd mcp: --log-level: %v\n", err)
+		return 2
+	}
+	logOut := stderr
+	if *logFile != "" {
+		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			fmt.Fprintf(stderr, "toolsd mcp: --log-file: %v\n", err)
+			return 2
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	if exe, err := os.Executable(); err == nil {
+		proc.SetGuardPath(exe)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := Serve(ctx, &sdk.StdioTransport{}, Options{Folder: *folder, StorePath: *store, Version: version, Logger: logger}); err != nil {
+		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
+		return 1
+	}
+	return 0
+}
+
+// protocolVersions are the MCP versions served: those in which a server may send
+// elicitation/create while it handles tools/call (2026-07-28 moved that into multi round-trip
+// results, which this server does not speak yet).
+var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+
+// Serve serves MCP on t until the client goes away or ctx is done. The workspace opens once
+// the client has initialized (its capabilities decide whether asks are possible) and closes,
+// cancelling calls in flight, when Serve returns.
+func Serve(ctx context.Context, t sdk.Transport, o Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	folder := o.Folder
+	if folder == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return err
+		}
+		folder = wd
+	}
+	folder, err := filepath.Abs(folder)
+	if err != nil {
+		return err
+	}
+	if fi, err := os.Stat(folder); err != nil {
+		return fmt.Errorf("workspace: %w", err)
+	} else if !fi.IsDir() {
+		return fmt.Errorf("workspace %s is not a folder", folder)
+	}
+	s := &server{opts: o, folder: folder, log: o.Logger.With("component", "mcpserver"),
+		sessionID: "mcp-" + strconv.Itoa(os.Getpid()), calls: map[string]*callInfo{}, tools: map[string]string{}}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	s.ctx = ctx
+	s.srv = sdk.NewServer(&sdk.Implementation{Name: "toolsd", Version: o.Version}, &sdk.ServerOptions{
+		Instructions:              "Tools of the workspace " + folder + ", run by toolsd: permission asks, truncation (read toolsd://output/<id> with the read tool for a full output) and a record of every call.",
+		Capabilities:              &sdk.ServerCapabilities{Tools: &sdk.ToolCapabilities{ListChanged: true}},
+		SupportedProtocolVersions: protocolVersions,
+		InitializedHandler: func(_ context.Context, req *sdk.InitializedRequest) {
+			if err := s.open(req.Session); err != nil {
+				s.log.Error("opening the workspace failed", "err", err)
+				s.openErr.Store(&err)
+				cancel()
+			}
+		},
+	})
+	runErr := s.srv.Run(ctx, t)
+	s.mu.Lock()
+	ws := s.ws
+	s.closed = true
+	s.mu.Unlock()
+	if ws != nil {
+		if err := ws.Close(); err != nil {
+			s.log.Warn("closing the workspace", "err", err)
+		}
+	}
+	s.wg.Wait()
+	if p := s.openErr.Load(); p != nil {
+		return *p
+	}
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, io.EOF) && ctx.Err() == nil {
+		return runErr
+	}
+	return nil
+}
+
+// server is one MCP session's state (stdio has one client).
+type server struct {
+	opts      Options
+	folder    string
+	log       *slog.Logger
+	sessionID string
+	srv       *sdk.Server
+	ctx       context.Context
+	openErr   atomic.Pointer[error]
+	seq       atomic.Uint64
+	wg        sync.WaitGroup // elicitations in flight
+
+	mu      sync.Mutex // guards ws, closed, calls, tools, canAsk
+	ws      *session.Workspace
+	closed  bool
+	calls   map[string]*callInfo // by callID
+	tools   map[string]string    // id -> fingerprint of what the client was given
+	canAsk  bool
+	syncing sync.Mutex // serializes syncTools
+}
+
+// callInfo is a tools/call in flight.
+type callInfo struct {
+	ctx      context.Context
+	session  *sdk.ServerSession
+	token    any // progress token, nil when the client gave none
+	progress atomic.Int64
+}
+
+// open opens the workspace once the client's capabilities are known, and lists its tools.
+func (s *server) open(ss *sdk.ServerSession) error {
+	canAsk := false
+	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+		e := p.Capabilities.Elicitation
+		canAsk = e.Form != nil || e.URL == nil // no mode given means form (older clients)
+	}
+	ws, err := session.OpenWorkspace(s.ctx, session.WorkspaceOptions{
+		Folder: s.folder, StorePath: s.opts.StorePath, CanAsk: canAsk, Notifier: notifier{s}, Logger: s.opts.Logger,
+		Changed: func(protocol.ChangedParams) { s.syncTools() },
+	})
+	if err != nil {
+		return err
+	}
+	s.mu.Lock()
+	if s.closed {
+		s.mu.Unlock()
+		return ws.Close()
+	}
+	s.ws, s.canAsk = ws, canAsk
+	s.mu.Unlock()
+	s.log.Info("workspace open", "folder", s.folder, "elicitation", canAsk)
+	s.syncTools()
+	return nil
+}
+
+// syncTools makes the server's tools the workspace's catalogue; the SDK sends
+// notifications/tools/list_changed for what it adds and removes.
+func (s *server) syncTools() {
+	s.syncing.Lock()
+	defer s.syncing.Unlock()
+	s.mu.Lock()
+	ws := s.ws
+	s.mu.Unlock()
+	if ws == nil {
+		return
+	}
+	res := ws.Resolve(protocol.ResolveParams{SessionID: s.sessionID})
+	for _, d := range res.Diagnostics {
+		s.log.Warn("catalogue diagnostic", "path", d.Path, "line", d.Line, "message", d.Message)
+	}
+	want := map[string]protocol.ToolInfo{}
+	for _, ti := range res.Tools {
+		want[ti.ID] = ti
+	}
+	s.mu.Lock()
+	have := maps.Clone(s.tools)
+	s.mu.Unlock()
+	var removed []string
+	for id := range have {
+		if _, ok := want[id]; !ok {
+			removed = append(removed, id)
+		}
+	}
+	if len(removed) > 0 {
+		s.srv.RemoveTools(removed...)
+	}
+	next := map[string]string{}
+	for _, id := range slices.Sorted(maps.Keys(want)) {
+		ti := want[id]
+		fp := ti.Description + "\x00" + string(ti.InputSchema) + "\x00" + ti.Source
+		next[id] = fp
+		if have[id] == fp {
+			continue
+		}
+		schema := ti.InputSchema
+		if len(bytes.TrimSpace(schema)) == 0 {
+			schema = json.RawMessage(`{"type":"object","properties":{}}`)
+		}
+		s.srv.AddTool(&sdk.Tool{Name: id, Description: ti.Description, InputSchema: schema}, s.handle)
+	}
+	s.mu.Lock()
+	s.tools = next
+	s.mu.Unlock()
+}
+
+// handle runs one tools/call through the workspace.
+func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
+	s.mu.Lock()
+	ws := s.ws
+	s.mu.Unlock()
+	if ws == nil {
+		return errorResult("toolsd is not ready: the workspace is not open"), nil
+	}
+	callID := s.sessionID + "-" + strconv.FormatUint(s.seq.Add(1), 10)
+	ci := &callInfo{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
+	s.mu.Lock()
+	s.calls[callID] = ci
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.calls, callID)
+		s.mu.Unlock()
+	}()
+	args := req.Params.Arguments
+	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
+		args = json.RawMessage("{}")
+	}
+	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: s.sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args})
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
+		return errorResult(err.Error()), nil
+	}
+	return toResult(res), nil
+}
+
+// toResult maps a toolsd result to MCP: output to text, attachments to image, audio or
+// embedded resources, an error or cancelled status to isError with the error text.
+func toResult(res *protocol.ExecuteResult) *sdk.CallToolResult {
+	out := &sdk.CallToolResult{Content: []sdk.Content{}}
+	text := res.Output
+	if res.Status != protocol.StatusCompleted {
+		out.IsError = true
+		msg := res.Error
+		if msg == "" {
+			msg = "the call ended " + res.Status
+		}
+		if text != "" {
+			text += "\n\n" + msg
+		} else {
+			text = msg
+		}
+	}
+	if text != "" || len(res.Attachments) == 0 {
+		out.Content = append(out.Content, &sdk.TextContent{Text: text})
+	}
+	for _, a := range res.Attachments {
+		data, err := base64.StdEncoding.DecodeString(a.Data)
+		if err != nil {
+			continue
+		}
+		switch {
+		case strings.HasPrefix(a.Mime, "image/"):
+			out.Content = append(out.Content, &sdk.ImageContent{Data: data, MIMEType: a.Mime})
+		case strings.HasPrefix(a.Mime, "audio/"):
+			out.Content = append(out.Content, &sdk.AudioContent{Data: data, MIMEType: a.Mime})
+		default:
+			out.Content = append(out.Content, &sdk.EmbeddedResource{Resource: &sdk.ResourceContents{URI: "toolsd://attachment/" + a.ID, MIMEType: a.Mime, Blob: data}})
+		}
+	}
+	meta := sdk.Meta{"toolsd/callID": res.CallID, "toolsd/status": res.Status}
+	if res.Title != "" {
+		meta["toolsd/title"] = res.Title
+	}
+	if res.Truncated {
+		meta["toolsd/outputID"] = res.OutputID
+	}
+	if len(res.Metadata) > 0 && string(res.Metadata) != "{}" && string(res.Metadata) != "null" {
+		meta["toolsd/metadata"] = res.Metadata
+	}
+	out.Meta = meta
+	return out
+}
+
+func errorResult(msg string) *sdk.CallToolResult {
+	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
+}
+
+func (s *server) call(callID string) *callInfo {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[callID]
+}
+
+// notifier turns the workspace's notifications into MCP ones.
+type notifier struct{ s *server }
+
+// Progress sends an MCP progress notification when the call has a progress token.
+func (n notifier) Progress(p protocol.ProgressParams) {
+	ci := n.s.call(p.CallID)
+	if ci == nil || ci.token == nil {
+		return
+	}
+	msg := p.Title
+	if msg == "" {
+		msg = p.Tool + ": " + p.Status
+	}
+	step := ci.progress.Add(1)
+	if err := ci.session.NotifyProgress(ci.ctx, &sdk.ProgressNotificationParams{ProgressToken: ci.token, Progress: float64(step), Message: msg}); err != nil {
+		n.s.log.Debug("progress notification failed", "err", err)
+	}
+}
+
+// Asked asks the person through an elicitation, in the background, and answers the ask.
+func (n notifier) Asked(p protocol.AskedParams) {
+	s := n.s
+	ci := s.call(p.CallID)
+	s.mu.Lock()
+	ws, closed := s.ws, s.closed
+	if !closed {
+		s.wg.Add(1)
+	}
+	s.mu.Unlock()
+	if closed {
+		return
+	}
+	go func() {
+		defer s.wg.Done()
+		if ws == nil {
+			return
+		}
+		if ci == nil { // not a call of ours: nobody to ask
+			_, _ = ws.Reply(protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "toolsd mcp had no client request to ask through"})
+			return
+		}
+		reply := s.elicit(ci, p)
+		if reply == nil {
+			return // the call went away; its ask was withdrawn
+		}
+		if _, err := ws.Reply(*reply); err != nil && !errors.Is(err, session.ErrUnknownAsk) {
+			s.log.Warn("answering an ask failed", "ask", p.ID, "err", err)
+		}
+	}()
+}
+
+// Answers of the elicitation form.
+const (
+	answerOnce   = "once"
+	answerAlways = "always"
+	answerReject = "reject"
+)
+
+// elicit shows the ask as a form and returns the reply, or nil when the call went away.
+func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyParams {
+	enum := []any{answerOnce, answerAlways, answerReject}
+	names := []any{"Allow once", "Always allow (this session)", "Reject"}
+	if len(p.Always) == 0 {
+		enum = []any{answerOnce, answerReject}
+		names = []any{"Allow once", "Reject"}
+	}
+	schema := map[string]any{
+		"type": "object",
+		"properties": map[string]any{
+			"answer":  map[string]any{"type": "string", "title": "Answer", "enum": enum, "enumNames": names, "default": answerOnce},
+			"message": map[string]any{"type": "string", "title": "Message to the agent (optional; say what to do instead when you reject)"},
+		},
+		"required": []string{"answer"},
+	}
+	res, err := ci.session.Elicit(ci.ctx, &sdk.ElicitParams{Mode: "form", Message: askText(p), RequestedSchema: schema})
+	if err != nil {
+		if ci.ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("elicitation failed", "ask", p.ID, "err", err)
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "the permission prompt failed (" + err.Error() + "); nothing ran"}
+	}
+	if res.Action != "accept" {
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject}
+	}
+	answer, _ := res.Content["answer"].(string)
+	message, _ := res.Content["message"].(string)
+	switch answer {
+	case answerOnce:
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyOnce}
+	case answerAlways:
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyAlways, Scope: protocol.ScopeSession}
+	}
+	return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: message}
+}
+
+// askText is the elicitation's message: what the call wants to do, in a few lines.
+func askText(p protocol.AskedParams) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolsd: allow %s (permission %q)", p.Tool, p.Permission)
+	if len(p.Patterns) > 0 && !(len(p.Patterns) == 1 && p.Patterns[0] == "*") {
+		fmt.Fprintf(&b, " for %s", strings.Join(p.Patterns, ", "))
+	}
+	b.WriteString("?")
+	var md map[string]any
+	_ = json.Unmarshal(p.Metadata, &md)
+	for _, k := range []string{"command", "description", "workdir", "filepath", "path", "url", "reason", "diff"} {
+		v, ok := md[k].(string)
+		if !ok || v == "" {
+			continue
+		}
+		if len(v) > 2000 {
+			v = v[:2000] + "\n…"
+		}
+		fmt.Fprintf(&b, "\n%s: %s", k, v)
+	}
+	if r := p.Rule; r != nil {
+		fmt.Fprintf(&b, "\n(rule %s %s → %s", r.Permission, r.Pattern, r.Action)
+		if r.Source != "" {
+			b.WriteString(" from " + r.Source)
+		}
+		b.WriteString(")")
+	}
+	return b.String()
+}
