@@ -27,8 +27,9 @@ type client struct {
 	changed chan struct{}
 
 	mu      sync.Mutex
-	answer  map[string]any // the elicitation form's content; nil declines
-	elicits []*sdk.ElicitParams
+	answer   map[string]any // the elicitation form's content; nil declines
+	elicits  []*sdk.ElicitParams
+	progress []*sdk.ProgressNotificationParams
 }
 
 // startMCP starts "toolsd mcp" on a fresh workspace; elicit says whether the client supports
@@ -43,6 +44,11 @@ func startMCP(t *testing.T, elicit bool) *client {
 	home := t.TempDir()
 	c := &client{dir: dir, changed: make(chan struct{}, 10)}
 	opts := &sdk.ClientOptions{
+		ProgressNotificationHandler: func(_ context.Context, req *sdk.ProgressNotificationClientRequest) {
+			c.mu.Lock()
+			c.progress = append(c.progress, req.Params)
+			c.mu.Unlock()
+		},
 		ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
 			select {
 			case c.changed <- struct{}{}:
@@ -192,6 +198,36 @@ func TestToolsAndCalls(t *testing.T) {
 		}
 		if n := len(c.elicitations()); n != 0 {
 			t.Errorf("%d elicitations after an always answer", n)
+		}
+	})
+
+	t.Run("truncated output read back, with progress", func(t *testing.T) {
+		c.setAnswer(map[string]any{"answer": "once"})
+		params := &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "seq 1 30000"}}
+		params.SetProgressToken("tok-1")
+		res, err := c.cs.CallTool(deadline(t), params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		text := res.Content[0].(*sdk.TextContent).Text
+		id, _ := res.Meta["toolsd/outputID"].(string)
+		if res.IsError || id == "" || !strings.Contains(text, "toolsd://output/"+id) {
+			t.Fatalf("isError %v, outputID %q, text ends %q", res.IsError, id, text[max(0, len(text)-300):])
+		}
+		_, full := c.call(t, "read", map[string]any{"filePath": "toolsd://output/" + id, "offset": 29990})
+		if !strings.Contains(full, "29995") {
+			t.Errorf("reading the full output: %q", full[:min(300, len(full))])
+		}
+		c.mu.Lock()
+		var n int
+		for _, p := range c.progress {
+			if p.ProgressToken == "tok-1" {
+				n++
+			}
+		}
+		c.mu.Unlock()
+		if n == 0 {
+			t.Error("no progress notification for the call's token")
 		}
 	})
 
