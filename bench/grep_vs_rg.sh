@@ -13,8 +13,9 @@ if ! command -v rg >/dev/null; then
 	(apt-get install -y ripgrep >/dev/null 2>&1 || { apt-get update >/dev/null && apt-get install -y ripgrep >/dev/null; })
 fi
 
-BIN=$(mktemp -d)/grepbench
-trap 'rm -rf "$(dirname "$BIN")"' EXIT
+TMP=$(mktemp -d)
+trap 'rm -rf "$TMP"' EXIT
+BIN=$TMP/grepbench
 go build -o "$BIN" ./bench/cmd/grepbench
 
 # median_ms CMD...: runs CMD $RUNS times (after one warm-up) and prints the median wall
@@ -74,3 +75,52 @@ grep_case "no literal [A-Z]{12}" '[A-Z]{12}'
 grep_case "include *_test.go" 't\.Fatalf' '*_test.go'
 glob_case "*.go" '*.go'
 glob_case "**/testdata/**" '**/testdata/**'
+
+# The same tree with a typical 40-line .gitignore at its root: every entry is checked
+# against every pattern, which is where a slow ignore matcher shows.
+IGN=$TMP/ignored
+cp -r "$ROOT" "$IGN"
+cat >"$IGN/.gitignore" <<'IGNORE'
+node_modules/
+dist/
+build/
+*.log
+*.tmp
+.DS_Store
+coverage/
+*.swp
+*.pyc
+__pycache__/
+.env
+.env.local
+*.o
+*.a
+*.so
+/bin/
+/pkg/
+.idea/
+.vscode/
+*.orig
+*.rej
+*.bak
+tmp/
+out/
+target/
+vendor/bundle/
+*.class
+*.jar
+npm-debug.log*
+yarn-error.log
+.cache/
+*.pid
+*.seed
+*.gz
+*.zip
+docs/_build/
+.terraform/
+*.tfstate
+**/generated/**
+IGNORE
+ROOT=$IGN
+grep_case "literal, 40-line .gitignore" 'func \('
+glob_case "*.go, 40-line .gitignore" '*.go'

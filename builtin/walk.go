@@ -9,7 +9,7 @@ import (
 	"strings"
 	"sync"
 
-	ignore "github.com/sabhiram/go-gitignore"
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // ignoreFiles are the files whose patterns the walk respects in every folder.
@@ -19,32 +19,133 @@ var ignoreFiles = []string{".gitignore", ".ignore"}
 // parent, its ancestors'. Immutable once built; shared by the walk's goroutines.
 type ignoreRules struct {
 	parent *ignoreRules
-	gi     *ignore.GitIgnore
+	rules  []ignoreRule
 	// strip is the folder of the ignore file relative to the walk root with a trailing
 	// slash ("" for the root); prepend is, for ignore files above the root, the root's
 	// path relative to their folder with a trailing slash.
 	strip, prepend string
 }
 
-// ignored reports whether rel (relative to the walk root, slash-separated) is ignored.
+// ignored reports whether rel (relative to the walk root, slash-separated) is ignored: the
+// deepest ignore file with a matching pattern decides, and in it the last matching pattern
+// (a "!" pattern re-includes).
 func (r *ignoreRules) ignored(rel string, isDir bool) bool {
+	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	for x := r; x != nil; x = x.parent {
-		if x.gi == nil {
-			continue
-		}
 		sub := x.prepend + strings.TrimPrefix(rel, x.strip)
-		if isDir {
-			sub += "/"
-		}
-		if x.gi.MatchesPath(sub) {
-			return true
+		for i := len(x.rules) - 1; i >= 0; i-- {
+			if x.rules[i].match(sub, base, isDir) {
+				return !x.rules[i].negate
+			}
 		}
 	}
 	return false
 }
 
+// ignoreRule is one line of an ignore file, in git's syntax. The common forms (a name,
+// "*.ext", "prefix*", "/path") are matched with string compares, the rest with doublestar
+// (whose *, **, ? and [...] mean what they mean in gitignore). The walk never looks below
+// an ignored folder, so a rule only has to match the folder itself, not its contents.
+type ignoreRule struct {
+	negate, dirOnly bool
+	kind            int
+	s               string
+}
+
+const (
+	ruleName     = iota // a name at any depth: base == s
+	ruleSuffix          // "*" + s at any depth
+	rulePrefix          // s + "*" at any depth
+	ruleBaseGlob        // a glob without a slash, matched against the name at any depth
+	ruleExact           // exactly the path s below the ignore file's folder
+	rulePathGlob        // a glob with a slash, matched against the path below that folder
+)
+
+func (r *ignoreRule) match(sub, base string, isDir bool) bool {
+	if r.dirOnly && !isDir {
+		return false
+	}
+	switch r.kind {
+	case ruleName:
+		return base == r.s
+	case ruleSuffix:
+		return strings.HasSuffix(base, r.s)
+	case rulePrefix:
+		return strings.HasPrefix(base, r.s)
+	case ruleBaseGlob:
+		return doublestar.MatchUnvalidated(r.s, base)
+	case ruleExact:
+		return sub == r.s
+	}
+	return doublestar.MatchUnvalidated(r.s, sub)
+}
+
+// compileIgnore compiles the lines of ignore files. Lines that are not valid patterns are
+// left out.
+func compileIgnore(lines []string) []ignoreRule {
+	var rules []ignoreRule
+	for _, line := range lines {
+		line = strings.TrimRight(line, "\r")
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasSuffix(line, "\\ ") {
+			line = strings.TrimRight(line, " \t")
+		}
+		r := ignoreRule{}
+		if strings.HasPrefix(line, "!") {
+			r.negate = true
+			line = line[1:]
+		} else if strings.HasPrefix(line, "\\#") || strings.HasPrefix(line, "\\!") {
+			line = line[1:]
+		}
+		if strings.HasSuffix(line, "/") {
+			r.dirOnly = true
+			line = strings.TrimRight(line, "/")
+		}
+		if line == "" || !doublestar.ValidatePattern(line) {
+			continue
+		}
+		meta := strings.ContainsAny(line, "*?[\\")
+		switch {
+		case !strings.Contains(line, "/"):
+			switch {
+			case !meta:
+				r.kind, r.s = ruleName, line
+			case line[0] == '*' && !strings.ContainsAny(line[1:], "*?[\\"):
+				r.kind, r.s = ruleSuffix, line[1:]
+			case line[len(line)-1] == '*' && !strings.ContainsAny(line[:len(line)-1], "*?[\\"):
+				r.kind, r.s = rulePrefix, line[:len(line)-1]
+			default:
+				r.kind, r.s = ruleBaseGlob, line
+			}
+		case strings.HasPrefix(line, "**/") && !strings.Contains(line[3:], "/"):
+			// "**/x" is "x" at any depth.
+			again := line[3:]
+			if r.negate {
+				again = "!" + again
+			}
+			if r.dirOnly {
+				again += "/"
+			}
+			rules = append(rules, compileIgnore([]string{again})...)
+			continue
+		default:
+			// A slash at the start or in the middle anchors the pattern to the folder.
+			p := strings.TrimPrefix(line, "/")
+			if !meta {
+				r.kind, r.s = ruleExact, p
+			} else {
+				r.kind, r.s = rulePathGlob, p
+			}
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
 // loadIgnore reads the ignore files of the folder abs, or returns nil if it has none.
-func loadIgnore(abs string, names map[string]bool) *ignore.GitIgnore {
+func loadIgnore(abs string, names map[string]bool) []ignoreRule {
 	var lines []string
 	for _, n := range ignoreFiles {
 		if names != nil && !names[n] {
@@ -56,10 +157,7 @@ func loadIgnore(abs string, names map[string]bool) *ignore.GitIgnore {
 		}
 		lines = append(lines, strings.Split(string(b), "\n")...)
 	}
-	if len(lines) == 0 {
-		return nil
-	}
-	return ignore.CompileIgnoreLines(lines...)
+	return compileIgnore(lines)
 }
 
 // walkOptions configure a walk.
@@ -137,12 +235,12 @@ func walkDir(ctx context.Context, o walkOptions, it dirItem, q *dirQueue, visit 
 			}
 		}
 		if names != nil {
-			if gi := loadIgnore(it.abs, names); gi != nil {
+			if rs := loadIgnore(it.abs, names); len(rs) > 0 {
 				strip := ""
 				if it.rel != "" {
 					strip = it.rel + "/"
 				}
-				rules = &ignoreRules{parent: rules, gi: gi, strip: strip}
+				rules = &ignoreRules{parent: rules, rules: rs, strip: strip}
 			}
 		}
 	}
@@ -195,8 +293,8 @@ func ancestorRules(ws, root string) *ignoreRules {
 	parts := strings.Split(rel, "/")
 	dir := ws
 	for i := range parts {
-		if gi := loadIgnore(dir, nil); gi != nil {
-			rules = &ignoreRules{parent: rules, gi: gi, prepend: strings.Join(parts[i:], "/") + "/"}
+		if rs := loadIgnore(dir, nil); len(rs) > 0 {
+			rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
 		}
 		dir = filepath.Join(dir, parts[i])
 	}

@@ -1,0 +1,88 @@
+package builtin
+
+import (
+	"strings"
+	"testing"
+
+	ignore "github.com/sabhiram/go-gitignore"
+)
+
+// TestIgnoreRulesAgreeWithGoGitignore checks the fast paths of the ignore matcher against
+// go-gitignore on one ignore file, for every path whose parent folders are not ignored
+// (the walk never looks below an ignored folder). Where go-gitignore strays from git it is
+// not the reference: a pattern with a slash in the middle is anchored to its folder, so
+// "a/b/c" does not match "x/a/b/c" (go-gitignore says it does).
+func TestIgnoreRulesAgreeWithGoGitignore(t *testing.T) {
+	lines := strings.Split(`# comment
+node_modules/
+*.log
+/bin/
+/out
+.env
+build
+!important.log
+*.py[co]
+**/generated/**
+docs/_build/
+npm-debug.log*
+a/b/c
+src/**/tmp
+\#hash
+trailing   
+`, "\n")
+	ours := &ignoreRules{rules: compileIgnore(lines)}
+	ref := ignore.CompileIgnoreLines(lines...)
+	paths := []struct {
+		p   string
+		dir bool
+	}{
+		{"node_modules", true}, {"node_modules", false}, {"x/node_modules", true}, {"app.log", false},
+		{"x/y/app.log", false}, {"important.log", false}, {"x/important.log", false}, {"bin", true},
+		{"bin", false}, {"x/bin", true}, {"out", false}, {"out", true}, {"x/out", false}, {".env", false},
+		{"x/.env", true}, {"build", true}, {"x/build", false}, {"m.pyc", false}, {"m.pyo", false},
+		{"m.py", false}, {"generated", true}, {"x/generated/f.go", false}, {"docs/_build", true},
+		{"docs/_build", false}, {"npm-debug.log.1", false}, {"a/b/c", false},
+		{"src/tmp", true}, {"src/x/tmp", true}, {"#hash", false}, {"trailing", false}, {"main.go", false},
+		{"x", true}, {"x/y", true}, {"a", true}, {"a/b", true}, {"src", true}, {"docs", true},
+	}
+	refIgnored := func(p string, dir bool) bool {
+		if dir {
+			return ref.MatchesPath(p + "/")
+		}
+		return ref.MatchesPath(p)
+	}
+	for _, tc := range paths {
+		// Skip paths below a folder the reference ignores.
+		parts := strings.Split(tc.p, "/")
+		below := false
+		for i := 1; i < len(parts); i++ {
+			if refIgnored(strings.Join(parts[:i], "/"), true) {
+				below = true
+			}
+		}
+		if below {
+			continue
+		}
+		if got, want := ours.ignored(tc.p, tc.dir), refIgnored(tc.p, tc.dir); got != want {
+			t.Errorf("%q (dir %v): ignored = %v, go-gitignore says %v", tc.p, tc.dir, got, want)
+		}
+	}
+}
+
+// TestIgnoreDeeperFileWins: a pattern in a deeper ignore file overrides a shallower one.
+func TestIgnoreDeeperFileWins(t *testing.T) {
+	root := &ignoreRules{rules: compileIgnore([]string{"*.txt"})}
+	sub := &ignoreRules{parent: root, rules: compileIgnore([]string{"!keep.txt"}), strip: "sub/"}
+	if !sub.ignored("sub/other.txt", false) || sub.ignored("sub/keep.txt", false) {
+		t.Errorf("sub/other.txt ignored %v, sub/keep.txt ignored %v", sub.ignored("sub/other.txt", false), sub.ignored("sub/keep.txt", false))
+	}
+}
+
+func TestIgnoreAnchoredMiddleSlash(t *testing.T) {
+	r := &ignoreRules{rules: compileIgnore([]string{"a/b/c", "docs/*.md", "**/gen", "!/keep"})}
+	for p, want := range map[string]bool{"a/b/c": true, "x/a/b/c": false, "docs/x.md": true, "x/docs/x.md": false, "gen": true, "q/r/gen": true, "keep": false} {
+		if got := r.ignored(p, false); got != want {
+			t.Errorf("%s: ignored = %v, want %v", p, got, want)
+		}
+	}
+}
