@@ -415,7 +415,11 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 		dels += ch.diff.Deletions
 	}
 	meta := map[string]any{"diff": diff.String(), "filePath": files[0], "files": files, "additions": adds, "deletions": dels}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Metadata: meta}); err != nil {
+	deletes := false
+	for _, ch := range changes {
+		deletes = deletes || ch.delete
+	}
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Metadata: meta, Destructive: deletes}); err != nil {
 		return nil, err
 	}
 	// Check every file is as read before writing any, then write; undo on a failure.
