@@ -34,10 +34,16 @@ type client struct {
 
 // startMCP starts "toolsd mcp" on a fresh workspace; elicit says whether the client supports
 // elicitation.
-func startMCP(t *testing.T, elicit bool) *client {
+func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 	t.Helper()
 	bin := harness.Binary(t)
 	dir := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(dir, ".toolsd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, ".toolsd", "config.json"), []byte(`{"agents": {"plan": {"tools": {"bash": false}}}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	if err := os.WriteFile(filepath.Join(dir, "hello.txt"), []byte("hello from the workspace\n"), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -68,7 +74,7 @@ func startMCP(t *testing.T, elicit bool) *client {
 		}
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
-	cmd := exec.Command(bin, "mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db"))
+	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db")}, extra...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
 	cs, err := cl.Connect(deadline(t), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
@@ -277,5 +283,16 @@ func TestListChanged(t *testing.T) {
 			}
 			return
 		}
+	}
+}
+
+func TestAgent(t *testing.T) {
+	c := startMCP(t, true, "--agent", "plan")
+	tools := c.tools(t)
+	if tools["bash"] != nil || tools["read"] == nil {
+		t.Errorf("agent plan (bash switched off): bash listed %v, read listed %v", tools["bash"] != nil, tools["read"] != nil)
+	}
+	if _, err := c.cs.CallTool(deadline(t), &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
+		t.Errorf("calling bash for an agent without it: %v", err)
 	}
 }

@@ -45,6 +45,8 @@ type Options struct {
 	Folder string
 	// StorePath overrides the store file (session.DefaultStorePath of the folder).
 	StorePath string
+	// Agent is the agent whose catalogue and rules apply (config "agents"); empty means none.
+	Agent string
 	// Version is reported to the client.
 	Version string
 	Logger  *slog.Logger
@@ -60,6 +62,7 @@ func Main(args []string, version string, stderr io.Writer) int {
 		store    = fs.String("store", "", "store file (default: one per workspace under $XDG_STATE_HOME/toolsd)")
 		logFile  = fs.String("log-file", "", "write logs to this file instead of stderr")
 		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
+		agent    = fs.String("agent", "", "agent whose tool switches and permission rules apply (config \"agents\")")
 	)
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: toolsd mcp [flags]\n\ntoolsd mcp serves the workspace's tools as an MCP server on stdin/stdout\n(for VS Code's agent mode and other MCP clients); see docs/mcp.md.\n\nFlags:\n")
@@ -97,7 +100,7 @@ func Main(args []string, version string, stderr io.Writer) int {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
-	if err := Serve(ctx, &sdk.StdioTransport{}, Options{Folder: *folder, StorePath: *store, Version: version, Logger: logger}); err != nil {
+	if err := Serve(ctx, &sdk.StdioTransport{}, Options{Folder: *folder, StorePath: *store, Agent: *agent, Version: version, Logger: logger}); err != nil {
 		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
 		return 1
 	}
@@ -236,7 +239,7 @@ func (s *server) syncTools() {
 	if ws == nil {
 		return
 	}
-	res := ws.Resolve(protocol.ResolveParams{SessionID: s.sessionID})
+	res := ws.Resolve(protocol.ResolveParams{SessionID: s.sessionID, Agent: s.opts.Agent})
 	for _, d := range res.Diagnostics {
 		s.log.Warn("catalogue diagnostic", "path", d.Path, "line", d.Line, "message", d.Message)
 	}
@@ -297,7 +300,7 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
-	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: s.sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args})
+	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: s.sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
