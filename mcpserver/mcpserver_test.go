@@ -26,7 +26,7 @@ type client struct {
 	dir     string
 	changed chan struct{}
 
-	mu      sync.Mutex
+	mu       sync.Mutex
 	answer   map[string]any // the elicitation form's content; nil declines
 	elicits  []*sdk.ElicitParams
 	progress []*sdk.ProgressNotificationParams
