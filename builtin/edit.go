@@ -189,7 +189,7 @@ func (e *matchError) format(name, text, old string) error {
 	if lineNumberPrefix.MatchString(old) {
 		b.WriteString(". It seems to start with a line-number prefix from read's output (a number and a tab): leave those out")
 	}
-	if c := closestBlock(text, old); c != "" {
+	if c := closestBlock(text, old, 0); c != "" {
 		b.WriteString(". The closest text in the file:\n")
 		b.WriteString(c)
 		b.WriteString("\nCopy the text exactly from the file (read it again if it may have changed), without line-number prefixes.")
@@ -394,7 +394,7 @@ func reindent(newText string, oldLines, window []string) string {
 }
 
 // closestBlock shows the lines of text most like old, with line numbers.
-func closestBlock(text, old string) string {
+func closestBlock(text, old string, lineOffset int) string {
 	oldLines := strings.Split(strings.TrimSuffix(old, "\n"), "\n")
 	// The most distinctive line of old: the longest after trimming.
 	key := ""
@@ -433,12 +433,12 @@ func closestBlock(text, old string) string {
 	end = min(end, start+15)
 	var b strings.Builder
 	for i := start; i < end; i++ {
-		fmt.Fprintf(&b, "%6d\t%s\n", i+1, lines[i])
+		fmt.Fprintf(&b, "%6d\t%s\n", i+1+lineOffset, lines[i])
 	}
 	if len(cs) > 1 {
 		var others []string
 		for _, c := range cs[1:min(len(cs), 4)] {
-			others = append(others, fmt.Sprint(c.line+1))
+			others = append(others, fmt.Sprint(c.line+1+lineOffset))
 		}
 		fmt.Fprintf(&b, "(similar lines also at: %s)\n", strings.Join(others, ", "))
 	}

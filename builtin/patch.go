@@ -77,8 +77,38 @@ func (op *patchOp) describe() string {
 type patchChunk struct {
 	context  string // the text after "@@ ", a line to find first
 	old, new []string
+	ops      []patchLine // the lines in order, to rebuild new with the file's context lines
 	eof      bool
 	line     int
+}
+
+// patchLine is a line of a chunk: ' ' context, '-' removed, '+' added.
+type patchLine struct {
+	kind byte
+	text string
+}
+
+// rebuild returns the lines replacing the n file lines at `at`: context lines are taken
+// from the file (a tolerant match must not rewrite them), added lines from the patch.
+func (c *patchChunk) rebuild(lines []string, at, n int) []string {
+	var out []string
+	oi := 0
+	for _, op := range c.ops {
+		switch op.kind {
+		case ' ':
+			if oi < n {
+				out = append(out, lines[at+oi])
+			} else {
+				out = append(out, op.text)
+			}
+			oi++
+		case '-':
+			oi++
+		case '+':
+			out = append(out, op.text)
+		}
+	}
+	return out
 }
 
 // PatchError reports a patch that cannot be parsed or applied.
@@ -166,13 +196,17 @@ func parsePatch(text string) ([]*patchOp, error) {
 					case l == "":
 						cur.old = append(cur.old, "")
 						cur.new = append(cur.new, "")
+						cur.ops = append(cur.ops, patchLine{' ', ""})
 					case l[0] == ' ':
 						cur.old = append(cur.old, l[1:])
 						cur.new = append(cur.new, l[1:])
+						cur.ops = append(cur.ops, patchLine{' ', l[1:]})
 					case l[0] == '-':
 						cur.old = append(cur.old, l[1:])
+						cur.ops = append(cur.ops, patchLine{'-', l[1:]})
 					case l[0] == '+':
 						cur.new = append(cur.new, l[1:])
+						cur.ops = append(cur.ops, patchLine{'+', l[1:]})
 					default:
 						return nil, &PatchError{i + 1, fmt.Sprintf("in *** Update File: %s a line must start with \" \" (context), \"-\" (remove) or \"+\" (add), or be an @@ line; got %q", op.path, l)}
 					}
@@ -217,16 +251,16 @@ func applyChunks(op *patchOp, text string) (string, error) {
 	at := 0
 	for ci, c := range op.chunks {
 		where := func() string {
-			s := fmt.Sprintf("change %d of %s (patch line %d", ci+1, op.describe(), c.line)
+			s := fmt.Sprintf("change %d (patch line %d", ci+1, c.line)
 			if c.context != "" {
 				s += fmt.Sprintf(", @@ %s", c.context)
 			}
-			return s + ")"
+			return s + ") of " + op.describe()
 		}
 		if c.context != "" {
 			i := seekLines(lines, []string{c.context}, at, false)
 			if i < 0 {
-				return "", &PatchError{c.line, fmt.Sprintf("%s did not apply: the @@ line %q was not found in %s%s", where(), c.context, op.path, closestHint(lines, []string{c.context}))}
+				return "", &PatchError{c.line, fmt.Sprintf("%s did not apply: the @@ line %q was not found in %s%s", where(), c.context, op.path, closestHint(lines, []string{c.context}, 0))}
 			}
 			at = i + 1
 		}
@@ -235,17 +269,18 @@ func applyChunks(op *patchOp, text string) (string, error) {
 			repls = append(repls, repl{len(lines), 0, c.new})
 			continue
 		}
-		old, nw := c.old, c.new
+		old := c.old
 		i := seekLines(lines, old, at, c.eof)
 		if i < 0 && len(old) > 0 && old[len(old)-1] == "" {
 			old = old[:len(old)-1]
-			if len(nw) > 0 && nw[len(nw)-1] == "" {
-				nw = nw[:len(nw)-1]
-			}
 			i = seekLines(lines, old, at, c.eof)
 		}
 		if i < 0 {
-			return "", &PatchError{c.line, fmt.Sprintf("%s did not apply: these lines were not found in %s after line %d:\n%s%s", where(), op.path, at, strings.Join(old, "\n"), closestHint(lines, old))}
+			return "", &PatchError{c.line, fmt.Sprintf("%s did not apply: these lines were not found in %s after line %d:\n%s%s", where(), op.path, at, strings.Join(old, "\n"), closestHint(lines, old, at))}
+		}
+		nw := c.rebuild(lines, i, len(old))
+		if len(old) < len(c.old) && len(nw) > 0 && nw[len(nw)-1] == "" {
+			nw = nw[:len(nw)-1] // the dropped trailing empty context line
 		}
 		repls = append(repls, repl{i, len(old), nw})
 		at = i + len(old)
@@ -261,9 +296,15 @@ func applyChunks(op *patchOp, text string) (string, error) {
 	return out, nil
 }
 
-// closestHint shows the file's lines nearest to want, for an error.
-func closestHint(lines, want []string) string {
-	if c := closestBlock(strings.Join(lines, "\n"), strings.Join(want, "\n")); c != "" {
+// closestHint shows the file's lines nearest to want, for an error: after line from
+// first, where the change was looked for, then anywhere.
+func closestHint(lines, want []string, from int) string {
+	from = min(from, len(lines))
+	c := closestBlock(strings.Join(lines[from:], "\n"), strings.Join(want, "\n"), from)
+	if c == "" && from > 0 {
+		c = closestBlock(strings.Join(lines, "\n"), strings.Join(want, "\n"), 0)
+	}
+	if c != "" {
 		return "\nThe closest lines in the file:\n" + c
 	}
 	return ""
