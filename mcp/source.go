@@ -16,10 +16,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
 	"os"
 	"os/exec"
+	"reflect"
 	"slices"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -72,14 +73,15 @@ type SourceOptions struct {
 
 // Source keeps one registry source per MCP server. Safe for concurrent use.
 type Source struct {
-	opts    SourceOptions
-	reg     *registry.Registry
-	log     *slog.Logger
-	ctx     context.Context
-	cancel  context.CancelFunc
-	wg      sync.WaitGroup
+	opts   SourceOptions
+	reg    *registry.Registry
+	log    *slog.Logger
+	ctx    context.Context // done once Close starts
+	cancel context.CancelFunc
+	ready  chan struct{} // closed once every first server's first start has ended
+
+	mu      sync.Mutex // guards servers
 	servers map[string]*server
-	ready   chan struct{} // closed once every server's first start has ended
 
 	changeMu sync.Mutex // serializes SetSource + OnChange
 	diags    []protocol.Diagnostic
@@ -111,38 +113,71 @@ func NewSource(reg *registry.Registry, opts SourceOptions) (*Source, error) {
 	ctx, cancel := context.WithCancel(context.Background())
 	s := &Source{opts: opts, reg: reg, log: opts.Logger.With("component", "mcp"), ctx: ctx, cancel: cancel,
 		servers: map[string]*server{}, ready: make(chan struct{})}
-	names := make([]string, 0, len(opts.Servers))
-	for name := range opts.Servers {
-		names = append(names, name)
-	}
-	sort.Strings(names)
 	var first sync.WaitGroup
-	for _, name := range names {
-		cfg := opts.Servers[name]
-		sv := &server{src: s, name: name, cfg: cfg, log: s.log.With("server", name), progress: map[string]func(*sdk.ProgressNotificationParams){}}
-		s.servers[name] = sv
-		if len(cfg.Command) == 0 || cfg.Command[0] == "" {
-			s.set(name, nil, []protocol.Diagnostic{{Path: SourcePrefix + name, Severity: "error",
-				Message: fmt.Sprintf("MCP server %q has no command: set \"command\" to the program and its arguments, e.g. [\"npx\", \"-y\", \"some-mcp-server\"]", name)}}, false)
-			continue
-		}
-		first.Add(1)
-		s.wg.Add(1)
-		go func() {
-			defer s.wg.Done()
-			sv.run(first.Done)
-		}()
+	s.mu.Lock()
+	for _, name := range slices.Sorted(maps.Keys(opts.Servers)) {
+		s.start(name, opts.Servers[name], &first, false)
 	}
-	s.wg.Add(1)
+	s.mu.Unlock()
 	go func() {
-		defer s.wg.Done()
 		first.Wait()
 		close(s.ready)
 	}()
 	return s, nil
 }
 
-// WaitReady waits until every server has either listed its tools or failed its first start.
+// start starts one server's goroutine; s.mu is held. first, if set, is done when the
+// server's first start has ended.
+func (s *Source) start(name string, cfg Server, first *sync.WaitGroup, notify bool) {
+	ctx, cancel := context.WithCancel(s.ctx)
+	sv := &server{src: s, name: name, cfg: cfg, log: s.log.With("server", name), ctx: ctx, cancel: cancel,
+		done: make(chan struct{}), progress: map[string]func(*sdk.ProgressNotificationParams){}}
+	s.servers[name] = sv
+	if len(cfg.Command) == 0 || cfg.Command[0] == "" {
+		close(sv.done)
+		s.set(name, nil, []protocol.Diagnostic{{Path: SourcePrefix + name, Severity: "error",
+			Message: fmt.Sprintf("MCP server %q has no command: set \"command\" to the program and its arguments, e.g. [\"npx\", \"-y\", \"some-mcp-server\"]", name)}}, notify)
+		return
+	}
+	firstDone := func() {}
+	if first != nil {
+		first.Add(1)
+		firstDone = first.Done
+	}
+	go func() {
+		defer close(sv.done)
+		sv.run(firstDone)
+	}()
+}
+
+// SetServers replaces the configured servers (after a config change, or when the person
+// trusts the workspace): servers no longer configured are stopped and their tools removed,
+// new ones are started, and those whose command or environment changed are restarted.
+// Unchanged servers keep running. OnChange reports the resulting catalogue changes.
+func (s *Source) SetServers(servers map[string]Server) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.ctx.Err() != nil {
+		return
+	}
+	for _, name := range slices.Sorted(maps.Keys(s.servers)) {
+		sv := s.servers[name]
+		if cfg, ok := servers[name]; ok && reflect.DeepEqual(cfg, sv.cfg) {
+			continue
+		}
+		sv.stop()
+		delete(s.servers, name)
+		s.set(name, nil, nil, true)
+	}
+	for _, name := range slices.Sorted(maps.Keys(servers)) {
+		if _, running := s.servers[name]; !running {
+			s.start(name, servers[name], nil, true)
+		}
+	}
+}
+
+// WaitReady waits until every server given to NewSource has either listed its tools or
+// failed its first start.
 func (s *Source) WaitReady(ctx context.Context) error {
 	select {
 	case <-s.ready:
@@ -156,8 +191,15 @@ func (s *Source) WaitReady(ctx context.Context) error {
 // says for stdio), waits for every goroutine, and removes the servers' tools.
 func (s *Source) Close() error {
 	s.closeOnce.Do(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
 		s.cancel()
-		s.wg.Wait()
+		for _, sv := range s.servers {
+			sv.stop()
+		}
+		<-s.ready
+		s.changeMu.Lock()
+		defer s.changeMu.Unlock()
 		for name := range s.servers {
 			s.reg.SetSource(SourcePrefix+name, nil, nil)
 		}
@@ -170,30 +212,39 @@ func (s *Source) Close() error {
 func (s *Source) set(name string, tools []*registry.Tool, diags []protocol.Diagnostic, notify bool) {
 	s.changeMu.Lock()
 	defer s.changeMu.Unlock()
-	if s.ctx.Err() != nil && tools != nil {
-		return // closing: do not bring tools back
+	if s.ctx.Err() != nil {
+		return // closing: Close removes everything
 	}
 	ch := s.reg.SetSource(SourcePrefix+name, tools, diags)
 	all := s.reg.Catalog().Diagnostics()
 	changed := !ch.Empty() || !slices.Equal(all, s.diags)
 	s.diags = all
-	if changed && notify && s.opts.OnChange != nil && s.ctx.Err() == nil {
+	if changed && notify && s.opts.OnChange != nil {
 		s.opts.OnChange(ch, all)
 	}
 }
 
 // server is one configured MCP server and its current connection.
 type server struct {
-	src  *Source
-	name string
-	cfg  Server
-	log  *slog.Logger
+	src    *Source
+	name   string
+	cfg    Server
+	log    *slog.Logger
+	ctx    context.Context // done when the server is stopped
+	cancel context.CancelFunc
+	done   chan struct{} // closed when its goroutine has ended
 
 	mu       sync.Mutex // guards cs, down, progress, seq
 	cs       *sdk.ClientSession
 	down     string // why the server is not running, for calls that arrive meanwhile
 	progress map[string]func(*sdk.ProgressNotificationParams)
 	seq      uint64
+}
+
+// stop stops the server and waits until its process is gone.
+func (sv *server) stop() {
+	sv.cancel()
+	<-sv.done
 }
 
 // run starts the server, serves it until it dies, and restarts it with backoff.
@@ -207,7 +258,7 @@ func (sv *server) run(firstDone func()) {
 	for {
 		started := time.Now()
 		err := sv.serve(markFirst)
-		if s.ctx.Err() != nil {
+		if sv.ctx.Err() != nil {
 			return
 		}
 		if time.Since(started) > time.Minute {
@@ -232,7 +283,7 @@ func (sv *server) run(firstDone func()) {
 		restarts++
 		t := time.NewTimer(wait)
 		select {
-		case <-s.ctx.Done():
+		case <-sv.ctx.Done():
 			t.Stop()
 			return
 		case <-t.C:
@@ -275,7 +326,7 @@ func (sv *server) serve(listed func()) error {
 			}
 		},
 	})
-	startCtx, cancelStart := context.WithTimeout(s.ctx, s.opts.StartTimeout)
+	startCtx, cancelStart := context.WithTimeout(sv.ctx, s.opts.StartTimeout)
 	defer cancelStart()
 	cs, err := client.Connect(startCtx, &sdk.CommandTransport{Command: cmd, TerminateDuration: s.opts.TerminateDuration},
 		&sdk.ClientSessionOptions{ProtocolVersion: protocolVersion})
@@ -310,7 +361,7 @@ func (sv *server) serve(listed func()) error {
 		return nil
 	}
 	if err := relist(startCtx); err != nil {
-		if s.ctx.Err() != nil {
+		if sv.ctx.Err() != nil {
 			return err
 		}
 		return sv.failure("failed to list its tools", err, stderr)
@@ -322,8 +373,8 @@ func (sv *server) serve(listed func()) error {
 	var debounce <-chan time.Time
 	for {
 		select {
-		case <-s.ctx.Done():
-			return s.ctx.Err()
+		case <-sv.ctx.Done():
+			return sv.ctx.Err()
 		case <-ended:
 			return sv.failure("exited", exitErr(cs, cmd), stderr)
 		case <-changed:
@@ -332,10 +383,10 @@ func (sv *server) serve(listed func()) error {
 			}
 		case <-debounce:
 			debounce = nil
-			ctx, cancel := context.WithTimeout(s.ctx, s.opts.StartTimeout)
+			ctx, cancel := context.WithTimeout(sv.ctx, s.opts.StartTimeout)
 			err := relist(ctx)
 			cancel()
-			if err != nil && s.ctx.Err() == nil {
+			if err != nil && sv.ctx.Err() == nil {
 				select {
 				case <-ended:
 					return sv.failure("exited", exitErr(cs, cmd), stderr)

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -447,4 +448,45 @@ func TestCloseKillsStubbornServer(t *testing.T) {
 	if !gone(pid, 10*time.Second) {
 		t.Errorf("a server that ignores stdin closing and SIGTERM (pid %d) survived Close", pid)
 	}
+}
+
+func TestSetServers(t *testing.T) {
+	f := start(t, map[string]string{"one": "1", "two": "1"}, nil)
+	pidOf := func(server string) int {
+		c := newCall(nil)
+		if _, err := f.exec(t, deadline(t), server+"_pid", `{}`, c); err != nil {
+			t.Fatal(err)
+		}
+		pid, _ := strconv.Atoi(c.out.String())
+		return pid
+	}
+	onePID, twoPID := pidOf("one"), pidOf("two")
+	cmd := []string{os.Args[0], "-test.run=^$"}
+	env := map[string]string{testServerEnv: "1", "GORACE": "atexit_sleep_ms=0"}
+	f.src.SetServers(map[string]Server{
+		"one":   {Command: cmd, Env: env},                                                                      // unchanged: keeps running
+		"three": {Command: cmd, Env: env},                                                                      // new
+		"two":   {Command: cmd, Env: map[string]string{testServerEnv: "other", "GORACE": "atexit_sleep_ms=0"}}, // changed: restarted
+	})
+	f.waitEvent(t, "three's tools", func(e event) bool { return slices.Contains(e.ch.Added, "three_echo") })
+	if _, ok := f.reg.Catalog().Lookup("two_echo"); !ok {
+		f.waitEvent(t, "two back", func(e event) bool { return slices.Contains(e.ch.Added, "two_echo") })
+	}
+	if pidOf("one") != onePID {
+		t.Error("an unchanged server was restarted")
+	}
+	if pidOf("two") == twoPID || !gone(twoPID, 10*time.Second) {
+		t.Error("a changed server was not restarted")
+	}
+	threePID := pidOf("three")
+	f.src.SetServers(map[string]Server{"one": {Command: cmd, Env: env}})
+	for _, id := range []string{"two_echo", "three_echo"} {
+		if _, ok := f.reg.Catalog().Lookup(id); ok {
+			t.Errorf("%s still in the catalogue after its server was removed", id)
+		}
+	}
+	if !gone(threePID, 10*time.Second) {
+		t.Error("a removed server still runs")
+	}
+	f.entry(t, "one_echo")
 }
