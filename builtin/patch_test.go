@@ -155,3 +155,17 @@ func TestApplyPatchOutside(t *testing.T) {
 		t.Fatalf("outside file changed: %q", b)
 	}
 }
+
+// TestApplyPatchRollsBack: when a later write fails, the files already written are
+// restored.
+func TestApplyPatchRollsBack(t *testing.T) {
+	e := newEnv(t, patchTree)
+	before := snapshot(t, e.ws)
+	_, err := e.run("apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: a.py\n-    return 1\n+    return 9\n*** Delete File: old.txt\n*** Add File: b.txt/under-a-file.txt\n+x\n*** End Patch"})
+	if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
+		t.Fatalf("err = %v", err)
+	}
+	if !sameMap(before, snapshot(t, e.ws)) {
+		t.Error("files were not restored")
+	}
+}
