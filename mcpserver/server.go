@@ -484,6 +484,18 @@ func askText(p protocol.AskedParams) string {
 		}
 		fmt.Fprintf(&b, "\n%s: %s", k, v)
 	}
+	if server, ok := md["server"].(string); ok {
+		fmt.Fprintf(&b, "\nMCP server %s, tool %v", server, md["tool"])
+	}
+	if args, ok := md["args"]; ok {
+		if j, err := json.Marshal(args); err == nil && string(j) != "{}" {
+			v := string(j)
+			if len(v) > 2000 {
+				v = v[:2000] + "…"
+			}
+			fmt.Fprintf(&b, "\narguments: %s", v)
+		}
+	}
 	if r := p.Rule; r != nil {
 		fmt.Fprintf(&b, "\n(rule %s %s → %s", r.Permission, r.Pattern, r.Action)
 		if r.Source != "" {
