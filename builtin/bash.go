@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/permission/shell"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -60,9 +61,6 @@ func bashTool(o *Options) *registry.Tool {
 		},
 	}
 }
-
-// analyze is shell.Analyze; tests replace it to feed analyses the placeholder cannot make.
-var analyze = shell.Analyze
 
 func deref[T any](p *T) T {
 	var z T
@@ -243,10 +241,12 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	return &registry.Result{Title: title, Output: note.String(), Metadata: meta}, nil
 }
 
-// askBash asks for everything a command line would touch: folders outside the workspace,
-// files it writes, the commands it runs, and the parts no parser can see through.
+// askBash asks for everything a command line would touch, as permission.ShellRequests
+// lists it: folders outside the workspace (and path words only known at run time), files
+// it writes, the commands it runs, and the parts no parser can see through. A workdir
+// outside the workspace is asked for first.
 func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *target, description string) error {
-	an := analyze(command)
+	an := shell.Analyze(command)
 	var texts []string
 	for _, c := range an.Commands {
 		texts = append(texts, c.Text)
@@ -254,116 +254,43 @@ func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *
 	meta := func() map[string]any {
 		return map[string]any{"command": command, "workdir": relOrAbs(call.Workspace, dir), "commands": texts, "description": description}
 	}
-
-	// Folders outside the workspace: the workdir, paths and cd targets.
-	var external []string
-	seen := map[string]bool{}
-	addExternal := func(folder string) {
-		p := strings.TrimSuffix(filepath.ToSlash(folder), "/") + "/*"
-		if !seen[p] {
-			seen[p] = true
-			external = append(external, p)
-		}
-	}
 	if wd != nil && !wd.Inside {
-		addExternal(wd.Abs)
-	}
-	resolveArg := func(p string) *target {
-		if p == "" || strings.IndexByte(p, 0) >= 0 {
-			return nil
-		}
-		t, err := resolvePath(call.Workspace, dir, "path", p)
-		if err != nil {
-			return nil
-		}
-		return t
-	}
-	for _, p := range an.Dirs {
-		if t := resolveArg(p); t != nil && !t.Inside {
-			addExternal(t.Abs)
+		folder := strings.TrimSuffix(filepath.ToSlash(wd.Abs), "/")
+		m := meta()
+		m["folder"] = folder
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: []string{folder + "/*"}, Always: []string{permission.Escape(folder) + "/*"}, Metadata: m}); err != nil {
+			return err
 		}
 	}
-	for _, p := range an.Paths {
-		if t := resolveArg(p); t != nil && !t.Inside {
-			if t.Info != nil && t.Info.IsDir() {
-				addExternal(t.Abs)
-			} else {
-				addExternal(filepath.Dir(t.Abs))
+	reqs := permission.ShellRequests(an, dir, call.Workspace, "")
+	for _, r := range reqs {
+		m := meta()
+		switch {
+		case r.Permission == permission.KeyExternalDirectory:
+			m["folders"] = r.Patterns
+			if len(an.Dynamic) > 0 {
+				m["dynamic"] = an.Dynamic
 			}
+		case r.Permission == permission.KeyEdit:
+			m["writes"] = r.Patterns
+		case r.Opaque:
+			m["opaque"] = true
 		}
-	}
-	var writes []string
-	for _, p := range an.Writes {
-		if isDevNull(p) {
-			continue
-		}
-		t := resolveArg(p)
-		if t == nil {
-			writes = append(writes, p)
-			continue
-		}
-		if !t.Inside {
-			addExternal(filepath.Dir(t.Abs))
-		}
-		writes = append(writes, t.Pattern())
-	}
-	if len(external) > 0 {
-		m := meta()
-		m["folders"] = external
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: external, Metadata: m}); err != nil {
-			return err
-		}
-	}
-	if len(writes) > 0 {
-		m := meta()
-		m["writes"] = writes
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: dedupe(writes), Metadata: m}); err != nil {
-			return err
-		}
-	}
-	if len(an.Commands) > 0 {
-		var always []string
-		for _, c := range an.Commands {
-			always = append(always, c.Always...)
-		}
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: dedupe(texts), Always: dedupe(always), Metadata: meta()}); err != nil {
-			return err
-		}
-	}
-	for _, op := range an.Opaque {
-		m := meta()
-		m["opaque"] = true
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{op}, Metadata: m}); err != nil {
+		// An empty Always means no "always" may be offered (a request made only of words
+		// known at run time): that is what Opaque says to the pipeline.
+		req := registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, Metadata: m}
+		if err := call.Ask(ctx, req); err != nil {
 			return err
 		}
 	}
 	if len(an.Commands) == 0 && len(an.Opaque) == 0 {
-		// Nothing the analysis could name (a bare assignment, say): ask with the raw line.
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{strings.TrimSpace(command)}, Metadata: meta()}); err != nil {
+		// Nothing the analysis could name (a bare assignment, say): ask with the raw line,
+		// so that no call runs without a bash permission.
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{strings.TrimSpace(command)}, Opaque: true, Metadata: meta()}); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-func isDevNull(p string) bool {
-	switch p {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
-		return true
-	}
-	return strings.HasPrefix(p, "/dev/fd/") || (strings.HasPrefix(p, "&") && len(p) > 1)
-}
-
-func dedupe(ss []string) []string {
-	seen := map[string]bool{}
-	out := ss[:0:0]
-	for _, s := range ss {
-		if !seen[s] {
-			seen[s] = true
-			out = append(out, s)
-		}
-	}
-	return out
 }
 
 // bashSink receives a command's output: everything goes on to the call's Output, and the
