@@ -121,3 +121,25 @@ func TestToolsContract(t *testing.T) {
 		}
 	}
 }
+
+// TestAlwaysIsExact: "always" answers remember the exact path (wildcards escaped), and
+// external_directory the folder.
+func TestAlwaysIsExact(t *testing.T) {
+	e := newEnv(t, "-- a*b.txt --\nx\n")
+	if _, err := e.run("read", map[string]any{"filePath": "a*b.txt"}); err != nil {
+		t.Fatal(err)
+	}
+	r := e.asks.asked("read")
+	if len(r) != 1 || r[0].Patterns[0] != "a*b.txt" || len(r[0].Always) != 1 || r[0].Always[0] != `a\*b.txt` {
+		t.Fatalf("read ask %+v", r)
+	}
+	outside, _ := filepath.EvalSymlinks(t.TempDir())
+	os.WriteFile(filepath.Join(outside, "f"), []byte("x\n"), 0o644)
+	if _, err := e.run("read", map[string]any{"filePath": filepath.Join(outside, "f")}); err != nil {
+		t.Fatal(err)
+	}
+	x := e.asks.asked("external_directory")
+	if len(x) != 1 || x[0].Always[0] != filepath.ToSlash(outside)+"/*" {
+		t.Fatalf("external ask %+v", x)
+	}
+}

@@ -131,7 +131,7 @@ func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path
 		return nil, err
 	}
 	meta := map[string]any{"pattern": orig, "path": t.Display()}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "glob", Patterns: []string{orig}, Metadata: meta}); err != nil {
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "glob", Patterns: []string{orig}, Always: exactly(orig), Metadata: meta}); err != nil {
 		return nil, err
 	}
 	found, err := globFiles(ctx, call.Workspace, t.Abs, pattern, anyDepth)

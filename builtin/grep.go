@@ -525,7 +525,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	}
 	meta := map[string]any{"pattern": pattern, "path": path, "include": include}
 	ask := func() error {
-		return call.Ask(ctx, registry.AskRequest{Permission: "grep", Patterns: []string{pattern}, Metadata: meta})
+		return call.Ask(ctx, registry.AskRequest{Permission: "grep", Patterns: []string{pattern}, Always: exactly(pattern), Metadata: meta})
 	}
 	if strings.HasPrefix(path, registry.OutputURIPrefix) {
 		if err := ask(); err != nil {

@@ -77,7 +77,7 @@ func runList(ctx context.Context, o *Options, call *registry.Call, p string, ign
 	if err := askExternal(ctx, call, t, true); err != nil {
 		return nil, err
 	}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "list", Patterns: []string{t.Pattern()}, Metadata: map[string]any{"path": t.Display()}}); err != nil {
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "list", Patterns: []string{t.Pattern()}, Always: exactly(t.Pattern()), Metadata: map[string]any{"path": t.Display()}}); err != nil {
 		return nil, err
 	}
 	skipDirs := map[string]bool{}

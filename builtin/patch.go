@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -362,7 +363,7 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 	}
 	// Resolve every path, and ask for the folders outside the workspace in one request.
 	seen := map[string]string{}
-	var external []string
+	var external, externalAlways []string
 	extSeen := map[string]bool{}
 	resolve := func(op *patchOp, p string) (*target, error) {
 		t, err := resolvePath(call.Workspace, "", "path", p)
@@ -374,10 +375,11 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 		}
 		seen[t.Abs] = op.describe()
 		if !t.Inside {
-			d := filepath.ToSlash(filepath.Dir(t.Abs)) + "/*"
-			if !extSeen[d] {
+			dir := filepath.ToSlash(filepath.Dir(t.Abs))
+			if d := dir + "/*"; !extSeen[d] {
 				extSeen[d] = true
 				external = append(external, d)
+				externalAlways = append(externalAlways, permission.Escape(dir)+"/*")
 			}
 		}
 		return t, nil
@@ -436,7 +438,7 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 		changes = append(changes, ch)
 	}
 	if len(external) > 0 {
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: external, Metadata: map[string]any{"folders": external}}); err != nil {
+		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: external, Always: externalAlways, Metadata: map[string]any{"folders": external}}); err != nil {
 			return nil, err
 		}
 	}
@@ -460,7 +462,7 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 	for _, ch := range changes {
 		deletes = deletes || ch.delete
 	}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Metadata: meta, Destructive: deletes}); err != nil {
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Always: exactly(patterns...), Metadata: meta, Destructive: deletes}); err != nil {
 		return nil, err
 	}
 	// Check every file is as read before writing any, then write; undo on a failure.

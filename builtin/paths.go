@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -154,6 +155,7 @@ func askExternal(ctx context.Context, call *registry.Call, t *target, dirKind bo
 	return call.Ask(ctx, registry.AskRequest{
 		Permission: "external_directory",
 		Patterns:   []string{pattern},
+		Always:     []string{permission.Escape(strings.TrimSuffix(dir, "/")) + "/*"},
 		Metadata:   map[string]any{"folder": dir, "filePath": filepath.ToSlash(t.Abs)},
 	})
 }
@@ -172,11 +174,21 @@ func resolveAndAsk(ctx context.Context, call *registry.Call, name, p, perm strin
 		return nil, err
 	}
 	if perm != "" {
-		if err := call.Ask(ctx, registry.AskRequest{Permission: perm, Patterns: []string{t.Pattern()}, Metadata: meta}); err != nil {
+		if err := call.Ask(ctx, registry.AskRequest{Permission: perm, Patterns: []string{t.Pattern()}, Always: exactly(t.Pattern()), Metadata: meta}); err != nil {
 			return nil, err
 		}
 	}
 	return t, nil
+}
+
+// exactly returns the "always" patterns that allow exactly ps again: their wildcard
+// characters escaped, so that remembering a path with a * in its name allows no other.
+func exactly(ps ...string) []string {
+	out := make([]string, len(ps))
+	for i, p := range ps {
+		out[i] = permission.Escape(p)
+	}
+	return out
 }
 
 // errPathChanged is returned when a path was swapped (a symlink put in place) between the

@@ -442,7 +442,7 @@ func (r *reader) readOutput(ctx context.Context, call *registry.Call, uri string
 	if call.Outputs == nil {
 		return nil, errors.New("stored outputs cannot be read in this session")
 	}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "read", Patterns: []string{uri}}); err != nil {
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "read", Patterns: []string{uri}, Always: exactly(uri)}); err != nil {
 		return nil, err
 	}
 	content, total, totalBytes, err := call.Outputs.ReadLines(ctx, id, r.offset-1, r.limit)

@@ -76,7 +76,7 @@ func runWebfetch(ctx context.Context, o *Options, call *registry.Call, rawURL, f
 	if timeoutSec != nil && *timeoutSec > 0 {
 		timeout = min(time.Duration(*timeoutSec*float64(time.Second)), o.WebfetchMaxTimeout)
 	}
-	if err := call.Ask(ctx, registry.AskRequest{Permission: "webfetch", Patterns: []string{u.String()}, Metadata: map[string]any{"url": u.String(), "format": format}}); err != nil {
+	if err := call.Ask(ctx, registry.AskRequest{Permission: "webfetch", Patterns: []string{u.String()}, Always: exactly(u.String()), Metadata: map[string]any{"url": u.String(), "format": format}}); err != nil {
 		return nil, err
 	}
 

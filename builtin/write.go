@@ -132,7 +132,7 @@ func (c *change) ask(ctx context.Context, call *registry.Call) error {
 	if c.moveTo != nil {
 		patterns = append(patterns, c.moveTo.Pattern())
 	}
-	return call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Metadata: c.metadata()})
+	return call.Ask(ctx, registry.AskRequest{Permission: "edit", Patterns: patterns, Always: exactly(patterns...), Metadata: c.metadata()})
 }
 
 // unchanged checks the file on disk is still what was read.
