@@ -432,7 +432,7 @@ type grepLine struct {
 // false for a binary file (a NUL byte in its first 8 KiB).
 func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
 	// Raw system calls: an os.File costs an fcntl and a poller registration per file.
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY, 0)
+	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
 	if err != nil {
 		return nil, true
 	}
@@ -569,6 +569,9 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	}
 	inc := includeMatcher(include)
 	if t != nil && !t.Info.IsDir() {
+		if !t.Info.Mode().IsRegular() {
+			return nil, fmt.Errorf("path %s is not a regular file or folder (it is a %s): grep searches files and folders", t.Display(), fileKind(t.Info.Mode()))
+		}
 		if inc == nil || inc(filepath.Base(t.Abs), filepath.Base(t.Abs)) {
 			search(t.Abs)
 		}

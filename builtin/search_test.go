@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -264,5 +265,20 @@ func TestSearchDoesNotFollowLinks(t *testing.T) {
 		if _, err := e.run(tool, args); !isPermissionError(err) {
 			t.Errorf("%s on the link: err = %v, want the external_directory refusal", tool, err)
 		}
+	}
+}
+
+func TestGrepSpecialFile(t *testing.T) {
+	e := newEnv(t, "")
+	if err := syscall.Mkfifo(e.path("fifo"), 0o644); err != nil {
+		t.Skip(err)
+	}
+	_, err := e.run("grep", map[string]any{"pattern": "x", "path": "fifo"})
+	if err == nil || !strings.Contains(err.Error(), "named pipe") {
+		t.Fatalf("err = %v", err)
+	}
+	// In a walk it is skipped, not waited on.
+	if _, err := e.run("grep", map[string]any{"pattern": "x"}); err != nil {
+		t.Fatal(err)
 	}
 }
