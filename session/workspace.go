@@ -17,6 +17,7 @@ import (
 
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/config"
+	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/project"
 	"github.com/toolsd/toolsd/protocol"
@@ -54,8 +55,9 @@ type Workspace struct {
 	changed     func(protocol.ChangedParams)
 	log         *slog.Logger
 
-	mu     sync.Mutex // guards agents and layers
+	mu     sync.Mutex // guards agents, layers and mcp
 	agents map[string]bool
+	mcp    *mcp.Source
 	layers *config.Layers
 
 	closeOnce sync.Once
@@ -170,6 +172,19 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	}
 	w.closers = append(w.closers, ps.Close)
 
+	// MCP servers start in the background; their tools arrive with tools/changed.
+	ms, err := mcp.NewSource(w.reg, mcp.SourceOptions{
+		Servers: w.mcpServers(cs.Layers()), Workspace: real, Logger: o.Logger,
+		OnChange: func(ch registry.Change, _ []protocol.Diagnostic) { w.notifyChanged(ch) },
+	})
+	if err != nil {
+		return nil, fmt.Errorf("starting MCP servers: %w", err)
+	}
+	w.mu.Lock()
+	w.mcp = ms
+	w.mu.Unlock()
+	w.closers = append(w.closers, ms.Close)
+
 	w.svc = New(Options{
 		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: o.Notifier,
 		CanAsk: o.CanAsk, Logger: o.Logger,
@@ -270,6 +285,26 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	if notify {
 		w.notifyChanged(ch)
 	}
+	w.mu.Lock()
+	ms := w.mcp
+	w.mu.Unlock()
+	if ms != nil {
+		ms.SetServers(w.mcpServers(l)) // reports its own changes through OnChange
+	}
+}
+
+// mcpServers are the MCP servers the settings name. The workspace's own config names
+// programs the repository wants run: they start only once the person trusts the workspace.
+func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
+	layers := []*config.Layer{l.User, l.Editor}
+	if w.perms.Trusted() {
+		layers = append(layers, l.Project)
+	}
+	out := map[string]mcp.Server{}
+	for name, m := range config.Merge(layers...).MCP {
+		out[name] = mcp.Server{Command: m.Command, Env: m.Env}
+	}
+	return out
 }
 
 // notifyChanged sends tools/changed with the catalogue's diagnostics.

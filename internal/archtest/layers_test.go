@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"config":            {"protocol", "watcher", "internal/jsonpos"},
 	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc"},
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos"},
-	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "watcher", "internal/proc"},
+	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc"},
 	"mcp":               {"protocol", "registry", "internal/proc"},
 	"mcpserver":         {"protocol", "session", "registry", "internal/proc"},
 	"rpc":               {"protocol", "session"},
