@@ -26,8 +26,43 @@ type fileDiff struct {
 
 // unifiedDiff returns the unified diff from old to new of the file named name (a
 // workspace-relative or absolute slash path). Only the region between the common prefix
-// and suffix is matched, so a small edit of a large file is cheap.
+// and suffix is split into lines and matched, so a small edit of a large file is cheap.
 func unifiedDiff(name string, old, new []byte) fileDiff {
+	// Common prefix and suffix at byte level, cut back to whole lines and widened by the
+	// context lines.
+	p := 0
+	for n := min(len(old), len(new)); p < n && old[p] == new[p]; p++ {
+	}
+	start := bytes.LastIndexByte(old[:p], '\n') + 1
+	for k := 0; k < diffContext && start > 0; k++ {
+		start = bytes.LastIndexByte(old[:start-1], '\n') + 1
+	}
+	s := 0
+	for n := min(len(old), len(new)) - start; s < n && old[len(old)-1-s] == new[len(new)-1-s]; s++ {
+	}
+	endA, endB := len(old), len(new)
+	if s > 0 {
+		// The suffix must start at a line start: after the first newline in it.
+		if i := bytes.IndexByte(old[len(old)-s:], '\n'); i >= 0 && len(old)-s+i+1 < len(old) {
+			endA = len(old) - s + i + 1
+			endB = len(new) - s + i + 1
+			for k := 0; k < diffContext && endA < len(old); k++ {
+				j := bytes.IndexByte(old[endA:], '\n')
+				if j < 0 {
+					endA, endB = len(old), len(new)
+					break
+				}
+				endA += j + 1
+				endB += j + 1
+			}
+		}
+	}
+	offset := bytes.Count(old[:start], []byte{'\n'})
+	return diffLines(name, old[start:endA], new[start:endB], offset)
+}
+
+// diffLines is unifiedDiff of a region that starts at line offset+1 of both files.
+func diffLines(name string, old, new []byte, offset int) fileDiff {
 	a, b := splitLinesKeep(old), splitLinesKeep(new)
 	p := 0
 	for p < len(a) && p < len(b) && a[p] == b[p] {
@@ -86,7 +121,7 @@ func unifiedDiff(name string, old, new []byte) fileDiff {
 	for _, g := range groups {
 		first, last := g[0], g[len(g)-1]
 		if out.Len() <= diffMaxBytes {
-			fmt.Fprintf(&out, "@@ -%s +%s @@\n", unifiedRange(first.I1, last.I2), unifiedRange(first.J1, last.J2))
+			fmt.Fprintf(&out, "@@ -%s +%s @@\n", unifiedRange(offset+first.I1, offset+last.I2), unifiedRange(offset+first.J1, offset+last.J2))
 		}
 		for _, c := range g {
 			if c.Tag == 'e' {

@@ -45,3 +45,31 @@ func TestUnifiedDiffLarge(t *testing.T) {
 		t.Errorf("diff of %d bytes, tail %q", len(d.Text), d.Text[len(d.Text)-100:])
 	}
 }
+
+// TestUnifiedDiffRegionMatchesWhole: diffing only the changed region gives the same text
+// as diffing the whole files.
+func TestUnifiedDiffRegionMatchesWhole(t *testing.T) {
+	var base []string
+	for i := range 200 {
+		base = append(base, fmt.Sprintf("l%d", i%7))
+	}
+	whole := func(a, b string) string { return diffLines("f", []byte(a), []byte(b), 0).Text }
+	cases := []func([]string) []string{
+		func(l []string) []string { l[100] = "X"; return l },
+		func(l []string) []string { l[0] = "X"; return l },
+		func(l []string) []string { l[199] = "X"; return l },
+		func(l []string) []string { return append(l[:50], l[53:]...) },
+		func(l []string) []string { return append(l[:2], append([]string{"new", "lines"}, l[2:]...)...) },
+		func(l []string) []string { l[10], l[150] = "A", "B"; return l },
+		func(l []string) []string { return l[:0] },
+	}
+	for i, mutate := range cases {
+		for _, nl := range []string{"\n", ""} {
+			a := strings.Join(base, "\n") + nl
+			b := strings.Join(mutate(append([]string(nil), base...)), "\n") + nl
+			if got, want := unifiedDiff("f", []byte(a), []byte(b)).Text, whole(a, b); got != want {
+				t.Errorf("case %d (newline %q): region diff\n%s\nwhole diff\n%s", i, nl, got, want)
+			}
+		}
+	}
+}
