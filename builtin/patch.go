@@ -442,22 +442,25 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 			return nil, err
 		}
 	}
-	var patterns, files []string
+	var patterns []string
+	var files []any
 	var diff strings.Builder
 	adds, dels := 0, 0
 	for _, ch := range changes {
 		ch.computeDiff()
 		patterns = append(patterns, ch.name())
-		files = append(files, filepath.ToSlash(ch.t.Abs))
 		if ch.moveTo != nil {
 			patterns = append(patterns, ch.moveTo.Pattern())
-			files = append(files, filepath.ToSlash(ch.moveTo.Abs))
 		}
+		files = append(files, ch.metadata())
 		diff.WriteString(ch.diff.Text)
 		adds += ch.diff.Additions
 		dels += ch.diff.Deletions
 	}
-	meta := map[string]any{"diff": diff.String(), "filePath": files[0], "files": files, "additions": adds, "deletions": dels}
+	// diff is every file's diff, for the person to read; files has each file's own
+	// (filePath, diff, movePath) for an editor that opens them one by one. filePath is the
+	// first file's.
+	meta := map[string]any{"diff": diff.String(), "filePath": filepath.ToSlash(changes[0].t.Abs), "files": files, "additions": adds, "deletions": dels}
 	deletes := false
 	for _, ch := range changes {
 		deletes = deletes || ch.delete

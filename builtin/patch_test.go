@@ -169,3 +169,22 @@ func TestApplyPatchRollsBack(t *testing.T) {
 		t.Error("files were not restored")
 	}
 }
+
+func TestApplyPatchAskMetadata(t *testing.T) {
+	e := newEnv(t, patchTree)
+	if _, err := e.run("apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: b.txt\n-remove me\n*** Add File: c.txt\n+c\n*** End Patch"}); err != nil {
+		t.Fatal(err)
+	}
+	m := e.asks.asked("edit")[0].Metadata
+	files, _ := m["files"].([]any)
+	if len(files) != 2 || m["filePath"] != e.ws+"/b.txt" {
+		t.Fatalf("metadata %v", m)
+	}
+	first := files[0].(map[string]any)
+	if first["filePath"] != e.ws+"/b.txt" || !strings.Contains(first["diff"].(string), "-remove me") || strings.Contains(first["diff"].(string), "+c") {
+		t.Errorf("first file %v", first)
+	}
+	if d := m["diff"].(string); !strings.Contains(d, "-remove me") || !strings.Contains(d, "+c\n") {
+		t.Errorf("combined diff %q", d)
+	}
+}
