@@ -300,3 +300,14 @@ func TestWriteAtomicParentSwap(t *testing.T) {
 		t.Fatal("file written outside")
 	}
 }
+
+func TestEditCRLFDiffHasNoCarriageReturns(t *testing.T) {
+	e := newEnv(t, editTree)
+	if _, err := e.run("edit", map[string]any{"filePath": "crlf.txt", "oldString": "two", "newString": "2"}); err != nil {
+		t.Fatal(err)
+	}
+	d := e.asks.asked("edit")[0].Metadata["diff"].(string)
+	if strings.Contains(d, "\r") || !strings.Contains(d, "-two\n+2\n") {
+		t.Errorf("diff %q", d)
+	}
+}

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -102,11 +103,17 @@ func (c *change) computeDiff() {
 		c.diff = fileDiff{Text: fmt.Sprintf("Binary file %s changed (%d -> %d bytes)\n", name, len(c.old), len(c.new))}
 		return
 	}
-	nw := c.new
+	old, nw := c.old, c.new
 	if c.delete {
 		nw = nil
 	}
-	c.diff = unifiedDiff(name, c.old, nw)
+	// The diff of a CRLF file is shown with plain newlines: a reader (and an editor that
+	// applies it to the text it shows) sees lines, not carriage returns.
+	if bytes.Contains(old, []byte("\r\n")) || bytes.Contains(nw, []byte("\r\n")) {
+		old = bytes.ReplaceAll(old, []byte("\r\n"), []byte("\n"))
+		nw = bytes.ReplaceAll(nw, []byte("\r\n"), []byte("\n"))
+	}
+	c.diff = unifiedDiff(name, old, nw)
 	if c.moveTo != nil {
 		c.diff.Text = fmt.Sprintf("rename from %s\nrename to %s\n", c.name(), c.moveTo.Pattern()) + c.diff.Text
 	}
