@@ -1,10 +1,13 @@
 package builtin
 
 import (
+	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
@@ -280,5 +283,39 @@ func TestGrepSpecialFile(t *testing.T) {
 	// In a walk it is skipped, not waited on.
 	if _, err := e.run("grep", map[string]any{"pattern": "x"}); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestSearchConcurrent runs searches at once (the tools are shared by every call).
+func TestSearchConcurrent(t *testing.T) {
+	e := newEnv(t, searchTree)
+	var wg sync.WaitGroup
+	errs := make(chan error, 12)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tool := []string{"grep", "glob", "list"}[i%3]
+			args := map[string]any{"pattern": "needle"}
+			switch tool {
+			case "glob":
+				args = map[string]any{"pattern": "**/*.go"}
+			case "list":
+				args = map[string]any{}
+			}
+			raw, _ := json.Marshal(args)
+			res, err := e.tools[tool].Execute(context.Background(), e.call(tool), raw)
+			if err == nil && res.Output == "" {
+				err = fmt.Errorf("%s: empty output", tool)
+			}
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Error(err)
+		}
 	}
 }
