@@ -1,0 +1,164 @@
+package rpc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	sg "github.com/sourcegraph/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// fakeBackend answers with canned values; Resolve panics on demand; Execute blocks until
+// its context ends.
+type fakeBackend struct {
+	panicResolve atomic.Bool
+	executing    chan struct{}
+	closed       atomic.Bool
+}
+
+func (f *fakeBackend) Resolve(protocol.ResolveParams) protocol.ResolveResult {
+	if f.panicResolve.Load() {
+		panic("resolve exploded")
+	}
+	return protocol.ResolveResult{Tools: []protocol.ToolInfo{}, Diagnostics: []protocol.Diagnostic{}}
+}
+func (f *fakeBackend) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
+	f.executing <- struct{}{}
+	<-ctx.Done()
+	return nil, ctx.Err()
+}
+func (f *fakeBackend) Cancel(string, string) bool { return false }
+func (f *fakeBackend) Reply(protocol.ReplyParams) (*protocol.ReplyResult, error) {
+	return &protocol.ReplyResult{Released: []string{}}, nil
+}
+func (f *fakeBackend) PendingAsks() []protocol.AskedParams { return []protocol.AskedParams{} }
+func (f *fakeBackend) SetTrusted(t bool) (bool, error)     { return t, nil }
+func (f *fakeBackend) ListCalls(protocol.CallsListParams) (*protocol.CallsListResult, error) {
+	return nil, errors.New("disk on fire")
+}
+func (f *fakeBackend) GetCall(protocol.CallsGetParams) (*protocol.CallRecord, error) { return nil, nil }
+func (f *fakeBackend) ReadOutput(protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
+	return nil, nil
+}
+func (f *fakeBackend) StorePath() string     { return "/tmp/x.db" }
+func (f *fakeBackend) Permissions() []string { return []string{"read"} }
+func (f *fakeBackend) Close() error          { f.closed.Store(true); return nil }
+
+// serve runs Serve on in-process pipes with an independent client.
+func serve(t *testing.T) (*sg.Conn, *fakeBackend, io.Closer, <-chan int) {
+	t.Helper()
+	cr, sw := io.Pipe() // server -> client
+	sr, cw := io.Pipe() // client -> server
+	fb := &fakeBackend{executing: make(chan struct{}, 1)}
+	code := make(chan int, 1)
+	go func() {
+		code <- Serve(context.Background(), sr, sw, func() error { _ = sr.Close(); return sw.Close() }, Options{
+			Version: "test",
+			Open:    func(context.Context, protocol.InitializeParams, Notifier) (Backend, error) { return fb, nil },
+		})
+	}()
+	conn := sg.NewConn(context.Background(), sg.NewBufferedStream(struct {
+		io.Reader
+		io.WriteCloser
+	}{cr, cw}, sg.VSCodeObjectCodec{}), sg.HandlerWithError(func(context.Context, *sg.Conn, *sg.Request) (any, error) { return nil, nil }))
+	t.Cleanup(func() { _ = conn.Close() })
+	return conn, fb, cw, code
+}
+
+func code(err error) int64 {
+	var e *sg.Error
+	if errors.As(err, &e) {
+		return e.Code
+	}
+	return 0
+}
+
+func TestServeRecoversAndMapsErrors(t *testing.T) {
+	conn, fb, stdin, exit := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := conn.Call(ctx, "initialize", map[string]any{"workspaceFolder": "/w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	fb.panicResolve.Store(true)
+	err := conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, nil)
+	if code(err) != -32603 || !strings.Contains(err.Error(), "resolve exploded") {
+		t.Fatalf("panicking handler: %v", err)
+	}
+	fb.panicResolve.Store(false)
+	if err := conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, nil); err != nil {
+		t.Fatalf("after a panic the daemon must keep serving: %v", err)
+	}
+	// A plain error from below is an internal error with a real code, never code 0.
+	if err := conn.Call(ctx, "calls/list", map[string]any{}, nil); code(err) != -32603 {
+		t.Fatalf("plain error: %v", err)
+	}
+
+	// $/cancelRequest of a running execute: -32800.
+	id := sg.ID{Num: 77}
+	w, err := conn.DispatchCall(ctx, "tools/execute", map[string]any{"sessionID": "s", "messageID": "m", "callID": "c", "tool": "t"}, sg.PickID(id))
+	if err != nil {
+		t.Fatal(err)
+	}
+	<-fb.executing
+	if err := conn.Notify(ctx, "$/cancelRequest", map[string]any{"id": 77}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Wait(ctx, nil); code(err) != protocol.CodeRequestCancelled {
+		t.Fatalf("cancelled execute: %v", err)
+	}
+
+	if err := conn.Call(ctx, "shutdown", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if err := conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, nil); code(err) != -32600 {
+		t.Fatalf("request after shutdown: %v", err)
+	}
+	_ = conn.Notify(ctx, "exit", nil)
+	select {
+	case c := <-exit:
+		if c != 0 {
+			t.Fatalf("exit after shutdown: %d", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("Serve did not return after exit")
+	}
+	if !fb.closed.Load() {
+		t.Fatal("the backend was not closed")
+	}
+	_ = stdin.Close()
+}
+
+// End of input cancels a running execute and ends Serve with code 1.
+func TestServeEndOfInput(t *testing.T) {
+	conn, fb, stdin, exit := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := conn.Call(ctx, "initialize", map[string]any{"workspaceFolder": "/w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var raw json.RawMessage
+	go func() {
+		_ = conn.Call(ctx, "tools/execute", map[string]any{"sessionID": "s", "messageID": "m", "callID": "c", "tool": "t"}, &raw)
+	}()
+	<-fb.executing
+	_ = stdin.Close()
+	select {
+	case c := <-exit:
+		if c != 1 {
+			t.Fatalf("exit code %d after end of input, want 1", c)
+		}
+	case <-ctx.Done():
+		t.Fatal("Serve did not return after end of input")
+	}
+	if !fb.closed.Load() {
+		t.Fatal("the backend was not closed")
+	}
+}
