@@ -11,6 +11,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"go.lsp.dev/jsonrpc2"
 )
@@ -34,7 +35,7 @@ type guard struct {
 	in    *bufio.Reader
 	out   io.Writer
 	close func() error
-	limit int
+	limit atomic.Int64 // bytes; the settings may change it after initialize
 
 	// reply writes one error frame; set once the stream exists.
 	reply func(body []byte)
@@ -48,7 +49,9 @@ type guard struct {
 }
 
 func newGuard(in io.Reader, out io.Writer, closeFn func() error, limit int) *guard {
-	return &guard{in: bufio.NewReaderSize(in, 64<<10), out: out, close: closeFn, limit: limit}
+	g := &guard{in: bufio.NewReaderSize(in, 64<<10), out: out, close: closeFn}
+	g.limit.Store(int64(limit))
+	return g
 }
 
 func (g *guard) Write(p []byte) (int, error) { return g.out.Write(p) }
@@ -85,12 +88,12 @@ func (g *guard) next() ([]byte, error) {
 			}
 			return nil, err
 		}
-		if n > g.limit {
+		if limit := g.limit.Load(); int64(n) > limit {
 			peek, err := g.discard(n)
 			if err != nil {
 				return nil, err
 			}
-			g.fail(findID(peek), jsonrpc2.InvalidRequest, fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; it was not read (send smaller arguments, or raise --max-message)", n, g.limit))
+			g.fail(findID(peek), jsonrpc2.InvalidRequest, fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; it was not read (send smaller arguments, or raise limits.maxMessageBytes or --max-message)", n, limit))
 			continue
 		}
 		if cap(g.body) < n {

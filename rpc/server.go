@@ -56,7 +56,8 @@ type OpenFunc func(ctx context.Context, p protocol.InitializeParams, n Notifier)
 // Options configure Serve.
 type Options struct {
 	Version string
-	// MaxMessage is the largest frame body accepted, in bytes (default 8 MiB).
+	// MaxMessage is the largest frame body accepted, in bytes. Zero means the workspace's
+	// setting (limits.maxMessageBytes) once initialized, and DefaultMaxMessage before.
 	MaxMessage int
 	Open       OpenFunc
 	Logger     *slog.Logger
@@ -93,6 +94,14 @@ type server struct {
 	exit     chan int // the exit code, once the client says exit
 
 	progress *progressQueue
+
+	guard      *guard
+	fixedLimit bool // --max-message was given: the settings do not change it
+}
+
+// messageLimiter is implemented by backends whose settings name a message limit.
+type messageLimiter interface {
+	MaxMessageBytes() int64
 }
 
 // request is an incoming call that $/cancelRequest may cancel.
@@ -104,7 +113,8 @@ type request struct {
 // Serve runs the protocol on in and out until the client sends exit or in ends, and returns
 // the process exit code: 0 after shutdown then exit, 1 otherwise.
 func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() error, opts Options) int {
-	if opts.MaxMessage <= 0 {
+	fixedLimit := opts.MaxMessage > 0
+	if !fixedLimit {
 		opts.MaxMessage = DefaultMaxMessage
 	}
 	if opts.Logger == nil {
@@ -115,10 +125,11 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	s := &server{opts: opts, log: opts.Logger.With("component", "rpc"), ctx: ctx, cancel: cancel, reqs: map[string]*request{}, exit: make(chan int, 1)}
+	s := &server{opts: opts, log: opts.Logger.With("component", "rpc"), ctx: ctx, cancel: cancel, reqs: map[string]*request{}, exit: make(chan int, 1), fixedLimit: fixedLimit}
 
 	ended := make(chan error, 1)
 	g := newGuard(in, out, closeFn, opts.MaxMessage)
+	s.guard = g
 	g.onEnd = func(err error) {
 		// End of stdin: the editor is gone. Cancel everything at once; the read loop
 		// cannot be relied on to do it (JSONRPC.md).
@@ -422,10 +433,13 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	s.mu.Lock()
 	s.state, s.backend = stateReady, b
 	s.mu.Unlock()
+	if ml, ok := b.(messageLimiter); ok && !s.fixedLimit && ml.MaxMessageBytes() > 0 {
+		s.guard.limit.Store(ml.MaxMessageBytes())
+	}
 	return protocol.InitializeResult{
 		ServerInfo: protocol.ServerInfo{Name: "toolsd", Version: s.opts.Version},
 		Capabilities: protocol.ServerCapabilities{
-			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: int64(s.opts.MaxMessage),
+			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: s.guard.limit.Load(),
 			Permissions: b.Permissions(),
 		},
 		StorePath: b.StorePath(),

@@ -399,6 +399,9 @@ func (w *Workspace) ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsR
 	return res, nil
 }
 
+// MaxMessageBytes is the message limit the settings name (limits.maxMessageBytes).
+func (w *Workspace) MaxMessageBytes() int64 { return w.settings().Limits.MaxMessageBytes }
+
 // StorePath implements rpc.Backend.
 func (w *Workspace) StorePath() string { return w.store.Path() }
 

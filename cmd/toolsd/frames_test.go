@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/harness"
+	"github.com/toolsd/toolsd/protocol"
 )
 
 // rawClient speaks LSP framing by hand, to send what no library would.
@@ -174,4 +175,19 @@ func TestMalformedFramesKeepServing(t *testing.T) {
 		t.Fatalf("params as an array: %+v", r.Error)
 	}
 	ping(200)
+}
+
+// The message limit comes from the settings when no flag names one.
+func TestMessageLimitFromSettings(t *testing.T) {
+	e := newEnv(t, envOpts{options: map[string]any{"limits": map[string]any{"maxMessageBytes": 2048}}})
+	if e.init.Capabilities.MaxMessage != 2048 {
+		t.Fatalf("capabilities.maxMessageBytes = %d, want 2048", e.init.Capabilities.MaxMessage)
+	}
+	_, err := e.execute(protocol.ExecuteParams{CallID: "big", Tool: "write", Args: args("filePath", "x.txt", "content", strings.Repeat("x", 4096))})
+	if code := harness.RPCError(err); code != -32600 || !strings.Contains(err.Error(), "exceeds the limit of 2048") {
+		t.Fatalf("oversized execute: %v", err)
+	}
+	if _, err := e.execute(protocol.ExecuteParams{CallID: "small", Tool: "read", Args: args("filePath", ".")}); err != nil {
+		t.Fatalf("after an oversized message: %v", err)
+	}
 }

@@ -39,7 +39,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		storePath  = fs.String("store", "", "store file (default: one per workspace under $XDG_STATE_HOME/toolsd)")
 		logFile    = fs.String("log-file", "", "write logs to this file instead of stderr")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		maxMessage = fs.Int("max-message", rpc.DefaultMaxMessage, "largest JSON-RPC message accepted, in bytes")
+		maxMessage = fs.Int("max-message", 0, "largest JSON-RPC message accepted, in bytes (default: the setting limits.maxMessageBytes, 8 MiB)")
 		retention  = fs.Duration("retention", 7*24*time.Hour, "how long full outputs are kept")
 		syncStore  = fs.Bool("sync", false, "fsync every store commit (survive power loss, not only crashes)")
 		showVer    = fs.Bool("version", false, "print the version and exit")
