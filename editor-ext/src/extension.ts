@@ -29,6 +29,7 @@ export function activate(context: vscode.ExtensionContext): void {
     new Status(manager, asks),
     ...registerTrust(manager, output),
     vscode.commands.registerCommand('toolsd.showLog', () => output.show(true)),
+    vscode.commands.registerCommand('toolsd.showViews', () => vscode.commands.executeCommand('workbench.view.extension.toolsd')),
     vscode.commands.registerCommand('toolsd.restart', () => manager?.restartAll()),
   );
   const mcp = registerMcp(context, output);

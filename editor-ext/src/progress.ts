@@ -65,7 +65,8 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
     const { p } = node.call;
     const hasOutput = typeof p.metadata?.output === 'string' && p.metadata.output !== '';
     const it = new vscode.TreeItem(p.title || p.tool, hasOutput ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
-    it.id = `${node.call.fd.folder.uri}#${p.callID}`;
+    // A new id once output arrives: VS Code keeps an item's first collapsible state for its id.
+    it.id = `${node.call.fd.folder.uri}#${p.callID}${hasOutput ? '#output' : ''}`;
     it.description = `${p.tool} · ${p.status}`;
     it.tooltip = `${p.tool} ${p.callID} (session ${p.sessionID})`;
     it.iconPath = new vscode.ThemeIcon(p.status === 'pending' ? 'clock' : 'sync~spin');

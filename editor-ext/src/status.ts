@@ -7,11 +7,16 @@ import { DaemonManager } from './manager';
 
 export class Status implements vscode.Disposable {
   private readonly item = vscode.window.createStatusBarItem('toolsd.status', vscode.StatusBarAlignment.Left, 10);
+  /** Shown while asks wait; a click lists them (a notification that was dismissed or hid is still there). */
+  private readonly asksItem = vscode.window.createStatusBarItem('toolsd.asks', vscode.StatusBarAlignment.Left, 9);
   private readonly subs: vscode.Disposable[] = [];
 
   constructor(private readonly manager: DaemonManager, private readonly pendingAsks: { count(): number; onDidChange: vscode.Event<void> }) {
     this.item.name = 'toolsd';
     this.item.command = 'toolsd.showLog';
+    this.asksItem.name = 'toolsd asks';
+    this.asksItem.command = 'toolsd.showPendingAsks';
+    this.asksItem.backgroundColor = new vscode.ThemeColor('statusBarItem.warningBackground');
     this.subs.push(manager.onDidChange(() => this.render()), pendingAsks.onDidChange(() => this.render()));
     this.render();
     this.item.show();
@@ -20,6 +25,7 @@ export class Status implements vscode.Disposable {
   private render(): void {
     const all = this.manager.all();
     if (all.length === 0) {
+      this.asksItem.hide();
       this.item.text = '$(tools) toolsd: no folder';
       this.item.tooltip = 'toolsd runs for each workspace folder; open a folder to start it.';
       return;
@@ -27,9 +33,15 @@ export class Status implements vscode.Disposable {
     const worst = worstState(all.map((fd) => fd.client.state));
     const tools = all.filter((fd) => fd.client.state === 'running').reduce((n, fd) => n + fd.tools.length, 0);
     const asks = this.pendingAsks.count();
-    const askText = asks ? ` $(bell-dot) ${asks}` : '';
+    if (asks) {
+      this.asksItem.text = `$(bell-dot) ${asks} ask${asks === 1 ? '' : 's'}`;
+      this.asksItem.tooltip = 'toolsd: tool calls wait for your answer. Click to see them.';
+      this.asksItem.show();
+    } else {
+      this.asksItem.hide();
+    }
     switch (worst) {
-      case 'running': this.item.text = `$(tools) toolsd: ${tools} tools${askText}`; break;
+      case 'running': this.item.text = `$(tools) toolsd: ${tools} tools`; break;
       case 'starting': this.item.text = '$(sync~spin) toolsd: starting'; break;
       case 'restarting': this.item.text = '$(sync~spin) toolsd: restarting'; break;
       case 'failed': this.item.text = '$(error) toolsd: failed'; break;
@@ -50,6 +62,7 @@ export class Status implements vscode.Disposable {
   dispose(): void {
     this.subs.forEach((s) => s.dispose());
     this.item.dispose();
+    this.asksItem.dispose();
   }
 }
 

@@ -76,13 +76,17 @@ async function clickToastButton(text, button) {
   }
 }
 
-/** Opens the toolsd view container from the activity bar. */
+/** The pane of a view in the side bar, by its title. */
+function view(title) {
+  return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) }).first();
+}
+
+/** Opens the toolsd views (Running, Tool Calls, Tools). */
 async function openToolsdViews() {
-  const icon = page.locator('.activitybar .action-item .action-label[aria-label^="toolsd"]').first();
-  await icon.waitFor({ timeout: 15000 });
-  const expanded = await icon.evaluate((el) => el.closest('.action-item')?.classList.contains('checked'));
-  if (!expanded) await icon.click();
-  await page.locator('.pane-header', { hasText: 'Tool Calls' }).first().waitFor({ timeout: 15000 });
+  const header = page.locator('.pane-header', { hasText: 'Tool Calls' }).first();
+  if (await header.isVisible()) return;
+  await runCommand('toolsd: Show Tool Calls');
+  await header.waitFor({ timeout: 15000 });
 }
 
 const scenarios = [];
@@ -113,6 +117,66 @@ scenario('a bash call raises an ask; "Allow once" lets it complete', async () =>
   const body = fs.readFileSync(path.join(WS, 'allowed.txt'), 'utf8');
   if (body.trim() !== 'allowed-by-e2e') throw new Error('allowed.txt: ' + body);
   log('bash call completed after "Allow once"');
+});
+
+scenario('"Always allow…" for the session: the next matching call runs without an ask', async () => {
+  const first = execute('bash', { command: 'echo always-1', description: 'echo always-1' });
+  await first.press();
+  await clickToastButton('wants to run `echo always-1`', 'Always allow…');
+  const input = page.locator('.quick-input-widget .quick-input-box input');
+  await input.waitFor({ state: 'visible', timeout: 15000 });
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'echo *' }).first().waitFor({ timeout: 15000 });
+  await screenshot('always-patterns');
+  await page.keyboard.press('Enter'); // the suggested patterns are preselected
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'This session' }).first().waitFor({ timeout: 15000 });
+  await screenshot('always-scope');
+  await page.keyboard.press('Enter'); // "This session" is the first choice
+  const r1 = await first.result();
+  if (r1.status !== 'completed') throw new Error('first: ' + JSON.stringify(r1));
+  const second = execute('bash', { command: 'echo always-2', description: 'echo always-2' });
+  await second.press();
+  const r2 = await second.result(30000);
+  if (r2.status !== 'completed' || !/always-2/.test(r2.output)) throw new Error('second: ' + JSON.stringify(r2));
+  if (await toast('echo always-2').isVisible()) throw new Error('the second call asked again');
+  log('"echo *" allowed for the session; echo always-2 ran without an ask');
+});
+
+scenario('a running call shows in the Running view with its live title and output tail', async () => {
+  const flag = path.join(WS, 'go.flag');
+  const call = execute('bash', {
+    command: 'echo tick-1; echo tick-2; while [ ! -e go.flag ]; do sleep 0.1; done; echo finished',
+    description: 'wait for go.flag',
+  });
+  await call.press();
+  await openToolsdViews();
+  // toolsd asks for each command of the line not yet allowed: answer until the output flows. A
+  // notification that hid (the palette was open, say) is reached through the status bar's asks item.
+  const running = view('Running');
+  const tick = running.locator('.monaco-list-row', { hasText: 'tick-2' }).first();
+  const ask = toast('wants to run `echo tick-1; echo tick-2');
+  for (let i = 0; ; i++) {
+    if (i === 6) throw new Error('still asking after 5 answers');
+    const which = await Promise.race([
+      tick.waitFor({ timeout: 5000 }).then(() => 'running'),
+      ask.waitFor({ state: 'visible', timeout: 5000 }).then(() => 'ask'),
+    ]).catch(() => 'hidden');
+    if (which === 'running') break;
+    if (which === 'hidden') {
+      await page.locator('.statusbar-item', { hasText: /^\s*\d+ asks?\b/ }).first().click();
+      await page.locator('.quick-input-list .monaco-list-row', { hasText: 'echo tick-1' }).first().waitFor({ timeout: 15000 });
+      await screenshot('pending-asks-pick');
+      await page.keyboard.press('Enter');
+      continue;
+    }
+    await clickToastButton('wants to run `echo tick-1; echo tick-2', 'Allow once');
+  }
+  await running.locator('.monaco-list-row', { hasText: 'wait for go.flag' }).first().waitFor({ timeout: 30000 });
+  await screenshot('running');
+  fs.writeFileSync(flag, '');
+  const r = await call.result();
+  if (r.status !== 'completed' || !/finished/.test(r.output)) throw new Error('result: ' + JSON.stringify(r));
+  await tick.waitFor({ state: 'detached', timeout: 15000 });
+  log('the running call showed its output tail and left the view when it ended');
 });
 
 scenario('a rejected ask carries its message to the model', async () => {
@@ -155,10 +219,10 @@ scenario('a truncated call opens its full output from the Tool Calls view', asyn
   const r = await call.result();
   if (r.status !== 'completed' || !r.truncated || !r.outputID) throw new Error('result: ' + JSON.stringify(r).slice(0, 400));
   await openToolsdViews();
-  const row = page.locator('.monaco-list-row', { hasText: 'count to 30000' }).first();
+  const row = view('Tool Calls').locator('.monaco-list-row', { hasText: 'count to 30000' }).first();
   await row.waitFor({ timeout: 30000 });
   await row.locator('.monaco-tl-twistie').click(); // expand: the truncated call has a "Full output" child
-  const full = page.locator('.monaco-list-row', { hasText: 'Full output' }).first();
+  const full = view('Tool Calls').locator('.monaco-list-row', { hasText: 'Full output' }).first();
   await full.waitFor({ timeout: 15000 });
   await screenshot('history');
   await full.click();
@@ -199,7 +263,7 @@ scenario('a broken project tool file shows a problem; fixing it clears the probl
   await panel.locator('.monaco-list-row', { hasText: 'bad.json' }).first().waitFor({ state: 'detached', timeout: 30000 });
   await page.locator('.statusbar-item', { hasText: `toolsd: ${before + 1} tools` }).waitFor({ timeout: 30000 });
   await openToolsdViews();
-  await page.locator('.monaco-list-row', { hasText: 'project' }).first().waitFor({ timeout: 15000 });
+  await view('Tools').locator('.monaco-list-row', { hasText: 'project' }).first().waitFor({ timeout: 15000 });
   await screenshot('problem-cleared');
   log(`the problem appeared and cleared; the fixed tool joined the catalogue (${before} → ${before + 1} tools)`);
 });
