@@ -10,6 +10,7 @@
 package rpc
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -17,6 +18,7 @@ import (
 	"log/slog"
 	"runtime/debug"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -279,9 +281,12 @@ func rawIDKey(raw json.RawMessage) string {
 // handle dispatches one request. It never panics and never returns an error for a
 // notification (either would end the connection).
 func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
-	method := req.Method()
+	// Method and params point into the read buffer, which the read loop reuses as soon as
+	// jsonrpc2.Async releases it: copy them first (see the design's JSONRPC.md).
+	method := strings.Clone(req.Method())
+	params := json.RawMessage(bytes.Clone(req.Params()))
 	if !req.IsCall() {
-		s.notification(ctx, method, json.RawMessage(req.Params()))
+		s.notification(ctx, method, params)
 		return nil, nil
 	}
 	// initialize and shutdown change the lifecycle state and run in wire order; every
@@ -300,7 +305,7 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 			result, err = nil, jsonrpc2.Errorf(jsonrpc2.InternalError, "internal error in %s: %v (the daemon keeps running; please report this)", method, r)
 		}
 	}()
-	res, err := s.call(ctx, method, json.RawMessage(req.Params()))
+	res, err := s.call(ctx, method, params)
 	if err != nil {
 		return nil, s.toRPCError(ctx, method, err)
 	}
