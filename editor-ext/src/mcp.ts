@@ -17,7 +17,7 @@ export function registerMcp(context: vscode.ExtensionContext, output: vscode.Out
   const provider = {
     onDidChangeMcpServerDefinitions: changed.event,
     provideMcpServerDefinitions: () => {
-      if (!vscode.workspace.getConfiguration('toolsd').get<boolean>('registerMcpServer', true)) return [];
+      if (!vscode.workspace.getConfiguration('toolsd').get<boolean>('registerMcpServer', false)) return [];
       const folder = vscode.workspace.workspaceFolders?.[0];
       if (!folder || folder.uri.scheme !== 'file') return [];
       const def = new Definition('toolsd', resolveBinary(context.extensionPath), ['mcp'], {},
