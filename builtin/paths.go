@@ -174,6 +174,9 @@ func resolveAndAsk(ctx context.Context, call *registry.Call, name, p, perm strin
 		return nil, err
 	}
 	if perm != "" {
+		if meta == nil {
+			meta = map[string]any{"filePath": filepath.ToSlash(t.Abs)}
+		}
 		if err := call.Ask(ctx, registry.AskRequest{Permission: perm, Patterns: []string{t.Pattern()}, Always: exactly(t.Pattern()), Metadata: meta}); err != nil {
 			return nil, err
 		}

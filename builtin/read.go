@@ -266,13 +266,12 @@ func nthNewline(b []byte, n int) int {
 
 // page is a window of lines of a text.
 type page struct {
-	text       strings.Builder
-	first      int // first line shown (1-based)
-	shown      int // lines shown
-	total      int // total lines of the text
-	capped     bool
-	cutLines   int // lines cut at the length limit
-	noMoreData bool
+	text     strings.Builder
+	first    int // first line shown (1-based)
+	shown    int // lines shown
+	total    int // total lines of the text
+	capped   bool
+	cutLines int // lines cut at the length limit
 }
 
 // pageLines streams src and keeps lines [r.offset, r.offset+r.limit), never holding more
