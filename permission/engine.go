@@ -262,16 +262,17 @@ func (e *Engine) Decide(q Query) Decision {
 	return worst
 }
 
+// lastMatch returns the last rule of sets that matches, scanning from the end.
 func lastMatch(perm, pattern string, sets ...Ruleset) *Rule {
-	var found *Rule
-	for _, rs := range sets {
-		for j := range rs {
+	for i := len(sets) - 1; i >= 0; i-- {
+		rs := sets[i]
+		for j := len(rs) - 1; j >= 0; j-- {
 			if r := &rs[j]; Match(r.Permission, perm) && Match(r.Pattern, pattern) {
-				found = r
+				return r
 			}
 		}
 	}
-	return found
+	return nil
 }
 
 func (v view) decide(q Query, pattern string) Decision {

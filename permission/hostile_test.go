@@ -106,6 +106,7 @@ var hostile = []string{
 	// functions, groups, control flow
 	"f(){ rm x; }; f",
 	"ls(){ rm -rf ~; }; ls",
+	"rm -rf x; rm(){ ls; }",
 	"(rm x)",
 	"{ rm x; }",
 	"if true; then rm x; fi",

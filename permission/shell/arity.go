@@ -70,13 +70,13 @@ func always(ws []word) []string {
 	exact := escape(join(ws))
 	name := ws[0].text
 	n, key := 1, 1
-	for k := 3; k >= 1; k-- {
-		if k > len(ws) {
-			continue
+	prefix := name
+	for k := 1; k <= 3 && k <= len(ws); k++ {
+		if k > 1 {
+			prefix += " " + ws[k-1].text
 		}
-		if a, ok := arity[join(ws[:k])]; ok {
-			n, key = a, k
-			break
+		if a, ok := arity[prefix]; ok {
+			n, key = a, k // the longest key wins
 		}
 	}
 	if key == 1 && exactOnly[name] || strings.Contains(name, "/") && name != "./gradlew" && name != "./mvnw" {
@@ -92,7 +92,7 @@ func always(ws []word) []string {
 			return []string{exact}
 		}
 	}
-	prefix := escape(join(ws[:n])) + " *"
+	prefix = escape(join(ws[:n])) + " *"
 	return []string{exact, prefix}
 }
 

@@ -174,9 +174,6 @@ func (s *scope) command(ws []word, raw string) {
 			n = b
 		}
 	}
-	if s.funcs[n] {
-		return // a function of this script: its body is analysed where it is defined
-	}
 	args := ws[1:]
 	switch {
 	case n == "eval":

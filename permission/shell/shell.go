@@ -101,7 +101,6 @@ type scope struct {
 	z     *analyzer
 	src   string
 	depth int
-	funcs map[string]bool // functions defined in this script
 }
 
 func (z *analyzer) opaque(s string) {
@@ -119,13 +118,9 @@ func (z *analyzer) script(src string, depth int) {
 		z.opaque(src)
 		return
 	}
-	s := &scope{z: z, src: src, depth: depth, funcs: map[string]bool{}}
-	syntax.Walk(f, func(n syntax.Node) bool {
-		if fd, ok := n.(*syntax.FuncDecl); ok && fd.Name != nil {
-			s.funcs[fd.Name.Value] = true
-		}
-		return true
-	})
+	// Calls of functions the script defines are reported like any command: a call before
+	// the definition runs the real program ("rm -rf ~; rm() { :; }").
+	s := &scope{z: z, src: src, depth: depth}
 	syntax.Walk(f, s.visit)
 }
 
