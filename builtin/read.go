@@ -119,7 +119,7 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	}
 	meta := map[string]any{"filePath": filepath.ToSlash(t.Abs)}
 	// A large file read before (and unchanged since) has a line index: jump to the page.
-	if ix := lookupLineIndex(t.Abs, fi); ix != nil {
+	if ix := lookupLineIndex(f, t.Abs, fi); ix != nil {
 		if r.offset > ix.total {
 			return r.result(t.Display(), &page{first: r.offset, total: ix.total}, meta)
 		}
@@ -143,7 +143,7 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
 	}
 	if ib != nil {
-		storeLineIndex(t.Abs, fi, pg.total, ib)
+		storeLineIndex(f, t.Abs, fi, pg.total, ib)
 	}
 	return r.result(t.Display(), pg, meta)
 }
@@ -162,9 +162,13 @@ type lineIndex struct {
 	mod      time.Time
 	dev, ino uint64
 	total    int
+	newlines int    // '\n' bytes in the first size bytes
+	tail     []byte // the last (up to) 4 KiB of those bytes, to recognise an append
 	step     int
 	marks    []int64 // marks[k] is the offset of line k*step+1
 }
+
+const indexTailBytes = 4096
 
 var lineIndexes struct {
 	mu sync.Mutex // guards m
@@ -178,8 +182,11 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 	return 0, 0
 }
 
-// lookupLineIndex returns the index of the file at abs if it is still the same version.
-func lookupLineIndex(abs string, fi os.FileInfo) *lineIndex {
+// lookupLineIndex returns the index of f (the file at abs, with info fi) if it describes
+// this version. A file that only grew since (same inode, its old last 4 KiB unchanged: a
+// log being appended to) gets its index extended over the new bytes, which are all that
+// is read.
+func lookupLineIndex(f *os.File, abs string, fi os.FileInfo) *lineIndex {
 	lineIndexes.mu.Lock()
 	ix := lineIndexes.m[abs]
 	lineIndexes.mu.Unlock()
@@ -187,18 +194,75 @@ func lookupLineIndex(abs string, fi os.FileInfo) *lineIndex {
 		return nil
 	}
 	dev, ino := fileID(fi)
-	if ix.size != fi.Size() || !ix.mod.Equal(fi.ModTime()) || ix.dev != dev || ix.ino != ino {
+	if ix.dev != dev || ix.ino != ino {
 		return nil
 	}
-	return ix
+	if ix.size == fi.Size() && ix.mod.Equal(fi.ModTime()) {
+		return ix
+	}
+	if fi.Size() <= ix.size || f == nil {
+		return nil
+	}
+	// Grown: check the old end is still there, then index only the new bytes.
+	old := make([]byte, len(ix.tail))
+	if _, err := f.ReadAt(old, ix.size-int64(len(old))); err != nil || !bytes.Equal(old, ix.tail) {
+		return nil
+	}
+	b := &indexBuilder{step: ix.step, marks: append([]int64(nil), ix.marks...)}
+	nl := ix.newlines
+	buf := make([]byte, 1<<20)
+	var last byte
+	if len(ix.tail) > 0 {
+		last = ix.tail[len(ix.tail)-1]
+	}
+	var tail []byte
+	for off := ix.size; off < fi.Size(); {
+		n, err := f.ReadAt(buf[:min(int64(len(buf)), fi.Size()-off)], off)
+		if n > 0 {
+			c := bytes.Count(buf[:n], []byte{'\n'})
+			b.feed(buf[:n], off, nl+1, nl+1+c)
+			nl += c
+			last = buf[n-1]
+			tail = append(tail, buf[max(0, n-indexTailBytes):n]...)
+			if len(tail) > indexTailBytes {
+				tail = tail[len(tail)-indexTailBytes:]
+			}
+			off += int64(n)
+		}
+		if err != nil && off < fi.Size() {
+			return nil
+		}
+	}
+	if len(tail) < indexTailBytes {
+		tail = append(append([]byte(nil), ix.tail[max(0, len(ix.tail)-(indexTailBytes-len(tail))):]...), tail...)
+	}
+	total := nl
+	if last != '\n' {
+		total++
+	}
+	nix := &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, newlines: nl, tail: tail, step: ix.step, marks: b.marks}
+	putLineIndex(abs, nix)
+	return nix
 }
 
-func storeLineIndex(abs string, fi os.FileInfo, total int, b *indexBuilder) {
+// storeLineIndex keeps the index a full read of f built.
+func storeLineIndex(f *os.File, abs string, fi os.FileInfo, total int, b *indexBuilder) {
 	if len(b.marks) == 0 {
 		return
 	}
+	tail := make([]byte, min(fi.Size(), indexTailBytes))
+	if _, err := f.ReadAt(tail, fi.Size()-int64(len(tail))); err != nil {
+		return
+	}
+	nl := total
+	if len(tail) > 0 && tail[len(tail)-1] != '\n' {
+		nl--
+	}
 	dev, ino := fileID(fi)
-	ix := &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, step: b.step, marks: b.marks}
+	putLineIndex(abs, &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, newlines: nl, tail: tail, step: b.step, marks: b.marks})
+}
+
+func putLineIndex(abs string, ix *lineIndex) {
 	lineIndexes.mu.Lock()
 	defer lineIndexes.mu.Unlock()
 	if lineIndexes.m == nil {

@@ -350,7 +350,7 @@ func TestReadLineIndex(t *testing.T) {
 		return read(offset, limit)
 	}
 	first := cold(1, 10)
-	if lookupLineIndex(p, mustStat(t, p)) == nil {
+	if lookupLineIndex(nil, p, mustStat(t, p)) == nil {
 		t.Fatal("no index after reading a large file")
 	}
 	if got := read(1, 10); got != first {
@@ -364,11 +364,50 @@ func TestReadLineIndex(t *testing.T) {
 		}
 	}
 	mustContain(t, "last page", read(total-1, 10), "tail without newline", fmt.Sprintf("End of file: %d lines", total))
-	// Append: the index is stale and must not be used.
+	// Append (a growing log): the index is extended over the new bytes, and reads through
+	// it agree with a full scan, also across new marks.
 	f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
-	f.WriteString("\nappended line\n")
+	f.WriteString(" continued\n")
+	var more strings.Builder
+	for i := range 2*lineIndexStep + 5 {
+		fmt.Fprintf(&more, "appended %d\n", i)
+	}
+	f.WriteString(more.String())
 	f.Close()
-	mustContain(t, "after append", read(total, 10), "tail without newline", "appended line", fmt.Sprintf("End of file: %d lines", total+1))
+	newTotal := total + 2*lineIndexStep + 5
+	for i, off := range []int{total, total + 1, total + lineIndexStep, newTotal - 3} {
+		if i > 0 {
+			// Grow it again before each read, so that every read extends the index.
+			f, _ := os.OpenFile(p, os.O_APPEND|os.O_WRONLY, 0)
+			fmt.Fprintf(f, "extra %d\n", i)
+			f.Close()
+			newTotal++
+		}
+		// The index of the shorter version is extended, not dropped.
+		fh, err := os.Open(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ext := lookupLineIndex(fh, p, mustStat(t, p))
+		fh.Close()
+		if ext == nil || ext.total != newTotal {
+			t.Fatalf("append %d: the index was not extended: %+v", i, ext)
+		}
+		got := read(off, 50) // through the extended index
+		ix := lookupLineIndex(nil, p, mustStat(t, p))
+		if ix == nil || ix.total != newTotal {
+			t.Fatalf("index after append %d: %+v, want total %d", i, ix, newTotal)
+		}
+		if want := cold(off, 50); got != want { // cold also rebuilds the index
+			t.Errorf("offset %d after append: indexed read differs:\n%.300s\nwant\n%.300s", off, got, want)
+		}
+	}
+	mustContain(t, "after append", read(total, 2), "tail without newline continued", fmt.Sprintf("of %d", newTotal))
+	// Rewritten in place with different content (same inode, larger): not an append.
+	if err := os.WriteFile(p, bytes.Repeat([]byte("new\n"), lineIndexMinSize/2), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	mustContain(t, "after rewrite", read(1, 2), "     1\tnew", fmt.Sprintf("of %d", lineIndexMinSize/2))
 }
 
 func mustStat(t *testing.T, p string) os.FileInfo {
