@@ -22,11 +22,14 @@
 //  2. "user": the user's config file ($XDG_CONFIG_HOME/toolsd/config.json);
 //  3. "editor": the editor's initializationOptions;
 //  4. "project": the workspace's .toolsd/config.json — while the workspace is untrusted it
-//     only tightens: a project rule counts only where it is stricter than layers 1-3 and 5
-//     say (deny > ask > allow), so its allows are ignored; Decision.Untrusted and
+//     only tightens: a project rule counts only where it is stricter than the other
+//     layers say (deny > ask > allow), so its allows are ignored; Decision.Untrusted and
 //     Engine.UntrustedAllows report them so the UI can say what trusting would change;
-//  5. "agent:<name>": the rules of the agent the call is for (Query.Agent);
-//  6. remembered "always" answers, for the workspace (persisted through ApprovalStore) and
+//  5. "agent:<name>": the rules of the agent the call is for (Query.Agent), from the user
+//     and editor config;
+//  6. "project-agent:<name>": that agent's rules from the project config — like layer 4,
+//     they only tighten while the workspace is untrusted;
+//  7. remembered "always" answers, for the workspace (persisted through ApprovalStore) and
 //     for the session. They turn an ask into an allow; they never undo a deny.
 //
 // A query with several patterns (one per command of a shell line) denies if any pattern

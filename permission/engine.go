@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"sort"
 	"strings"
 	"sync"
 )
@@ -16,6 +17,10 @@ const (
 	LayerEditor      = "editor"
 	LayerProject     = "project"
 	LayerAgentPrefix = "agent:"
+	// LayerProjectAgentPrefix is for an agent's rules that come from the project config
+	// ("project-agent:<name>"): they follow the agent's other rules and, like the project
+	// layer, only tighten while the workspace is untrusted.
+	LayerProjectAgentPrefix = "project-agent:"
 )
 
 // Sources of rules that are not config layers.
@@ -136,14 +141,18 @@ func Defaults() Ruleset {
 var defaults = Defaults()
 
 // SetLayer replaces the rules of a config layer: "user" (the user's config file), "editor"
-// (initializationOptions), "project" (.toolsd/config.json) or "agent:<name>". Rules without
-// a Source get the layer's name. An empty rs clears the layer.
+// (initializationOptions), "project" (.toolsd/config.json), "agent:<name>" (an agent's
+// rules from the user or editor config) or "project-agent:<name>" (an agent's rules from the
+// project config). Rules without a Source get the layer's name. An empty rs clears the
+// layer.
 func (e *Engine) SetLayer(name string, rs Ruleset) error {
 	switch {
 	case name == LayerUser || name == LayerEditor || name == LayerProject:
 	case strings.HasPrefix(name, LayerAgentPrefix) && len(name) > len(LayerAgentPrefix):
+	case strings.HasPrefix(name, LayerProjectAgentPrefix) && len(name) > len(LayerProjectAgentPrefix):
 	default:
-		return fmt.Errorf("%w %q: use %q, %q, %q or %q", ErrLayer, name, LayerUser, LayerEditor, LayerProject, LayerAgentPrefix+"<name>")
+		return fmt.Errorf("%w %q: use %q, %q, %q, %q or %q", ErrLayer, name, LayerUser, LayerEditor, LayerProject,
+			LayerAgentPrefix+"<name>", LayerProjectAgentPrefix+"<name>")
 	}
 	cp := make(Ruleset, len(rs))
 	for i, r := range rs {
@@ -198,9 +207,18 @@ func (e *Engine) UntrustedAllows() Ruleset {
 		return nil
 	}
 	var out Ruleset
-	for _, r := range e.layers[LayerProject] {
-		if r.Action == Allow {
-			out = append(out, r)
+	names := []string{LayerProject}
+	for name := range e.layers {
+		if strings.HasPrefix(name, LayerProjectAgentPrefix) {
+			names = append(names, name)
+		}
+	}
+	sort.Strings(names[1:])
+	for _, name := range names {
+		for _, r := range e.layers[name] {
+			if r.Action == Allow {
+				out = append(out, r)
+			}
 		}
 	}
 	return out
@@ -208,9 +226,8 @@ func (e *Engine) UntrustedAllows() Ruleset {
 
 // view is a consistent snapshot of what a query is evaluated against.
 type view struct {
-	before  []Ruleset // defaults, user, editor
-	project Ruleset
-	after   Ruleset // the agent's rules
+	config  []Ruleset // defaults, user, editor, project, agent:<name>, project-agent:<name>
+	project []bool    // config[i] came from the workspace's own config
 	trusted bool
 	remem   []Ruleset // workspace, session
 }
@@ -219,36 +236,59 @@ func (e *Engine) view(sessionID, agent string) view {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	v := view{
-		before:  []Ruleset{defaults, e.layers[LayerUser], e.layers[LayerEditor]},
-		project: e.layers[LayerProject],
+		config:  []Ruleset{defaults, e.layers[LayerUser], e.layers[LayerEditor], e.layers[LayerProject]},
+		project: []bool{false, false, false, true},
 		trusted: e.trusted,
 		remem:   []Ruleset{e.workspace, e.session[sessionID]},
 	}
 	if agent != "" {
-		v.after = e.layers[LayerAgentPrefix+agent]
+		v.config = append(v.config, e.layers[LayerAgentPrefix+agent], e.layers[LayerProjectAgentPrefix+agent])
+		v.project = append(v.project, false, true)
 	}
 	return v
+}
+
+// split returns the config sets that count as they are and those that only tighten.
+func (v view) split(readOnly Rule, haveReadOnly bool) (plain, project, all []Ruleset) {
+	for i, rs := range v.config {
+		if i == 0 && haveReadOnly {
+			// Right after the catch-all ask of the defaults, before their specific rules.
+			parts := []Ruleset{rs[:1], {readOnly}, rs[1:]}
+			plain = append(plain, parts...)
+			all = append(all, parts...)
+			continue
+		}
+		all = append(all, rs)
+		if v.project[i] && !v.trusted {
+			project = append(project, rs)
+		} else {
+			plain = append(plain, rs)
+		}
+	}
+	return plain, project, all
 }
 
 // Decide evaluates q. The layers, lowest first (later wins, the last matching rule wins, no
 // match means ask):
 //
-//	defaults < user < editor < project < agent:<q.Agent> < remembered answers
+//	defaults < user < editor < project < agent:<q.Agent> < project-agent:<q.Agent> < remembered answers
 //
-// An untrusted project layer only tightens: its rules take effect only where they are
-// stricter than the rest (an allow never does; the decision reports it as Untrusted).
-// Remembered answers (workspace, then session) turn an ask into an allow; they never undo
-// a deny. With several patterns, any deny denies, else any ask asks, else allow.
+// The project layers (the project's own rules and its rules for agents) only tighten while
+// the workspace is untrusted: they take effect only where they are stricter than the rest
+// (an allow never does; the decision reports it as Untrusted). Remembered answers
+// (workspace, then session) turn an ask into an allow; they never undo a deny. With several
+// patterns, any deny denies, else any ask asks, else allow.
 func (e *Engine) Decide(q Query) Decision {
 	v := e.view(q.SessionID, q.Agent)
 	patterns := q.Patterns
 	if len(patterns) == 0 {
 		patterns = []string{"*"}
 	}
+	plain, project, all := v.split(Rule{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}, q.ReadOnly)
 	var worst Decision
 	var asks []string
 	for i, p := range patterns {
-		d := v.decide(q, p)
+		d := v.decide(q, p, plain, project, all)
 		if d.Action == Ask {
 			asks = append(asks, p)
 		}
@@ -275,27 +315,17 @@ func lastMatch(perm, pattern string, sets ...Ruleset) *Rule {
 	return nil
 }
 
-func (v view) decide(q Query, pattern string) Decision {
-	sets := append([]Ruleset{}, v.before...)
-	if q.ReadOnly {
-		// Right after the catch-all ask of the defaults, before their specific rules.
-		sets = append([]Ruleset{defaults[:1], {{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}}, defaults[1:]}, v.before[1:]...)
-	}
+func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Decision {
 	var untrusted *Rule
-	var r *Rule
-	if v.trusted {
-		r = lastMatch(q.Permission, pattern, append(sets, v.project, v.after)...)
-	} else {
-		r = lastMatch(q.Permission, pattern, append(sets, v.after)...)
-		if pr := lastMatch(q.Permission, pattern, v.project); pr != nil {
-			if r == nil || rank(pr.Action) > rank(r.Action) {
-				if pr.Action != Allow {
-					r = pr
-				}
+	r := lastMatch(q.Permission, pattern, plain...)
+	if len(project) > 0 {
+		if pr := lastMatch(q.Permission, pattern, project...); pr != nil {
+			if pr.Action != Allow && (r == nil || rank(pr.Action) > rank(r.Action)) {
+				r = pr
 			}
 			if pr.Action == Allow && (r == nil || r.Action != Allow) {
 				// Would it have allowed, trusted? Then the project rule decides there.
-				if t := lastMatch(q.Permission, pattern, append(sets, v.project, v.after)...); t == pr {
+				if t := lastMatch(q.Permission, pattern, all...); t == pr {
 					c := *pr
 					untrusted = &c
 				}
@@ -388,22 +418,19 @@ func (e *Engine) EndSession(sessionID string) {
 // tool too (it tightens); its later allows do not bring it back.
 func (e *Engine) Hidden(permission, agent string) bool {
 	v := e.view("", agent)
-	last := func(sets ...Ruleset) *Rule {
-		var found *Rule
-		for _, rs := range sets {
-			for j := range rs {
-				if Match(rs[j].Permission, permission) {
-					found = &rs[j]
+	plain, project, _ := v.split(Rule{}, false)
+	last := func(sets []Ruleset) *Rule {
+		for i := len(sets) - 1; i >= 0; i-- {
+			for j := len(sets[i]) - 1; j >= 0; j-- {
+				if Match(sets[i][j].Permission, permission) {
+					return &sets[i][j]
 				}
 			}
 		}
-		return found
+		return nil
 	}
 	denies := func(r *Rule) bool { return r != nil && r.Pattern == "*" && r.Action == Deny }
-	if v.trusted {
-		return denies(last(append(v.before, v.project, v.after)...))
-	}
-	return denies(last(append(v.before, v.after)...)) || denies(last(v.project))
+	return denies(last(plain)) || denies(last(project))
 }
 
 // Observe records a call of tool with args in a session and reports whether it is the

@@ -399,6 +399,21 @@ func TestTrust(t *testing.T) {
 	if e.UntrustedAllows() != nil {
 		t.Error("UntrustedAllows while trusted")
 	}
+	// An agent's rules from the project config are the project's too.
+	e3 := newEngine(t, &fakeStore{}, map[string]string{"project-agent:build": `{"bash": {"*": "allow", "rm *": "deny"}}`})
+	if d := e3.Decide(Query{Agent: "build", Permission: "bash", Patterns: []string{"make"}}); d.Action != Ask || d.Untrusted == nil {
+		t.Errorf("untrusted project agent allow: %+v", d)
+	}
+	if d := e3.Decide(Query{Agent: "build", Permission: "bash", Patterns: []string{"rm x"}}); d.Action != Deny {
+		t.Errorf("untrusted project agent deny: %+v", d)
+	}
+	if got := len(e3.UntrustedAllows()); got != 1 {
+		t.Errorf("UntrustedAllows with a project agent: %d rules, want 1", got)
+	}
+	_ = e3.SetTrusted(true)
+	if d := e3.Decide(Query{Agent: "build", Permission: "bash", Patterns: []string{"make"}}); d.Action != Allow {
+		t.Errorf("trusted project agent allow: %+v", d)
+	}
 	// The next engine loads the trust.
 	if e2 := newEngine(t, st, nil); !e2.Trusted() {
 		t.Error("trust not loaded")
@@ -431,6 +446,8 @@ func TestHidden(t *testing.T) {
 		{"other agent", map[string]string{"agent:plan": `{"edit": "deny"}`}, false, "edit", "build", false},
 		{"untrusted project deny hides", map[string]string{LayerProject: `{"bash": "deny"}`}, false, "bash", "", true},
 		{"untrusted project cannot unhide", map[string]string{LayerUser: `{"bash": "deny"}`, LayerProject: `{"bash": "allow"}`}, false, "bash", "", true},
+		{"untrusted project agent cannot unhide", map[string]string{LayerUser: `{"bash": "deny"}`, "project-agent:b": `{"bash": "allow"}`}, false, "bash", "b", true},
+		{"untrusted project agent hides", map[string]string{"project-agent:b": `{"bash": "deny"}`}, false, "bash", "b", true},
 		{"trusted project unhides", map[string]string{LayerUser: `{"bash": "deny"}`, LayerProject: `{"bash": "allow"}`}, true, "bash", "", false},
 	}
 	for _, tt := range tests {
