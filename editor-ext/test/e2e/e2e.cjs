@@ -1,12 +1,12 @@
 // The end-to-end scenarios, driven through the browser like a person would: status bar, asks
 // answered by clicking, the diff editor, the history view, the Problems panel.
-// Usage: node e2e.cjs URL WORKSPACE REQUEST_DIR ARTIFACTS   (run by run.sh)
+// Usage: node e2e.cjs URL WORKSPACE REQUEST_DIR ARTIFACTS USER_DATA   (run by run.sh)
 'use strict';
 const { chromium } = require('playwright-core');
 const fs = require('node:fs');
 const path = require('node:path');
 
-const [URL_, WS, REQ, ART] = process.argv.slice(2);
+const [URL_, WS, REQ, ART, USER_DATA] = process.argv.slice(2);
 const T0 = Date.now();
 const log = (...a) => console.log(`  [${((Date.now() - T0) / 1000).toFixed(1)}s]`, ...a);
 
@@ -266,6 +266,45 @@ scenario('a broken project tool file shows a problem; fixing it clears the probl
   await view('Tools').locator('.monaco-list-row', { hasText: 'project' }).first().waitFor({ timeout: 15000 });
   await screenshot('problem-cleared');
   log(`the problem appeared and cleared; the fixed tool joined the catalogue (${before} → ${before + 1} tools)`);
+});
+
+/** The lines of the toolsd output channel, as VS Code keeps it on disk. */
+function outputChannelLines() {
+  const found = [];
+  const walk = (d) => {
+    for (const e of fs.readdirSync(d, { withFileTypes: true })) {
+      const p = path.join(d, e.name);
+      if (e.isDirectory()) walk(p); else if (/-toolsd\.log$/.test(e.name)) found.push(p);
+    }
+  };
+  walk(path.join(USER_DATA, 'logs'));
+  return found.flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'));
+}
+
+async function waitFor(cond, what, ms = 30000) {
+  for (const end = Date.now() + ms; !cond(); await new Promise((r) => setTimeout(r, 100))) {
+    if (Date.now() > end) throw new Error('timed out waiting for ' + what);
+  }
+}
+
+scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {
+  const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
+  const before = starts();
+  if (before < 1) throw new Error('no daemon start in the toolsd output channel');
+  for (const dir of ['User', 'Machine']) {
+    const f = path.join(USER_DATA, dir, 'settings.json');
+    const cfg = JSON.parse(fs.readFileSync(f, 'utf8'));
+    cfg['toolsd.permission'] = { bash: { 'printf *': 'allow' } };
+    fs.writeFileSync(f, JSON.stringify(cfg, null, 2));
+  }
+  await waitFor(() => starts() > before, 'the daemon to start again after the settings change');
+  const call = execute('bash', { command: 'printf allowed-by-settings', description: 'printf by settings' });
+  await call.press();
+  const r = await call.result(30000);
+  if (r.status !== 'completed' || !/allowed-by-settings/.test(r.output)) throw new Error('result: ' + JSON.stringify(r));
+  if (await toast('printf allowed-by-settings').isVisible()) throw new Error('the call asked despite the setting');
+  await screenshot('settings-restart');
+  log(`the daemon restarted on the settings change (${before} → ${starts()} starts); printf ran without an ask`);
 });
 
 (async () => {

@@ -82,6 +82,6 @@ curl -fs "http://127.0.0.1:$PORT/healthz" >/dev/null || { cat "$W/server.log"; e
 
 step "drive it: playwright-core + chromium"
 rc=0
-NODE_PATH="$CACHE/tools/node_modules" "$NODE24" "$HERE/e2e.cjs" "http://127.0.0.1:$PORT/" "$WS" "$W/e2e" "$ART" || rc=$?
+NODE_PATH="$CACHE/tools/node_modules" "$NODE24" "$HERE/e2e.cjs" "http://127.0.0.1:$PORT/" "$WS" "$W/e2e" "$ART" "$D/user-data" || rc=$?
 step "done (rc=$rc); artifacts in $ART"
 exit $rc
