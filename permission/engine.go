@@ -79,6 +79,8 @@ var ErrLayer = errors.New("permission: unknown layer")
 type Engine struct {
 	store ApprovalStore
 
+	rememberMu sync.Mutex // serializes Remember: check for duplicates, persist, add
+
 	mu        sync.Mutex         // guards the fields below
 	layers    map[string]Ruleset // user, editor, project, agent:<name>
 	trusted   bool
@@ -359,6 +361,8 @@ func (e *Engine) Remember(sessionID, permission string, patterns []string) error
 	if sessionID == "" {
 		src = SourceWorkspace
 	}
+	e.rememberMu.Lock()
+	defer e.rememberMu.Unlock()
 	e.mu.Lock()
 	have := e.workspace
 	if sessionID != "" {

@@ -572,3 +572,36 @@ func TestShellRequests(t *testing.T) {
 		})
 	}
 }
+
+func TestEngineConcurrentUse(t *testing.T) {
+	e := newEngine(t, &fakeStore{}, map[string]string{LayerUser: `{"bash": {"git *": "allow"}}`})
+	var wg sync.WaitGroup
+	for i := 0; i < 4; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for j := 0; j < 200; j++ {
+				sid := string(rune('a' + j%3))
+				_ = e.Remember(sid, "bash", []string{"make *"})
+				_ = e.Remember("", "bash", []string{"go *"})
+				e.Decide(Query{SessionID: sid, Permission: "bash", Patterns: []string{"make x", "git status", "rm x"}})
+				e.Observe(sid, "read", []byte(`{"a":1}`))
+				_ = e.SetLayer(LayerEditor, Ruleset{{Permission: "edit", Pattern: "*", Action: Allow}})
+				_ = e.SetTrusted(j%2 == 0)
+				e.Hidden("bash", "")
+				e.UntrustedAllows()
+				if j%50 == 0 {
+					e.EndSession(sid)
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	if d := e.Decide(Query{SessionID: "x", Permission: "bash", Patterns: []string{"go test"}}); d.Action != Allow {
+		t.Fatalf("workspace answer lost: %+v", d)
+	}
+	_, ws := e.Remembered("x")
+	if len(ws) != 1 {
+		t.Fatalf("workspace answers %+v, want one", ws)
+	}
+}
