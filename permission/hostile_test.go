@@ -171,6 +171,9 @@ var hostile = []string{
 	"ls; cd -; rm x",
 	"cat ~/.ssh/id_rsa",
 	"ls ~root",
+	"ls /*/*/*/*/*/*",
+	"ls .*/",
+	"ls */../../",
 }
 
 func TestHostileCatalogue(t *testing.T) {

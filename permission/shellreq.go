@@ -194,15 +194,60 @@ func (r *resolver) resolve(p, base string) []string {
 		}
 	}
 	out := []string{realPath(filepath.Clean(strings.Join(segs, string(filepath.Separator))))}
-	matches, _ := filepath.Glob(p)
-	sort.Strings(matches)
-	for i, m := range matches {
-		if i >= maxGlob {
-			break
-		}
+	for _, m := range boundedGlob(p, maxGlob) {
 		out = appendNew(out, realPath(m))
 	}
 	return out
+}
+
+// boundedGlob expands an absolute, clean glob pattern as the shell would (a leading dot is
+// matched only by a leading dot), looking at no more than budget directory entries in all,
+// so that "/*/*/*/*" costs little.
+func boundedGlob(pattern string, budget int) []string {
+	cur := []string{string(filepath.Separator)}
+	for _, seg := range strings.Split(pattern, string(filepath.Separator)) {
+		if seg == "" {
+			continue
+		}
+		var next []string
+		for _, dir := range cur {
+			if !strings.ContainsAny(seg, "*?[") {
+				p := filepath.Join(dir, seg)
+				if _, err := os.Lstat(p); err == nil {
+					next = append(next, p)
+				}
+				continue
+			}
+			if budget <= 0 {
+				break
+			}
+			f, err := os.Open(dir)
+			if err != nil {
+				continue
+			}
+			entries, _ := f.ReadDir(budget)
+			f.Close()
+			budget -= len(entries)
+			sort.Slice(entries, func(i, j int) bool { return entries[i].Name() < entries[j].Name() })
+			for _, e := range entries {
+				name := e.Name()
+				if strings.HasPrefix(name, ".") && !strings.HasPrefix(seg, ".") {
+					continue
+				}
+				if ok, _ := path.Match(seg, name); ok {
+					next = append(next, filepath.Join(dir, name))
+				}
+			}
+		}
+		cur = next
+		if len(cur) == 0 || len(cur) > maxGlob {
+			break
+		}
+	}
+	if len(cur) > maxGlob {
+		cur = cur[:maxGlob]
+	}
+	return cur
 }
 
 // realPath resolves the symlinks of abs; when abs does not exist, its deepest existing
