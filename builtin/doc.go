@@ -32,7 +32,13 @@ package builtin
 // (the write itself then fails). Without /proc the O_NOFOLLOW guards remain.
 //
 // Searches (walk.go) never follow symbolic links, so a link inside the workspace cannot
-// lead glob, grep or list outside it.
+// lead glob, grep or list outside it. They respect .gitignore and .ignore files (of every
+// folder walked, and of the folders between the workspace and the search root), with
+// git's precedence: the deepest file with a matching pattern decides, and in it the last
+// matching pattern. Patterns are matched with string compares for the common forms (a
+// name, *.ext, prefix*, /path) and doublestar otherwise; go-gitignore, which runs one
+// regexp per pattern per path, was ten times slower on a 40-line .gitignore and is kept as
+// the reference of a differential test.
 //
 // Edits re-check (size and modification time) that the file is still what was read
 // before writing, since a person may take a while to answer the ask that shows the diff.
@@ -41,7 +47,10 @@ package builtin
 //
 // read streams its file in 1 MiB chunks and only counts the newlines of the lines before
 // offset and after the page, so the last lines of a 1 GiB file cost one pass of
-// bytes.Count and no memory beyond the page. grep walks folders on GOMAXPROCS goroutines,
+// bytes.Count and no memory beyond the page. For files of 4 MiB or more that pass also
+// records where every 16384th line starts; a later read of the same version seeks to the
+// nearest mark and stops after its page (about 1 ms instead of a pass), and a file that
+// only grew since (a log) has its index extended over the new bytes alone. grep walks folders on GOMAXPROCS goroutines,
 // reads files with raw system calls into pooled buffers in line-aligned chunks, finds a
 // literal every match must contain by its rarest byte before running the regex on that
 // line only, and for a regex without a literal whose matches are runs of a small byte set
