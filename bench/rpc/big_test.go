@@ -1,0 +1,228 @@
+package rpcbench
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// bigBytes is BIG_BYTES, default 1 GiB.
+func bigBytes(b *testing.B) int64 {
+	s := os.Getenv("BIG_BYTES")
+	if s == "" {
+		return 1 << 30
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil || n < 1 {
+		b.Fatalf("BIG_BYTES=%q: want a positive number of bytes", s)
+	}
+	return n
+}
+
+// procStatus reads the "Name:  N kB" fields of /proc/<pid>/status, in KiB.
+func procStatus(pid int) (map[string]int64, bool) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
+	if err != nil {
+		return nil, false
+	}
+	m := map[string]int64{}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		name, rest, ok := strings.Cut(sc.Text(), ":")
+		rest = strings.TrimSpace(rest)
+		if !ok || !strings.HasSuffix(rest, " kB") {
+			continue
+		}
+		if v, err := strconv.ParseInt(strings.TrimSuffix(rest, " kB"), 10, 64); err == nil {
+			m[name] = v
+		}
+	}
+	return m, true
+}
+
+// rssSampler polls the daemon's peak RSS (VmHWM) until stopped, so the peak is known even if
+// the process is gone by the time it is read.
+type rssSampler struct {
+	stop chan struct{}
+	done chan struct{}
+
+	mu      sync.Mutex // guards the fields below
+	peakKiB int64      // VmHWM: resident anonymous, file-backed and shared pages
+	anonKiB int64      // highest RssAnon seen: the heap, stacks, runtime
+	fileKiB int64      // highest RssFile seen: file pages mapped in, the bbolt mmap among them
+	samples int
+}
+
+func sampleRSS(pid int, every time.Duration) *rssSampler {
+	s := &rssSampler{stop: make(chan struct{}), done: make(chan struct{})}
+	go func() {
+		defer close(s.done)
+		t := time.NewTicker(every)
+		defer t.Stop()
+		for {
+			if m, ok := procStatus(pid); ok {
+				s.mu.Lock()
+				s.peakKiB = max(s.peakKiB, m["VmHWM"])
+				s.anonKiB = max(s.anonKiB, m["RssAnon"])
+				s.fileKiB = max(s.fileKiB, m["RssFile"])
+				s.samples++
+				s.mu.Unlock()
+			}
+			select {
+			case <-s.stop:
+				return
+			case <-t.C:
+			}
+		}
+	}()
+	return s
+}
+
+// Peaks returns the peaks so far in MiB: VmHWM, RssAnon and RssFile.
+func (s *rssSampler) Peaks() (hwm, anon, file float64) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return float64(s.peakKiB) / 1024, float64(s.anonKiB) / 1024, float64(s.fileKiB) / 1024
+}
+
+// Stop ends the sampling (after one last sample) and returns the VmHWM peak in MiB.
+func (s *rssSampler) Stop() float64 {
+	close(s.stop)
+	<-s.done
+	hwm, _, _ := s.Peaks()
+	return hwm
+}
+
+// BenchmarkBigOutput runs bash printing BIG_BYTES of 'x' in lines of 99, checks that the
+// result comes back truncated with an outputID, pages the whole output back with
+// outputs/read checking every line, and records the daemon's peak RSS (bar: under 64 MiB).
+func BenchmarkBigOutput(b *testing.B) {
+	const width = 99
+	n := bigBytes(b)
+	wantLines := (n + width - 1) / width
+	for b.Loop() {
+		ctx := ctxFor(b, 25*time.Minute)
+		ws, _ := workspace(b)
+		d := startToolsd(b, b.TempDir())
+		rss := sampleRSS(d.Cmd.Process.Pid, 20*time.Millisecond)
+		stopOnce := sync.OnceValue(rss.Stop)
+		defer stopOnce()
+		if _, err := d.Initialize(ctx, ws, true, nil); err != nil {
+			b.Fatal(err)
+		}
+		r := record{Bench: "big", Client: "go-harness", Server: "toolsd", OutBytes: n}
+		fail := func(format string, args ...any) {
+			r.Problem = fmt.Sprintf(format, args...)
+			r.PeakRSSMiB = stopOnce()
+			r.OK = new(bool)
+			emit(b, r)
+			b.Fatalf("%s\n%s", r.Problem, d.Stderr())
+		}
+
+		cmd := fmt.Sprintf("head -c %d /dev/zero | tr '\\0' 'x' | fold -w %d", n, width)
+		args, _ := json.Marshal(map[string]any{"command": cmd, "timeout": 600000, "description": "Prints a lot of x"})
+		mark := d.Mark()
+		t0 := time.Now()
+		_, wait, err := d.Dispatch(ctx, "tools/execute", protocol.ExecuteParams{SessionID: "bench", MessageID: "m1", CallID: "big", Tool: "bash", Args: args})
+		if err != nil {
+			b.Fatal(err)
+		}
+		raw, _, err := d.WaitFor(ctx, mark, "permission/asked", func(m json.RawMessage) bool {
+			var a protocol.AskedParams
+			return json.Unmarshal(m, &a) == nil && a.CallID == "big"
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var ask protocol.AskedParams
+		_ = json.Unmarshal(raw, &ask)
+		if err := d.Call(ctx, "permission/reply", protocol.ReplyParams{ID: ask.ID, Reply: "once"}, nil); err != nil {
+			b.Fatal(err)
+		}
+		var res protocol.ExecuteResult
+		if err := wait(ctx, &res); err != nil {
+			fail("tools/execute: %v", err)
+		}
+		r.ExecSeconds = time.Since(t0).Seconds()
+		r.ExecPeakRSSMiB, r.ExecPeakAnonMiB, _ = rss.Peaks()
+		r.ResultBytes = len(res.Output)
+		r.Truncated = res.Truncated
+		if res.Status != "completed" || !res.Truncated || res.OutputID == "" {
+			fail("result: status %q, truncated %v, outputID %q, error %q", res.Status, res.Truncated, res.OutputID, res.Error)
+		}
+
+		// Page the full output back and check every line.
+		t1 := time.Now()
+		var xs int64
+		for offset := 0; ; {
+			var page protocol.OutputsReadResult
+			if err := d.Call(ctx, "outputs/read", protocol.OutputsReadParams{OutputID: res.OutputID, Offset: offset, Limit: 1 << 20}, &page); err != nil {
+				fail("outputs/read at line %d: %v", offset, err)
+			}
+			r.Pages++
+			r.TotalLinesRep, r.TotalBytesRep = int64(page.TotalLines), page.TotalBytes
+			if page.Lines == 0 {
+				if offset < page.TotalLines {
+					fail("outputs/read at line %d returned no lines of %d", offset, page.TotalLines)
+				}
+				break
+			}
+			c := page.Content
+			for i := 0; i < page.Lines; i++ {
+				line, rest, found := strings.Cut(c, "\n")
+				if found != (i < page.Lines-1) {
+					fail("outputs/read at line %d: page of %d lines has a newline count that does not match", offset, page.Lines)
+				}
+				c = rest
+				L := int64(offset + i)
+				if len(line) != width && L != wantLines-1 || strings.Trim(line, "x") != "" {
+					fail("line %d: %d bytes %.40q, want %d x's", L, len(line), line, width)
+				}
+				xs += int64(len(line))
+				r.Bytes += int64(len(line)) + 1
+			}
+			r.Lines += int64(page.Lines)
+			offset += page.Lines
+			if offset >= page.TotalLines {
+				break
+			}
+		}
+		if n%width != 0 {
+			r.Bytes-- // the last line has no newline: fold adds none
+		}
+		r.ReadSeconds = time.Since(t1).Seconds()
+		r.PeakRSSMiB = stopOnce()
+		_, r.PeakAnonMiB, r.PeakFileMiB = rss.Peaks()
+		r.SampleCount = rss.samples
+		switch {
+		case r.Lines != wantLines:
+			fail("outputs/read gave %d lines, want %d", r.Lines, wantLines)
+		case xs != n:
+			fail("outputs/read gave %d x's, want %d", xs, n)
+		case r.Bytes != r.TotalBytesRep || r.Lines != r.TotalLinesRep:
+			fail("pages add up to %d lines and %d bytes; the daemon reported %d and %d", r.Lines, r.Bytes, r.TotalLinesRep, r.TotalBytesRep)
+		}
+		ok := r.PeakRSSMiB < 64
+		r.OK = &ok
+		if !ok {
+			r.Problem = fmt.Sprintf("peak RSS %.1f MiB, bar is under 64 MiB", r.PeakRSSMiB)
+		}
+		b.ReportMetric(r.PeakRSSMiB, "peak-RSS-MiB")
+		b.ReportMetric(r.ExecSeconds, "exec-s")
+		b.ReportMetric(r.ReadSeconds, "read-s")
+		emit(b, r)
+		if _, err := d.Shutdown(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+	}
+}

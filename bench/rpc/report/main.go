@@ -1,0 +1,333 @@
+// Command report prints the results of bench/run.sh (JSON lines written by the Go and Node
+// drivers) as one table per benchmark, side by side with ratios, and checks the targets of
+// issue 2. It exits 0 whether or not the targets are met: a miss is a result, not an error.
+//
+// Usage: report [-title TEXT] RESULTS.jsonl
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+	"text/tabwriter"
+)
+
+// record mirrors the JSON lines the drivers write (bench/rpc/bench_test.go, node/bench.mjs).
+type record struct {
+	Bench       string  `json:"bench"`
+	Client      string  `json:"client"`
+	Server      string  `json:"server"`
+	N           int     `json:"n"`
+	P50us       float64 `json:"p50_us"`
+	P99us       float64 `json:"p99_us"`
+	Callers     int     `json:"callers"`
+	CallsPerSec float64 `json:"calls_per_s"`
+	RespBytes   int     `json:"resp_bytes"`
+
+	OutBytes        int64   `json:"out_bytes"`
+	ExecSeconds     float64 `json:"exec_seconds"`
+	ReadSeconds     float64 `json:"read_seconds"`
+	PeakRSSMiB      float64 `json:"peak_rss_mib"`
+	PeakAnonMiB     float64 `json:"peak_anon_mib"`
+	PeakFileMiB     float64 `json:"peak_file_mib"`
+	ExecPeakRSSMiB  float64 `json:"exec_peak_rss_mib"`
+	ExecPeakAnonMiB float64 `json:"exec_peak_anon_mib"`
+	Lines           int64   `json:"lines"`
+	Bytes           int64   `json:"bytes"`
+	ResultBytes     int     `json:"result_bytes"`
+	Pages           int     `json:"pages"`
+	Truncated       bool    `json:"truncated"`
+	OK              *bool   `json:"ok"`
+	Problem         string  `json:"problem"`
+}
+
+func main() {
+	title := flag.String("title", "", "a line printed above the tables (date, machine)")
+	flag.Parse()
+	if flag.NArg() != 1 {
+		fmt.Fprintln(os.Stderr, "usage: report [-title TEXT] RESULTS.jsonl")
+		os.Exit(2)
+	}
+	recs, err := load(flag.Arg(0))
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "report: %v\n", err)
+		os.Exit(1)
+	}
+	print(os.Stdout, *title, recs)
+}
+
+func load(path string) ([]record, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	var recs []record
+	sc := bufio.NewScanner(f)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	for n := 1; sc.Scan(); n++ {
+		line := strings.TrimSpace(sc.Text())
+		if line == "" {
+			continue
+		}
+		var r record
+		if err := json.Unmarshal([]byte(line), &r); err != nil {
+			return nil, fmt.Errorf("%s:%d: %v", path, n, err)
+		}
+		recs = append(recs, r)
+	}
+	return recs, sc.Err()
+}
+
+type results []record
+
+func (rs results) find(bench, client, server string) *record {
+	for i := len(rs) - 1; i >= 0; i-- { // the last run wins
+		r := &rs[i]
+		if r.Bench == bench && r.Client == client && r.Server == server {
+			return r
+		}
+	}
+	return nil
+}
+
+const (
+	goC   = "go-harness"
+	nodeC = "node-vscode-jsonrpc"
+	mcpC  = "mcp-ts-client"
+	sfs   = "server-filesystem"
+)
+
+// row is one line of a latency table.
+type row struct {
+	label         string
+	bench, c, srv string
+}
+
+func ms(us float64) string {
+	switch {
+	case us >= 100_000:
+		return fmt.Sprintf("%.0f ms", us/1000)
+	case us >= 1000:
+		return fmt.Sprintf("%.1f ms", us/1000)
+	default:
+		return fmt.Sprintf("%.0f µs", us)
+	}
+}
+
+func ratio(a, b float64) string {
+	if a <= 0 || b <= 0 {
+		return "–"
+	}
+	r := a / b
+	switch {
+	case r >= 10:
+		return fmt.Sprintf("%.0f×", r)
+	case r >= 0.1:
+		return fmt.Sprintf("%.2f×", r)
+	default:
+		return fmt.Sprintf("%.3f×", r)
+	}
+}
+
+func verdict(ok bool) string {
+	if ok {
+		return "MET"
+	}
+	return "MISSED"
+}
+
+type target struct {
+	what, measured, verdict string
+}
+
+func print(w io.Writer, title string, rs results) {
+	var targets []target
+	if title != "" {
+		fmt.Fprintln(w, title)
+		fmt.Fprintln(w)
+	}
+	tw := func() *tabwriter.Writer { return tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight) }
+
+	// 1. Spawn.
+	if sf := rs.find("spawn", mcpC, sfs); sf != nil || rs.find("spawn", goC, "toolsd") != nil {
+		fmt.Fprintf(w, "1. Spawn to initialize result (%s spawns each, after one unmeasured)\n", nOf(rs, "spawn"))
+		t := tw()
+		fmt.Fprintln(t, "server\tclient\tp50\tp99\tp50 / server-filesystem p50\tp50 / echo p50 (same client)\t")
+		for _, x := range []row{
+			{"toolsd (store exists)", "spawn", nodeC, "toolsd"},
+			{"toolsd (new store)", "spawn-new-store", nodeC, "toolsd"},
+			{"toolsd (store exists)", "spawn", goC, "toolsd"},
+			{"echo floor", "spawn", nodeC, "echo"},
+			{"echo floor", "spawn", goC, "echo"},
+			{"server-filesystem", "spawn", mcpC, sfs},
+		} {
+			r := rs.find(x.bench, x.c, x.srv)
+			if r == nil {
+				continue
+			}
+			var vsSF, vsEcho string = "–", "–"
+			if sf != nil {
+				vsSF = ratio(r.P50us, sf.P50us)
+			}
+			if e := rs.find("spawn", x.c, "echo"); e != nil && x.srv != "echo" {
+				vsEcho = ratio(r.P50us, e.P50us)
+			}
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t\n", x.label, x.c, ms(r.P50us), ms(r.P99us), vsSF, vsEcho)
+		}
+		t.Flush()
+		if td, sf := rs.find("spawn", nodeC, "toolsd"), rs.find("spawn", mcpC, sfs); td != nil && sf != nil {
+			r := td.P50us / sf.P50us
+			targets = append(targets, target{"spawn to ready ≤ 1/10 of server-filesystem's (p50, Node clients)", fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)), verdict(r <= 0.1)})
+		}
+		fmt.Fprintln(w)
+	}
+
+	// 2. Read round trip.
+	if rs.find("read", goC, "toolsd") != nil || rs.find("read", nodeC, "toolsd") != nil {
+		fmt.Fprintf(w, "2. Round trip of tools/execute read on a 1 KiB file (%s sequential calls after 200 warm-up calls)\n", nOf(rs, "read"))
+		sf := rs.find("read", mcpC, sfs)
+		t := tw()
+		fmt.Fprintln(t, "server\tclient\tp50\tp99\tresponse bytes\tp50 / echo p50 (same client)\tp50 / server-filesystem p50\t")
+		for _, x := range []row{
+			{"toolsd read", "read", nodeC, "toolsd"},
+			{"toolsd read", "read", goC, "toolsd"},
+			{"echo floor (same size)", "read", nodeC, "echo"},
+			{"echo floor (same size)", "read", goC, "echo"},
+			{"server-filesystem read_text_file", "read", mcpC, sfs},
+		} {
+			r := rs.find(x.bench, x.c, x.srv)
+			if r == nil {
+				continue
+			}
+			vsEcho, vsSF := "–", "–"
+			if e := rs.find("read", x.c, "echo"); e != nil && x.srv != "echo" {
+				vsEcho = ratio(r.P50us, e.P50us)
+			}
+			if sf != nil {
+				vsSF = ratio(r.P50us, sf.P50us)
+			}
+			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", x.label, x.c, ms(r.P50us), ms(r.P99us), r.RespBytes, vsEcho, vsSF)
+		}
+		t.Flush()
+		if td := rs.find("read", nodeC, "toolsd"); td != nil && sf != nil {
+			targets = append(targets, target{"read p50 no slower than server-filesystem's (Node clients; store on)", fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)), verdict(td.P50us <= sf.P50us)})
+		}
+		fmt.Fprintln(w)
+	}
+
+	// 3. Concurrency.
+	if rs.find("concurrent", goC, "toolsd") != nil || rs.find("concurrent", nodeC, "toolsd") != nil {
+		fmt.Fprintf(w, "3. 64 concurrent callers on one connection: tools/execute read of the 1 KiB file (%s calls)\n", nOf(rs, "concurrent"))
+		t := tw()
+		fmt.Fprintln(t, "server\tclient\tcallers\tcalls/s\tvs echo (same client)\tvs server-filesystem\t")
+		sf := rs.find("concurrent", mcpC, sfs)
+		for _, x := range []row{
+			{"toolsd read", "concurrent", goC, "toolsd"},
+			{"toolsd read", "concurrent", nodeC, "toolsd"},
+			{"echo floor (same size)", "concurrent", goC, "echo"},
+			{"echo floor (same size)", "concurrent", nodeC, "echo"},
+			{"server-filesystem read_text_file", "concurrent", mcpC, sfs},
+		} {
+			r := rs.find(x.bench, x.c, x.srv)
+			if r == nil {
+				continue
+			}
+			vsEcho, vsSF := "–", "–"
+			if e := rs.find("concurrent", x.c, "echo"); e != nil && x.srv != "echo" {
+				vsEcho = ratio(r.CallsPerSec, e.CallsPerSec)
+			}
+			if sf != nil {
+				vsSF = ratio(r.CallsPerSec, sf.CallsPerSec)
+			}
+			fmt.Fprintf(t, "%s\t%s\t%d\t%.0f\t%s\t%s\t\n", x.label, x.c, r.Callers, r.CallsPerSec, vsEcho, vsSF)
+		}
+		t.Flush()
+		for _, c := range []string{goC, nodeC} {
+			if r := rs.find("concurrent", c, "toolsd"); r != nil {
+				targets = append(targets, target{"64 concurrent callers ≥ 10,000 calls/s (" + c + ")", fmt.Sprintf("%.0f calls/s", r.CallsPerSec), verdict(r.CallsPerSec >= 10000)})
+			}
+		}
+		fmt.Fprintln(w)
+	}
+
+	// 4. Big output.
+	if r := rs.find("big", goC, "toolsd"); r != nil {
+		fmt.Fprintf(w, "4. bash printing %s ('x' in lines of 99), then outputs/read of every line\n", size(r.OutBytes))
+		t := tw()
+		fmt.Fprintln(t, "measure\tvalue\t")
+		fmt.Fprintf(t, "tools/execute round trip\t%.1f s\t\n", r.ExecSeconds)
+		fmt.Fprintf(t, "result: truncated, output in the result\t%v, %s\t\n", r.Truncated, size(int64(r.ResultBytes)))
+		fmt.Fprintf(t, "outputs/read: pages, time\t%d, %.1f s\t\n", r.Pages, r.ReadSeconds)
+		fmt.Fprintf(t, "lines and bytes read back (checked line by line)\t%d, %d\t\n", r.Lines, r.Bytes)
+		fmt.Fprintf(t, "daemon peak RSS (VmHWM), whole run\t%.1f MiB\t\n", r.PeakRSSMiB)
+		fmt.Fprintf(t, "  of which at most anonymous (RssAnon: heap, stacks)\t%.1f MiB\t\n", r.PeakAnonMiB)
+		fmt.Fprintf(t, "  of which at most file-backed (RssFile: bbolt's mmap)\t%.1f MiB\t\n", r.PeakFileMiB)
+		fmt.Fprintf(t, "daemon peak RSS (VmHWM) when the result arrived\t%.1f MiB\t\n", r.ExecPeakRSSMiB)
+		fmt.Fprintf(t, "  RssAnon peak by then\t%.1f MiB\t\n", r.ExecPeakAnonMiB)
+		t.Flush()
+		checks := r.Problem == "" || strings.HasPrefix(r.Problem, "peak RSS")
+		if !checks {
+			fmt.Fprintf(w, "FAILED CHECK: %s\n", r.Problem)
+		}
+		targets = append(targets,
+			target{"bash " + size(r.OutBytes) + ": truncated result, outputs/read returns every line", fmt.Sprintf("%d lines, %d bytes", r.Lines, r.Bytes), verdict(checks && r.Truncated)},
+			target{"bash " + size(r.OutBytes) + ": daemon peak RSS (VmHWM) < 64 MiB", fmt.Sprintf("%.1f MiB (anonymous %.1f MiB)", r.PeakRSSMiB, r.PeakAnonMiB), verdict(r.PeakRSSMiB < 64)},
+		)
+		fmt.Fprintln(w)
+	} else if rs.find("big", goC, "toolsd") == nil && hasBench(rs, "big") {
+		fmt.Fprintln(w, "4. bash big output: no result")
+	}
+
+	if len(targets) > 0 {
+		fmt.Fprintln(w, "Targets (issue 2, Bars)")
+		t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+		for _, x := range targets {
+			fmt.Fprintf(t, "  %s\t%s\t%s\n", x.verdict, x.what, x.measured)
+		}
+		t.Flush()
+	}
+}
+
+func hasBench(rs results, b string) bool {
+	for _, r := range rs {
+		if r.Bench == b {
+			return true
+		}
+	}
+	return false
+}
+
+// nOf describes the sample counts of a benchmark ("2000", or "1000–2000" if they differ).
+func nOf(rs results, bench string) string {
+	lo, hi := 0, 0
+	for _, r := range rs {
+		if r.Bench != bench || r.N == 0 {
+			continue
+		}
+		if lo == 0 || r.N < lo {
+			lo = r.N
+		}
+		hi = max(hi, r.N)
+	}
+	if lo == hi {
+		return fmt.Sprint(lo)
+	}
+	return fmt.Sprintf("%d–%d", lo, hi)
+}
+
+func size(n int64) string {
+	switch {
+	case n >= 1<<30 && n%(1<<30) == 0:
+		return fmt.Sprintf("%d GiB", n>>30)
+	case n >= 1<<20:
+		return fmt.Sprintf("%.1f MiB", float64(n)/(1<<20))
+	case n >= 1<<10:
+		return fmt.Sprintf("%.1f KiB", float64(n)/(1<<10))
+	}
+	return fmt.Sprintf("%d B", n)
+}

@@ -1,0 +1,90 @@
+#!/usr/bin/env bash
+# Runs toolsd's benchmarks of issue 2 in one go and prints them side by side with ratios:
+# spawn to initialize result, tools/execute read round trip (p50, p99), 64 concurrent
+# callers, and bash printing BIG_BYTES (default 1 GiB). See bench/README.md.
+#
+# Settings (environment):
+#   BIG_BYTES=1073741824  size of the bash output in benchmark 4
+#   SPAWNS=30             spawns per server in benchmark 1
+#   CALLS=2000            sequential calls per server and client in benchmark 2
+#   CONC_CALLS=20000      calls per server and client in benchmark 3
+#   ONLY="spawn read concurrent big"   which benchmarks to run
+#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload), if present
+#
+# Results: the table on stdout; the raw JSON lines and the table also go to
+# bench/results/<UTC time>.{jsonl,txt} (ignored by git).
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+BIG_BYTES=${BIG_BYTES:-1073741824}
+SPAWNS=${SPAWNS:-30}
+CALLS=${CALLS:-2000}
+CONC_CALLS=${CONC_CALLS:-20000}
+ONLY=${ONLY:-spawn read concurrent big}
+OTHERS=${OTHERS:-1}
+
+want() { [[ " $ONLY " == *" $1 "* ]]; }
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+stamp=$(date -u +%Y%m%dT%H%M%SZ)
+mkdir -p bench/results
+out=bench/results/$stamp.jsonl
+: >"$out"
+log=$tmp/log
+
+step() { printf '== %s\n' "$*" >&2; }
+
+step "building toolsd, the echo floor, the Go driver and the report into $tmp"
+go build -o "$tmp/toolsd" ./cmd/toolsd
+go build -o "$tmp/echo" ./bench/rpc/echo
+go build -o "$tmp/report" ./bench/rpc/report
+go test -c -o "$tmp/rpcbench.test" ./bench/rpc
+
+step "npm ci in bench/rpc/node"
+(cd bench/rpc/node && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+load_before=$(cut -d' ' -f1-3 /proc/loadavg)
+start=$(date +%s)
+
+# gobench NAME BENCHTIME: runs one Go benchmark group of bench/rpc against the built binaries.
+gobench() {
+	step "Go harness client: $1 ($2)"
+	if ! TOOLSD_BIN=$tmp/toolsd ECHO_BIN=$tmp/echo BENCH_OUT=$PWD/$out BIG_BYTES=$BIG_BYTES \
+		"$tmp/rpcbench.test" -test.run '^$' -test.bench "^Benchmark$1\$" -test.benchtime "$2" -test.timeout 30m >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "benchmark $1 failed (its numbers, if any, are still in the table)" >&2
+	fi
+	grep -E '^Benchmark' "$log" >&2 || true
+}
+
+node_only=()
+for b in spawn read concurrent; do
+	want "$b" && node_only+=("$b")
+done
+if ((${#node_only[@]})); then
+	step "Node clients (vscode-jsonrpc, MCP TypeScript client): ${node_only[*]}"
+	(IFS=,; node bench/rpc/node/bench.mjs --toolsd "$tmp/toolsd" --echo "$tmp/echo" --out "$out" \
+		--spawns "$SPAWNS" --calls "$CALLS" --concurrent-calls "$CONC_CALLS" --only "${node_only[*]}") >&2
+fi
+want spawn && gobench Spawn "${SPAWNS}x"
+want read && gobench ReadRoundTrip "${CALLS}x"
+want concurrent && gobench Concurrent64 "${CONC_CALLS}x"
+want big && gobench BigOutput 1x
+
+took=$(($(date +%s) - start))
+cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)
+title="toolsd benchmarks, $(date -u '+%Y-%m-%d %H:%M UTC'); $(nproc) cores ($cpu); load average before: $load_before, after: $(cut -d' ' -f1-3 /proc/loadavg); $(go env GOVERSION), node $(node --version); ${took}s"
+"$tmp/report" -title "$title" "$out" | tee "bench/results/$stamp.txt"
+echo "raw results: $out" >&2
+
+if [[ $OTHERS == 1 ]]; then
+	if [[ -x bench/grep_vs_rg.sh || -f bench/grep_vs_rg.sh ]]; then
+		step "bench/grep_vs_rg.sh (owned by another helper)"
+		bash bench/grep_vs_rg.sh || echo "bench/grep_vs_rg.sh exited $?" >&2
+	fi
+	if [[ -d bench/hotreload ]]; then
+		step "bench/hotreload (owned by another helper)"
+		go test ./bench/hotreload -run '^$' -bench . -benchtime 100x || echo "bench/hotreload exited $?" >&2
+	fi
+fi
