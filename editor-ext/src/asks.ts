@@ -53,6 +53,12 @@ export class Asks implements vscode.Disposable {
 
   count(): number { return this.pending.size; }
 
+  /** Whether a call of this daemon waits for an answer. */
+  waiting(fd: FolderDaemon, callID: string): boolean {
+    for (const p of this.pending.values()) if (p.fd === fd && p.ask.callID === callID) return true;
+    return false;
+  }
+
   private add(fd: FolderDaemon, ask: AskedParams): void {
     if (this.pending.has(ask.id)) return;
     const p: Pending = { ask, fd, showing: false };
@@ -220,8 +226,13 @@ function oneLine(s: string): string {
 async function pickAlways(ask: AskedParams): Promise<{ patterns: string[]; scope: 'session' | 'workspace' } | undefined> {
   type Item = vscode.QuickPickItem & { pattern: string };
   const items: Item[] = [];
-  for (const a of ask.always ?? []) items.push({ label: a, description: 'suggested', pattern: a, picked: true });
-  for (const x of ask.patterns ?? []) if (!items.some((i) => i.pattern === x)) items.push({ label: x, description: 'exactly this', pattern: x });
+  const exact = new Set(ask.patterns ?? []);
+  // The suggested prefixes come first and are preselected; the exact patterns allow only this much.
+  const suggested = (ask.always ?? []).filter((a) => !exact.has(a));
+  for (const a of suggested) items.push({ label: a, description: 'suggested', pattern: a, picked: true });
+  for (const x of [...(ask.always ?? []).filter((a) => exact.has(a)), ...(ask.patterns ?? [])]) {
+    if (!items.some((i) => i.pattern === x)) items.push({ label: x, description: 'exactly this', pattern: x, picked: suggested.length === 0 });
+  }
   let patterns: string[];
   if (items.length <= 1) patterns = items.map((i) => i.pattern);
   else {

@@ -18,7 +18,7 @@ export function activate(context: vscode.ExtensionContext): void {
   const output = vscode.window.createOutputChannel('toolsd');
   manager = new DaemonManager(context, output);
   const asks = new Asks(manager, output);
-  const progress = new Progress(manager);
+  const progress = new Progress(manager, asks);
   context.subscriptions.push(
     output,
     asks,

@@ -18,9 +18,12 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
   /** Fires when a call reaches an end state (completed, error, cancelled, interrupted). */
   readonly onDidEndCall = this.ended.event;
   private readonly view: vscode.TreeView<Node>;
+  private readonly sub: vscode.Disposable;
 
-  constructor(manager: DaemonManager) {
+  /** asks says whether a call waits for a person's answer; its event refreshes the view. */
+  constructor(manager: DaemonManager, private readonly asks: { waiting(fd: FolderDaemon, callID: string): boolean; onDidChange: vscode.Event<void> }) {
     this.view = vscode.window.createTreeView('toolsd.running', { treeDataProvider: this });
+    this.sub = asks.onDidChange(() => this.changed.fire(undefined));
     manager.forEach((fd) => [
       fd.client.onNotification<ProgressParams>(Methods.toolsProgress, (p) => this.update(fd, p)),
       fd.client.onDidChangeState((s) => { if (s !== 'running') this.dropDaemon(fd); }),
@@ -67,14 +70,16 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
     const it = new vscode.TreeItem(p.title || p.tool, hasOutput ? vscode.TreeItemCollapsibleState.Expanded : vscode.TreeItemCollapsibleState.None);
     // A new id once output arrives: VS Code keeps an item's first collapsible state for its id.
     it.id = `${node.call.fd.folder.uri}#${p.callID}${hasOutput ? '#output' : ''}`;
-    it.description = `${p.tool} · ${p.status}`;
+    const waiting = this.asks.waiting(node.call.fd, p.callID);
+    it.description = `${p.tool} · ${waiting ? 'waiting for your answer' : p.status}`;
     it.tooltip = `${p.tool} ${p.callID} (session ${p.sessionID})`;
-    it.iconPath = new vscode.ThemeIcon(p.status === 'pending' ? 'clock' : 'sync~spin');
+    it.iconPath = new vscode.ThemeIcon(waiting ? 'bell-dot' : p.status === 'pending' ? 'clock' : 'sync~spin');
     it.contextValue = 'toolsd.runningCall';
     return it;
   }
 
   dispose(): void {
+    this.sub.dispose();
     this.view.dispose();
     this.changed.dispose();
     this.ended.dispose();
