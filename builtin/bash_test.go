@@ -34,7 +34,7 @@ func TestBash(t *testing.T) {
 		{name: "workdir", args: map[string]any{"command": "pwd", "workdir": "sub"}, out: []string{"/sub\n"}},
 		{name: "workdir missing", args: map[string]any{"command": "pwd", "workdir": "nope"}, err: []string{"workdir nope does not exist"}},
 		{name: "workdir is a file", args: map[string]any{"command": "pwd", "workdir": "f.txt"}, err: []string{"workdir f.txt is not a folder"}},
-		{name: "timeout", args: map[string]any{"command": "echo started; sleep 600", "timeout": 300}, out: []string{"started"}, result: []string{"[timed out after 300ms", "killed"}, timeout: true, exit: 143},
+		{name: "timeout", args: map[string]any{"command": "echo started; sleep 600", "timeout": 1000}, out: []string{"started"}, result: []string{"[timed out after 1s", "killed"}, timeout: true, exit: 143},
 		{name: "signal exit", args: map[string]any{"command": "kill -9 $$"}, result: []string{"[exit code 137: killed by signal 9 (killed)]"}, exit: 137},
 	}
 	for _, tc := range tests {
@@ -116,7 +116,9 @@ const treeScript = `sleep 600 & echo pid=$!; sleep 600 & echo pid=$!; echo pid=$
 func TestBashTimeoutKillsTree(t *testing.T) {
 	e := newEnv(t, "")
 	e.setOptions(&Options{BashGrace: 500 * time.Millisecond})
-	res, err := e.run("bash", map[string]any{"command": treeScript, "timeout": 500})
+	// The timeout leaves a loaded machine time to start the tree; the test waits on the
+	// tool's return, not on the clock.
+	res, err := e.run("bash", map[string]any{"command": treeScript, "timeout": 1500})
 	if err != nil {
 		t.Fatal(err)
 	}
