@@ -151,6 +151,10 @@ var hostile = []string{
 	"export PATH=.; ls",
 	"declare -x LD_PRELOAD=/tmp/x; ls",
 	"read PATH < f; ls",
+	"declare -n r=PATH; r=.; ls",
+	"printf -v PATH %s .; ls",
+	"hash -p /bin/rm ls; ls x",
+	"builtin export LD_PRELOAD=/tmp/x; ls",
 	"HOME=/tmp/evil git status",
 	"GIT_CONFIG_GLOBAL=/tmp/c git status",
 	// look-alikes and option tricks

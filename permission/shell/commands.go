@@ -148,6 +148,15 @@ func splitOpts(ws []word, spec optSpec) (int, map[string]string, bool) {
 	return i, seen, true
 }
 
+func hasArg(ws []word, s string) bool {
+	for _, w := range ws {
+		if w.text == s {
+			return true
+		}
+	}
+	return false
+}
+
 func contains(list []string, s string) bool {
 	for _, x := range list {
 		if x == s {
@@ -190,6 +199,30 @@ func (s *scope) command(ws []word, raw string) {
 	case n == "alias":
 		for _, a := range args {
 			if strings.Contains(a.text, "=") || !a.static {
+				s.z.opaque(raw)
+				return
+			}
+		}
+	case n == "read" || n == "mapfile" || n == "readarray" || n == "printf" || n == "getopts" || n == "export" ||
+		n == "declare" || n == "typeset" || n == "local" || n == "readonly" || n == "hash" && hasArg(args, "-p"):
+		// Builtins that set variables by name (read PATH, printf -v PATH, builtin export
+		// LD_PRELOAD=x) or bind names to programs (hash -p /bin/rm ls).
+		declares := n == "export" || n == "declare" || n == "typeset" || n == "local" || n == "readonly"
+		for i, a := range args {
+			t := a.text
+			if n == "printf" {
+				// Only printf -v NAME / -vNAME assigns.
+				switch {
+				case t == "-v" && i+1 < len(args):
+					t = args[i+1].text
+				case strings.HasPrefix(t, "-v"):
+					t = t[2:]
+				default:
+					continue
+				}
+			}
+			name, _, _ := strings.Cut(t, "=")
+			if declares && !a.static || dangerousVar(strings.TrimSuffix(name, "+")) || n == "hash" {
 				s.z.opaque(raw)
 				return
 			}

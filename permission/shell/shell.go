@@ -264,7 +264,22 @@ func (s *scope) call(c *syntax.CallExpr) {
 
 // decl handles declare, local, export, readonly, typeset and nameref.
 func (s *scope) decl(d *syntax.DeclClause) {
+	// A nameref (declare -n r=PATH, nameref r=PATH) makes later "r=x" assign PATH.
+	nameref := d.Variant != nil && d.Variant.Value == "nameref"
 	for _, a := range d.Args {
+		if a.Naked && a.Name == nil && a.Value != nil {
+			if w := render(s.src, a.Value); strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "n") {
+				nameref = true
+			}
+		}
+	}
+	for _, a := range d.Args {
+		if nameref && a.Name != nil && a.Value != nil {
+			if w := render(s.src, a.Value); !w.static || dangerousVar(w.text) {
+				s.z.opaque(slice(s.src, d.Pos(), d.End()))
+				return
+			}
+		}
 		if a.Name != nil {
 			continue // visit checks named assignments
 		}

@@ -78,6 +78,8 @@ func TestAnalyzeCommands(t *testing.T) {
 		{"", nil},
 		{"# just a comment", nil},
 		{"ｌs", []string{"ｌs"}},
+		{`printf '%s\n' "$x" PATH`, []string{`printf %s\n $x PATH`}},
+		{"read -r -p \"$p\" line", []string{"read -r -p $p line"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {
@@ -107,6 +109,12 @@ func TestAnalyzeOpaque(t *testing.T) {
 		{"LD_PRELOAD=x ls", "LD_PRELOAD=x"},
 		{"export GIT_DIR=x", "GIT_DIR=x"},
 		{"export $X", "export $X"},
+		{"declare -n r=PATH", "declare -n r=PATH"},
+		{"local -n r=LD_PRELOAD", "local -n r=LD_PRELOAD"},
+		{"read -r PATH", "read -r PATH"},
+		{"printf -v GIT_DIR x", "printf -v GIT_DIR x"},
+		{"builtin declare -x BASH_ENV=x", "builtin declare -x BASH_ENV=x"},
+		{"hash -p /bin/rm ls", "hash -p /bin/rm ls"},
 		{"env LD_PRELOAD=x y", "env LD_PRELOAD=x y"},
 		{"env -S 'a b'", "env -S 'a b'"},
 		{"bash -c \"$X\"", "bash -c \"$X\""},
