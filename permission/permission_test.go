@@ -605,3 +605,18 @@ func TestEngineConcurrentUse(t *testing.T) {
 		t.Fatalf("workspace answers %+v, want one", ws)
 	}
 }
+
+// The shell package escapes exact patterns the way Escape does, so an exact "always" matches
+// its command alone.
+func TestShellAlwaysExactIsEscaped(t *testing.T) {
+	for _, line := range []string{"rm *.o", `echo \\*`, "ls ?", "git log --format=%h*", "echo a\\\\b", "rm -rf /tmp/x"} {
+		for _, c := range shell.Analyze(line).Commands {
+			if c.Always[0] != Escape(c.Text) {
+				t.Errorf("%q: exact always %q, want %q", line, c.Always[0], Escape(c.Text))
+			}
+			if !Match(c.Always[0], c.Text) || Match(c.Always[0], c.Text+" -rf /") {
+				t.Errorf("%q: exact always %q matches wrongly", line, c.Always[0])
+			}
+		}
+	}
+}

@@ -483,6 +483,17 @@ func (s *scope) find(ws []word, raw string) {
 	s.emit(ws)
 	args := ws[1:]
 	i := 0
+	// Options before the start paths: -H -L -P -D debugopts -Olevel.
+	for i < len(args) && args[i].static {
+		t := args[i].text
+		if t == "-H" || t == "-L" || t == "-P" || strings.HasPrefix(t, "-O") {
+			i++
+		} else if t == "-D" {
+			i += 2
+		} else {
+			break
+		}
+	}
 	for ; i < len(args); i++ {
 		t := args[i].text
 		if args[i].static && (strings.HasPrefix(t, "-") || t == "(" || t == "!" || t == ")") {
@@ -593,6 +604,9 @@ func (s *scope) touches(name string, args []word) {
 				s.pathText(a, strings.TrimPrefix(a.text, "--directory="), false)
 			} else if base == "git" && strings.HasPrefix(a.text, "--output=") {
 				s.pathText(a, strings.TrimPrefix(a.text, "--output="), true)
+			} else if base == "git" && (strings.HasPrefix(a.text, "--git-dir=") || strings.HasPrefix(a.text, "--work-tree=")) {
+				_, v, _ := strings.Cut(a.text, "=")
+				s.pathText(a, v, false)
 			}
 		}
 		return

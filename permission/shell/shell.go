@@ -56,8 +56,8 @@ type Command struct {
 type Analysis struct {
 	Commands []Command
 	// Writes are the targets of redirections and tee (and dd of=, curl -o, sort -o, find
-	// -fprint) that write, as written after quote removal. /dev/null, /dev/stdout and
-	// /dev/stderr are left out.
+	// -fprint) that write, as written after quote removal. /dev/null, /dev/stdout,
+	// /dev/stderr, /dev/tty and /dev/fd/N are left out.
 	Writes []string
 	// Paths are the path arguments of file commands (rm, cp, mv, cat, ls, find, grep, ...)
 	// and the sources of input redirections, as written after quote removal.
@@ -208,8 +208,11 @@ func (s *scope) write(w word) {
 		return
 	}
 	switch w.text {
-	case "/dev/null", "/dev/stdout", "/dev/stderr":
+	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
 		return
+	}
+	if fd, ok := strings.CutPrefix(w.text, "/dev/fd/"); ok && fd != "" && isFD(fd) {
+		return // an fd the line opened (with a redirection that was checked) or inherited
 	}
 	s.z.a.Writes = appendUnique(s.z.a.Writes, w.text)
 }

@@ -164,7 +164,8 @@ func TestAnalyzeTouches(t *testing.T) {
 		writes, paths, dirs, dynamic []string
 	}{
 		{script: "git status > out 2>>err &>all >|clob 1<>rw", writes: []string{"out", "err", "all", "clob", "rw"}},
-		{script: "x >/dev/null 2>/dev/stderr 2>&1 >&-"},
+		{script: "x >/dev/null 2>/dev/stderr 2>&1 >&- >/dev/tty >/dev/fd/3"},
+		{script: "x >/dev/fd/ >/dev/sda", writes: []string{"/dev/fd/", "/dev/sda"}},
 		{script: "x >&file", writes: []string{"file"}},
 		{script: "x < in <&3", paths: []string{"in"}},
 		{script: "x | tee -a a b", writes: []string{"a", "b"}},
@@ -179,6 +180,9 @@ func TestAnalyzeTouches(t *testing.T) {
 		{script: "cd /tmp && pushd ~/x; cd", dirs: []string{"/tmp", "~/x", "~"}},
 		{script: "git -C /repo status; make -C sub", dirs: []string{"/repo", "sub"}},
 		{script: "env -C /d y", dirs: []string{"/d"}},
+		{script: "find -L /etc -D tree -O2 x", paths: []string{"/etc"}},
+		{script: "find -D tree /etc", paths: []string{"/etc"}},
+		{script: "git --git-dir=/r/.git --work-tree=/r status", paths: []string{"/r/.git", "/r"}},
 		{script: "cd -", dynamic: []string{"-"}},
 		{script: "rm $f \"$g\" ~u/x {a,b}", paths: []string{"~u/x"}, dynamic: []string{"$f", "\"$g\"", "{a,b}"}},
 		{script: "x > $out", dynamic: []string{"$out"}},
