@@ -17,13 +17,9 @@ import (
 	"github.com/toolsd/toolsd/registry"
 )
 
-// TestMain checks for leaked goroutines. proc.Command's cancel starts a goroutine that
-// sleeps out the grace period before its SIGKILL, even after the group is gone; it is
-// proc's, bounded, and ignored here.
+// TestMain checks for leaked goroutines.
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m,
-		goleak.IgnoreAnyFunction("github.com/toolsd/toolsd/internal/proc.Command.func1.1"),
-		goleak.Cleanup(func(int) { removeBenchFiles() }))
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(int) { removeBenchFiles() }))
 }
 
 // fakeAsk records permission requests and refuses the permissions in deny.

@@ -12,6 +12,7 @@ package proc
 import (
 	"context"
 	"errors"
+	"io"
 	"os"
 	"os/exec"
 	"os/signal"
@@ -80,14 +81,91 @@ func KillGroup(cmd *exec.Cmd) {
 	}
 }
 
-// Run starts cmd (from Command), waits for it and kills what its leader left behind.
+// drainTimeout bounds how long Run reads what is left in the output pipes after the group
+// was killed (a process that left the group may still hold them).
+const drainTimeout = time.Second
+
+// Run starts cmd (from Command), waits for its leader, kills what the leader left behind in
+// its group, and returns once the output is copied. Stdout and Stderr that are not files go
+// through pipes Run owns rather than exec's, so that a background process still holding
+// them (`server &`) does not keep Run waiting: it is killed with the group as soon as the
+// leader exits.
 func Run(cmd *exec.Cmd) error {
-	if err := cmd.Start(); err != nil {
+	var copies sync.WaitGroup
+	var readers, writers []*os.File
+	plumb := func(w io.Writer) (io.Writer, error) {
+		if w == nil {
+			return nil, nil
+		}
+		if f, ok := w.(*os.File); ok {
+			return f, nil
+		}
+		pr, pw, err := os.Pipe()
+		if err != nil {
+			return nil, err
+		}
+		readers, writers = append(readers, pr), append(writers, pw)
+		copies.Add(1)
+		go func() {
+			defer copies.Done()
+			_, _ = io.Copy(w, pr)
+		}()
+		return pw, nil
+	}
+	closeAll := func(fs []*os.File) {
+		for _, f := range fs {
+			_ = f.Close()
+		}
+	}
+	shared := sameWriter(cmd.Stdout, cmd.Stderr)
+	out, err := plumb(cmd.Stdout)
+	if err == nil {
+		if shared {
+			cmd.Stderr = out
+		} else {
+			cmd.Stderr, err = plumb(cmd.Stderr)
+		}
+	}
+	cmd.Stdout = out
+	if err != nil {
+		closeAll(writers)
+		closeAll(readers)
+		copies.Wait()
 		return err
 	}
-	err := cmd.Wait()
+	err = cmd.Start()
+	closeAll(writers) // the child has its copies
+	if err != nil {
+		closeAll(readers)
+		copies.Wait()
+		return err
+	}
+	err = cmd.Wait()
 	KillGroup(cmd)
+	drained := make(chan struct{})
+	go func() {
+		copies.Wait()
+		close(drained)
+	}()
+	select {
+	case <-drained:
+	case <-time.After(drainTimeout):
+		closeAll(readers) // unblocks the copies
+		<-drained
+	}
+	closeAll(readers)
 	return err
+}
+
+// sameWriter reports whether a and b are the same writer (false for writers that cannot be
+// compared).
+func sameWriter(a, b io.Writer) (same bool) {
+	defer func() {
+		if recover() != nil {
+			same = false
+		}
+	}()
+	return a != nil && a == b
 }
 
 // ExitCode returns the exit code in err from Wait (0 for nil, -1 when it is not an exit).

@@ -111,3 +111,27 @@ func TestExitCode(t *testing.T) {
 		t.Errorf("non-exit error: %d", got)
 	}
 }
+
+// A background process holding the output does not keep Run waiting: it dies with the
+// group when the leader exits, and what it wrote before is kept.
+func TestRunDoesNotWaitForBackgroundHolders(t *testing.T) {
+	var out strings.Builder
+	cmd := Command(context.Background(), 0, "sh", "-c", `echo before; sleep 600 & echo $! ; echo after`)
+	cmd.Stdout, cmd.Stderr = &out, &out
+	done := make(chan error, 1)
+	go func() { done <- Run(cmd) }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatal(err)
+		}
+	case <-time.After(20 * time.Second):
+		t.Fatal("Run waited for a background process")
+	}
+	f := strings.Fields(out.String())
+	if len(f) != 3 || f[0] != "before" || f[2] != "after" {
+		t.Fatalf("output %q", out.String())
+	}
+	pid, _ := strconv.Atoi(f[1])
+	waitDead(t, []int{pid})
+}
