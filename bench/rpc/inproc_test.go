@@ -1,0 +1,79 @@
+package rpcbench
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"path/filepath"
+	"runtime"
+	"sync/atomic"
+	"testing"
+
+	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/session"
+)
+
+// These benchmarks drive the execute pipeline in process (session.Workspace.Execute: validate,
+// permission, read, truncate, record in bbolt), without pipes or JSON-RPC, so that a CPU
+// profile shows where a tools/execute read spends its time:
+//
+//	go test -run '^$' -bench InProcess -benchtime 5000x -cpuprofile cpu.out ./bench/rpc/
+//	go tool pprof -top -cum bench/rpc/rpc.test cpu.out
+
+type nopNotifier struct{}
+
+func (nopNotifier) Progress(protocol.ProgressParams) {}
+func (nopNotifier) Asked(protocol.AskedParams)       {}
+
+func openWorkspace(b *testing.B) (*session.Workspace, string) {
+	b.Helper()
+	ws, path := workspace(b)
+	w, err := session.OpenWorkspace(context.Background(), session.WorkspaceOptions{
+		Folder: ws, StorePath: filepath.Join(b.TempDir(), "store.db"), CanAsk: true, Notifier: nopNotifier{},
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { _ = w.Close() })
+	return w, path
+}
+
+func readParams(path string, n int64) protocol.ExecuteParams {
+	q, _ := json.Marshal(path)
+	return protocol.ExecuteParams{
+		SessionID: "bench", MessageID: "m1", CallID: fmt.Sprintf("call-%d", n), Tool: "read",
+		Args: json.RawMessage(fmt.Sprintf(`{"filePath":%s,"limit":%d}`, q, 2000+n)),
+	}
+}
+
+// BenchmarkInProcessRead is one read after another.
+func BenchmarkInProcessRead(b *testing.B) {
+	w, path := openWorkspace(b)
+	ctx := context.Background()
+	var n int64
+	for b.Loop() {
+		n++
+		res, err := w.Execute(ctx, readParams(path, n))
+		if err != nil || res.Status != "completed" {
+			b.Fatalf("read: %v %+v", err, res)
+		}
+	}
+}
+
+// BenchmarkInProcessRead64 is 64 reads in flight at once.
+func BenchmarkInProcessRead64(b *testing.B) {
+	w, path := openWorkspace(b)
+	ctx := context.Background()
+	var n atomic.Int64
+	procs := runtime.GOMAXPROCS(0)
+	b.SetParallelism((64 + procs - 1) / procs)
+	b.RunParallel(func(pb *testing.PB) {
+		for pb.Next() {
+			res, err := w.Execute(ctx, readParams(path, n.Add(1)))
+			if err != nil || res.Status != "completed" {
+				b.Errorf("read: %v %+v", err, res)
+				return
+			}
+		}
+	})
+}
