@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"mvdan.cc/sh/v3/syntax"
+
 	"github.com/toolsd/toolsd/permission/shell"
 )
 
@@ -98,5 +100,18 @@ func BenchmarkDecideShell(b *testing.B) {
 	ws := b.TempDir()
 	for b.Loop() {
 		e.DecideShell("s", "", `git status --short && go test ./... 2>&1 | tee out.txt`, ws, ws)
+	}
+}
+
+// BenchmarkSyntaxParse4KiB is the floor for BenchmarkAnalyze4KiB: mvdan.cc/sh parsing the
+// same script (without the nested -c strings) and nothing else.
+func BenchmarkSyntaxParse4KiB(b *testing.B) {
+	s := script4K()
+	b.SetBytes(int64(len(s)))
+	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
+	for b.Loop() {
+		if _, err := p.Parse(strings.NewReader(s), ""); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -88,7 +88,8 @@ func Analyze(script string) *Analysis {
 }
 
 type analyzer struct {
-	a *Analysis
+	a      *Analysis
+	parser *syntax.Parser
 	// sawEval: the line evaluates text as code in a way that runs substitutions found in
 	// variable values (arithmetic contexts, [[ ]], ${x@P}).
 	sawEval bool
@@ -112,8 +113,12 @@ func (z *analyzer) script(src string, depth int) {
 		z.opaque(src)
 		return
 	}
-	p := syntax.NewParser(syntax.Variant(syntax.LangBash))
-	f, err := p.Parse(strings.NewReader(src), "")
+	if z.parser == nil {
+		z.parser = syntax.NewParser(syntax.Variant(syntax.LangBash))
+	}
+	// Reused for nested scripts: each Parse finishes its tree before the walk that may
+	// parse again.
+	f, err := z.parser.Parse(strings.NewReader(src), "")
 	if err != nil {
 		z.opaque(src)
 		return

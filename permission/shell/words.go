@@ -75,6 +75,9 @@ func slice(src string, from, to syntax.Pos) string {
 // unescapeUnquoted removes backslash escapes and line continuations of an unquoted literal
 // and reports whether an unescaped pattern character remains (* ? [, or a brace expansion).
 func unescapeUnquoted(s string) (string, bool) {
+	if !strings.ContainsAny(s, "\\*?[{") {
+		return s, false
+	}
 	var b strings.Builder
 	glob := false
 	brace := -1 // index in b of an unescaped '{'
