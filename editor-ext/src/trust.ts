@@ -1,6 +1,8 @@
 // Workspace trust: the daemon honours the workspace's own config (.toolsd/) only once the person
-// trusts the workspace. VS Code's trust state is sent on every start and when it is granted; the
-// command toolsd.trustWorkspace grants it to toolsd alone.
+// trusts the workspace, and remembers that in its store. VS Code's trust is passed on when the
+// daemon starts and when it is granted; the command toolsd.trustWorkspace grants it to toolsd alone
+// (for a window in restricted mode). The extension never revokes on its own: an untrusted window
+// leaves the daemon's remembered answer as it is.
 
 import * as vscode from 'vscode';
 import { errText } from './client';
@@ -8,7 +10,6 @@ import { DaemonManager, FolderDaemon } from './manager';
 import { Methods, TrustResult } from './protocol';
 
 export function registerTrust(manager: DaemonManager, output: vscode.OutputChannel): vscode.Disposable[] {
-  const explicit = new Set<string>(); // folders trusted through the command in this window
   const send = async (fd: FolderDaemon, trusted: boolean) => {
     try {
       await fd.client.request<TrustResult>(Methods.permissionTrust, { trusted });
@@ -18,7 +19,7 @@ export function registerTrust(manager: DaemonManager, output: vscode.OutputChann
     }
   };
   manager.forEach((fd) => [
-    fd.client.onDidStart(() => void send(fd, vscode.workspace.isTrusted || explicit.has(fd.folder.uri.toString()))),
+    fd.client.onDidStart(() => { if (vscode.workspace.isTrusted) void send(fd, true); }),
   ]);
   return [
     vscode.workspace.onDidGrantWorkspaceTrust(() => { for (const fd of manager.all()) if (fd.client.state === 'running') void send(fd, true); }),
@@ -30,8 +31,11 @@ export function registerTrust(manager: DaemonManager, output: vscode.OutputChann
         { modal: true, detail: 'Its .toolsd/ tools and permission rules will be used. Only do this for a project you trust.' },
         'Trust');
       if (ok !== 'Trust') return;
-      explicit.add(fd.folder.uri.toString());
       await send(fd, true);
+    }),
+    vscode.commands.registerCommand('toolsd.untrustWorkspace', async () => {
+      const fd = manager.primary();
+      if (fd) await send(fd, false);
     }),
   ];
 }
