@@ -497,6 +497,9 @@ func TestTexts(t *testing.T) {
 		{RejectedText("  ", q), `They gave no reason: do not retry it; stop and ask the user`},
 		{NoUIText(q), `no one was there to approve bash "rm -rf x" (the editor cannot show permission asks), so nothing ran. Ask the user to allow it in the editor or in toolsd config (.toolsd/config.json or the user config, e.g. {"permission": {"bash": {"rm -rf x": "allow"}}})`},
 		{NoUIText(Query{Permission: "webfetch"}), `e.g. {"permission": {"webfetch": "allow"}}`},
+		{DeniedText(r, Query{Permission: "bash", Patterns: []string{"git status", "rm -rf x"}}), `(project config .toolsd/config.json): bash "rm -rf x" is not allowed`},
+		{NoUIText(Query{Permission: "bash", Patterns: []string{"make", "rm *.o"}}), `e.g. {"permission": {"bash": {"make": "allow", "rm \\*.o": "allow"}}}`},
+		{NoUIText(Query{Permission: "bash", Patterns: []string{"eval x"}, Opaque: true}), `cannot be checked before it runs`},
 		{DoomLoopText("read"), "read was called 3 times in a row with the same arguments"},
 	} {
 		if !strings.Contains(tt.got, tt.want) {

@@ -49,8 +49,20 @@ func what(q Query) string {
 	return key + " " + strings.Join(ps, ", ")
 }
 
-// DeniedText is what the model reads when a rule denied its call.
+// DeniedText is what the model reads when a rule denied its call. It names the rule and the
+// patterns it matched.
 func DeniedText(rule *Rule, q Query) string {
+	if rule != nil {
+		var hit []string
+		for _, p := range q.Patterns {
+			if Match(rule.Pattern, p) {
+				hit = append(hit, p)
+			}
+		}
+		if len(hit) > 0 {
+			q.Patterns = hit
+		}
+	}
 	by := "a rule"
 	if rule != nil {
 		by = fmt.Sprintf("rule %q (%s)", rule.Pattern+": "+string(rule.Action), describeSource(rule.Source))
@@ -75,9 +87,22 @@ func RejectedText(message string, q Query) string {
 // NoUIText is what the model reads when a call needed a person's approval and no editor
 // could show the ask.
 func NoUIText(q Query) string {
+	if q.Opaque {
+		return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
+			"This command cannot be checked before it runs (eval, source of a variable, a command name in a variable, "+
+			"a variable that changes what runs, or text the shell parser rejects), so it always needs a person. "+
+			"Rewrite it as plain commands with literal names, or do the task with tools that are already allowed.", what(q))
+	}
 	example := fmt.Sprintf(`{"permission": {%q: "allow"}}`, q.Permission)
-	if len(q.Patterns) == 1 && q.Patterns[0] != "*" && !q.Opaque {
-		example = fmt.Sprintf(`{"permission": {%q: {%q: "allow"}}}`, q.Permission, Escape(q.Patterns[0]))
+	if n := len(q.Patterns); n > 0 && !(n == 1 && q.Patterns[0] == "*") {
+		var ps []string
+		for i, p := range q.Patterns {
+			if i == 3 {
+				break
+			}
+			ps = append(ps, fmt.Sprintf(`%q: "allow"`, Escape(p)))
+		}
+		example = fmt.Sprintf(`{"permission": {%q: {%s}}}`, q.Permission, strings.Join(ps, ", "))
 	}
 	return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
 		"Ask the user to allow it in the editor or in toolsd config (.toolsd/config.json or the user config, e.g. %s), "+
