@@ -10,8 +10,8 @@ export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=f
 cd "$EXT"
 echo "=== editor-ext: npm ci"
 npm ci --no-progress >/dev/null
-echo "=== editor-ext: typecheck + bundle"
-npm run -s typecheck
+echo "=== editor-ext: typecheck, bundle, package (toolsd.vsix)"
+npm run -s package >/dev/null
 npm run -s build
 echo "=== editor-ext: build the daemon (go build ./cmd/toolsd)"
 BIN_DIR=$(mktemp -d -t toolsd-ext-bin.XXXXXX)

@@ -166,3 +166,26 @@ test('requests sent together right after start each get their own answer', async
     assert.ok(Array.isArray(calls.calls));
   }
 });
+
+test('calls/list pages newest first through nextCursor, as the Tool Calls view loads it', async () => {
+  const { client } = realClient({ initializationOptions: { permission: { bash: 'allow' } } });
+  await client.start();
+  const ids: string[] = [];
+  for (let i = 0; i < 5; i++) {
+    const r = await execute(client, 'bash', { command: `echo call-${i}`, description: `call ${i}` }, 'paging');
+    assert.equal(r.status, 'completed', JSON.stringify(r));
+    ids.push(r.callID);
+  }
+  const seen: string[] = [];
+  let cursor: string | undefined;
+  let pages = 0;
+  do {
+    const page: CallsListResult = await client.request<CallsListResult>(Methods.callsList, { sessionID: 'paging', limit: 2, cursor });
+    assert.ok(page.calls.length <= 2);
+    seen.push(...page.calls.map((c) => c.callID));
+    cursor = page.nextCursor;
+    pages++;
+  } while (cursor && pages < 10);
+  assert.deepEqual(seen, [...ids].reverse());
+  assert.equal(pages, 3);
+});
