@@ -12,13 +12,18 @@
 // through: the command they run is reported as a command of its own. The privilege wrappers
 // (sudo, doas, su, pkexec, runuser) are reported too, with their whole text.
 //
+// A call of a function the script defines is reported like any other command (a call before
+// the definition runs the real program), and so is the function's body.
+//
 // What no static reading can decide lands in Analysis.Opaque, as written: eval, source or .
-// of a non-literal file, a command name with an expansion or a glob ($CMD args, "$(x)" y,
-// /bin/r? x), an alias definition, an assignment to a variable that changes what runs
-// (PATH, LD_*, DYLD_*, BASH_ENV, ENV, GIT_*, PAGER, EDITOR, HOME, PYTHONPATH, NODE_OPTIONS,
-// ...), a quoted "$(" or backquote in a script that also evaluates text as arithmetic or
-// prompt strings (the a[$(cmd)] injection), nesting deeper than the limit, and anything
-// the parser rejects.
+// of a non-literal file, a command name with an expansion, a glob or a brace expansion
+// ($CMD args, "$(x)" y, /bin/r? x, {rm,x}), a command name with invisible or spacing
+// characters, an alias definition, hash -p, an assignment to a variable that changes what
+// runs (PATH, LD_*, DYLD_*, BASH_ENV, ENV, GIT_*, PAGER, EDITOR, HOME, PYTHONPATH,
+// NODE_OPTIONS, ...) whether by NAME=x, export, declare, a nameref, read, printf -v or env,
+// a quoted "$(" or backquote in a script that also evaluates text as arithmetic or prompt
+// strings (the a[$(cmd)] injection), nesting deeper than the limit, and anything the parser
+// rejects (which includes "((cmd); (cmd))", parsed as arithmetic).
 //
 // Command.Text is what permission patterns are matched against: the words after quote
 // removal ('git' "status" and git\ status both give "git status"), joined by single
