@@ -256,7 +256,20 @@ func TestOutputErrorsAndLifecycle(t *testing.T) {
 func TestRetention(t *testing.T) {
 	clock := newFakeClock()
 	path := t.TempDir() + "/toolsd.db"
-	s := openAt(t, path, &Options{Now: clock.Now, Retention: 24 * time.Hour})
+	// Wait for the background pass that runs right after Open, so that it cannot race with
+	// the Prune calls below (the next one is an hour away).
+	passed := make(chan struct{}, 1)
+	s := openAt(t, path, &Options{Now: clock.Now, Retention: 24 * time.Hour, pruned: func(int, error) {
+		select {
+		case passed <- struct{}{}:
+		default:
+		}
+	}})
+	select {
+	case <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the background pruner did not run after Open")
+	}
 	old := writeOutput(t, s, "old\n", 10)
 	if err := s.CreateCall(&protocol.CallRecord{SessionID: "s", CallID: "c", OutputID: old, Status: protocol.StatusCompleted}); err != nil {
 		t.Fatal(err)
