@@ -10,7 +10,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"sync"
 	"time"
@@ -232,7 +231,6 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	if w.perms == nil {
 		return
 	}
-	trusted := w.perms.Trusted()
 	layers := map[string]permission.Ruleset{}
 	agents := map[string]bool{}
 	for _, x := range l.List() {
@@ -240,7 +238,7 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 			agents[name] = true
 		}
 	}
-	add := func(layer, origin, source, path string, raw json.RawMessage) {
+	add := func(layer, source, path string, raw json.RawMessage) {
 		if len(raw) == 0 {
 			return
 		}
@@ -249,19 +247,21 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 			diags = append(diags, protocol.Diagnostic{Path: path, Message: "permission rules: " + err.Error(), Severity: "error"})
 			return
 		}
-		if origin == config.SourceProject && layer != permission.LayerProject && !trusted {
-			// An untrusted workspace's agent rules may only tighten, like its own layer.
-			rs = slices.DeleteFunc(rs, func(r permission.Rule) bool { return r.Action == permission.Allow })
-		}
 		layers[layer] = append(layers[layer], rs...)
 	}
 	for _, x := range l.List() {
-		add(x.Source, x.Source, x.Source, x.Path, x.Settings.Permission)
+		add(x.Source, x.Source, x.Path, x.Settings.Permission)
 	}
 	for name := range agents {
 		for _, x := range l.List() {
 			if a, ok := x.Settings.Agents[name]; ok {
-				add(permission.LayerAgentPrefix+name, x.Source, permission.LayerAgentPrefix+name, x.Path, a.Permission)
+				// The project's agent rules have a layer of their own, which follows the
+				// workspace's trust like the project layer does.
+				layer := permission.LayerAgentPrefix + name
+				if x.Source == config.SourceProject {
+					layer = permission.LayerProjectAgentPrefix + name
+				}
+				add(layer, permission.LayerAgentPrefix+name, x.Path, a.Permission)
 			}
 		}
 	}
@@ -276,10 +276,12 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	for name := range prevAgents {
 		if !agents[name] {
 			_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, nil)
+			_ = w.perms.SetLayer(permission.LayerProjectAgentPrefix+name, nil)
 		}
 	}
 	for name := range agents {
 		_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, layers[permission.LayerAgentPrefix+name])
+		_ = w.perms.SetLayer(permission.LayerProjectAgentPrefix+name, layers[permission.LayerProjectAgentPrefix+name])
 	}
 	ch := w.reg.SetSource("config", nil, diags)
 	if notify {
@@ -359,7 +361,7 @@ func (w *Workspace) SetTrusted(trusted bool) (bool, error) {
 	if err := w.perms.SetTrusted(trusted); err != nil {
 		return false, err
 	}
-	// The project's agent rules are filtered by trust: apply the layers again.
+	// The project's MCP servers start only in a trusted workspace: apply the settings again.
 	w.mu.Lock()
 	l := w.layers
 	w.mu.Unlock()

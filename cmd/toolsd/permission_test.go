@@ -119,3 +119,25 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
+
+// An agent's rules from an untrusted project config may only tighten too.
+func TestProjectAgentRulesFollowTrust(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, files: map[string]string{
+		".toolsd/config.json": `{"agents": {"build": {"permission": {"bash": "allow"}}}}`,
+	}})
+	res, err := e.execute(protocol.ExecuteParams{CallID: "a1", Tool: "bash", Agent: "build", Args: args("command", "echo agent")})
+	if err != nil || res.Status != "error" {
+		t.Fatalf("untrusted project agent allow must not allow: %+v %v", res, err)
+	}
+	if err := e.d.Call(e.ctx, "permission/trust", protocol.TrustParams{Trusted: true}, nil); err != nil {
+		t.Fatal(err)
+	}
+	res, err = e.execute(protocol.ExecuteParams{CallID: "a2", Tool: "bash", Agent: "build", Args: args("command", "echo agent")})
+	if err != nil || res.Status != "completed" {
+		t.Fatalf("trusted project agent allow: %+v %v", res, err)
+	}
+	res, err = e.execute(protocol.ExecuteParams{CallID: "a3", Tool: "bash", Args: args("command", "echo agent")})
+	if err != nil || res.Status != "error" {
+		t.Fatalf("the agent's rules leaked to calls without the agent: %+v %v", res, err)
+	}
+}
