@@ -287,6 +287,24 @@ async function waitFor(cond, what, ms = 30000) {
   }
 }
 
+scenario('a daemon that crashes is restarted and serves again', async () => {
+  const pids = () => outputChannelLines().map((l) => /running \(pid (\d+)\)/.exec(l)).filter(Boolean).map((m) => Number(m[1]));
+  const before = pids();
+  const pid = before[before.length - 1];
+  process.kill(pid, 'SIGKILL');
+  await waitFor(() => pids().length > before.length, 'the daemon to be restarted after the crash');
+  const now = pids();
+  if (now[now.length - 1] === pid) throw new Error('same pid after the restart');
+  await page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ }).waitFor({ timeout: 30000 });
+  if (!outputChannelLines().some((l) => /exited unexpectedly \(signal SIGKILL\); restarting/.test(l))) throw new Error('the crash is not in the log');
+  const call = execute('read', { filePath: 'hello.txt' });
+  await call.press();
+  const r = await call.result(30000);
+  if (r.status !== 'completed' || !/hello toolsd/.test(r.output)) throw new Error('result: ' + JSON.stringify(r).slice(0, 300));
+  await screenshot('after-crash');
+  log(`killed daemon ${pid}; restarted as ${now[now.length - 1]}; read works`);
+});
+
 scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {
   const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
   const before = starts();
