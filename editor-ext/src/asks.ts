@@ -103,7 +103,10 @@ export class Asks implements vscode.Disposable {
     try {
       const ask = p.ask;
       const isEdit = typeof ask.metadata?.diff === 'string' || typeof ask.metadata?.filePath === 'string';
-      const buttons = [ALLOW_ONCE, ALWAYS, REJECT, ...(isEdit ? [SHOW_DIFF] : [])];
+      // In a modal the first button is the default: for a destructive ask that is the safe one.
+      const buttons = ask.destructive
+        ? [...(isEdit ? [SHOW_DIFF] : []), REJECT, ALWAYS, ALLOW_ONCE]
+        : [ALLOW_ONCE, ALWAYS, REJECT, ...(isEdit ? [SHOW_DIFF] : [])];
       while (this.pending.get(ask.id) === p) {
         const message = summary(ask);
         const detail = details(ask);
@@ -213,6 +216,9 @@ function details(ask: AskedParams): string {
   const parts: string[] = [];
   const md = ask.metadata ?? {};
   if (typeof md.cwd === 'string' || typeof md.workdir === 'string') parts.push(`in ${md.cwd ?? md.workdir}`);
+  if (Array.isArray(md.files) && md.files.length > 1) parts.push(`${md.files.length} files`);
+  if (typeof md.additions === 'number' && typeof md.deletions === 'number') parts.push(`+${md.additions} −${md.deletions} lines`);
+  if (ask.destructive) parts.push('it deletes or overwrites something');
   if (ask.rule && ask.rule.pattern) parts.push(`rule: ${ask.rule.permission} ${ask.rule.pattern} → ${ask.rule.action}${ask.rule.source ? ` (${ask.rule.source})` : ''}`);
   return parts.join('; ');
 }

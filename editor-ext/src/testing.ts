@@ -1,7 +1,7 @@
 // toolsd.test.execute: issues tools/execute as an agent would, for the end-to-end tests. Registered
 // only when the extension host runs with TOOLSD_EXTENSION_TEST=1.
 //
-// Arguments: {tool, args, sessionID?, callID?, messageID?, resultFile?} or {request: "<path of a
+// Arguments: {tool, args, sessionID?, callID?, messageID?, agent?, model?, resultFile?} or {request: "<path of a
 // JSON file holding those>"} (how a keybinding in the tests passes them). Returns the
 // ExecuteResult; with resultFile, also writes it there (or {rpcError} when the request failed).
 
@@ -11,7 +11,10 @@ import { errText } from './client';
 import { DaemonManager } from './manager';
 import { ExecuteResult, Methods } from './protocol';
 
-interface TestExecute { tool: string; args: unknown; sessionID?: string; callID?: string; messageID?: string; resultFile?: string }
+interface TestExecute {
+  tool: string; args: unknown; sessionID?: string; callID?: string; messageID?: string;
+  agent?: string; model?: { providerID: string; modelID: string }; resultFile?: string;
+}
 
 let counter = 0;
 
@@ -26,7 +29,7 @@ export function registerTestCommand(manager: DaemonManager): vscode.Disposable |
       const n = ++counter;
       const result = await fd.client.request<ExecuteResult>(Methods.toolsExecute, {
         sessionID: req.sessionID ?? 'e2e', messageID: req.messageID ?? `msg-${n}`, callID: req.callID ?? `call-${Date.now()}-${n}`,
-        tool: req.tool, args: req.args,
+        tool: req.tool, args: req.args, ...(req.agent ? { agent: req.agent } : {}), ...(req.model ? { model: req.model } : {}),
       });
       write(result);
       return result;

@@ -43,10 +43,10 @@ async function runCommand(title, ms = 90000) {
 
 /** Issues tools/execute through the extension's test command (a keybinding with a request file). */
 let callNo = 0;
-function execute(tool, args) {
+function execute(tool, args, extra = {}) {
   const n = ++callNo;
   const resultFile = path.join(REQ, `result-${n}.json`);
-  fs.writeFileSync(path.join(REQ, 'request.json'), JSON.stringify({ tool, args, sessionID: 'e2e-session', callID: `e2e-call-${n}`, resultFile }));
+  fs.writeFileSync(path.join(REQ, 'request.json'), JSON.stringify({ tool, args, sessionID: 'e2e-session', callID: `e2e-call-${n}`, resultFile, ...extra }));
   return {
     press: async () => {
       // The keybinding's command exists once the extension runs; its daemon once the status says so.
@@ -210,6 +210,27 @@ scenario('an edit ask opens the diff editor on the proposed change', async () =>
   const body = fs.readFileSync(path.join(WS, 'hello.txt'), 'utf8');
   if (body !== 'hello toolsd\n') throw new Error('hello.txt: ' + JSON.stringify(body));
   log('diff shown; edit applied after "Allow once"');
+});
+
+scenario('a destructive ask is a modal; its diff shows before "Allow once"', async () => {
+  fs.writeFileSync(path.join(WS, 'doomed.txt'), 'last words\n');
+  const call = execute('apply_patch', { patchText: '*** Begin Patch\n*** Delete File: doomed.txt\n*** End Patch' },
+    { model: { providerID: 'openai', modelID: 'gpt-5' } });
+  await call.press();
+  const dialog = page.locator('.monaco-dialog-box', { hasText: 'wants to change doomed.txt' });
+  await dialog.waitFor({ state: 'visible', timeout: 30000 });
+  await screenshot('destructive-modal');
+  await dialog.locator('.monaco-button', { hasText: 'Show diff' }).click();
+  await page.locator('.tab', { hasText: 'doomed.txt ↔ proposed by apply_patch' }).first().waitFor({ timeout: 15000 });
+  await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: 'last words' }).first().waitFor({ timeout: 15000 });
+  // The modal comes back once the diff is open.
+  await dialog.waitFor({ state: 'visible', timeout: 15000 });
+  await screenshot('destructive-diff');
+  await dialog.locator('.monaco-button', { hasText: 'Allow once' }).click();
+  const r = await call.result();
+  if (r.status !== 'completed') throw new Error('result: ' + JSON.stringify(r).slice(0, 300));
+  if (fs.existsSync(path.join(WS, 'doomed.txt'))) throw new Error('doomed.txt is still there');
+  log('modal answered after its diff; doomed.txt deleted');
 });
 
 scenario('a truncated call opens its full output from the Tool Calls view', async () => {
