@@ -33,22 +33,24 @@ type record struct {
 	RespBytes   int     `json:"resp_bytes,omitempty"`
 
 	// BenchmarkBigOutput only.
-	OutBytes        int64   `json:"out_bytes,omitempty"`          // bytes the command printed
-	ExecSeconds     float64 `json:"exec_seconds,omitempty"`       // tools/execute round trip
-	ReadSeconds     float64 `json:"read_seconds,omitempty"`       // paging the full output back
-	PeakRSSMiB      float64 `json:"peak_rss_mib,omitempty"`       // the daemon's VmHWM over the whole run
-	PeakAnonMiB     float64 `json:"peak_anon_mib,omitempty"`      // highest RssAnon sampled (heap, stacks)
-	PeakFileMiB     float64 `json:"peak_file_mib,omitempty"`      // highest RssFile sampled (the bbolt mmap)
-	ExecPeakRSSMiB  float64 `json:"exec_peak_rss_mib,omitempty"`  // VmHWM when the execute result arrived
-	ExecPeakAnonMiB float64 `json:"exec_peak_anon_mib,omitempty"` // RssAnon peak by then
-	Lines           int64   `json:"lines,omitempty"`              // lines outputs/read returned
-	Bytes           int64   `json:"bytes,omitempty"`              // bytes outputs/read returned, newlines included
-	ResultBytes     int     `json:"result_bytes,omitempty"`       // size of the truncated output in the result
-	Pages           int     `json:"pages,omitempty"`              // outputs/read calls
-	Truncated       bool    `json:"truncated,omitempty"`          // the result said truncated
-	OK              *bool   `json:"ok,omitempty"`                 // every check passed and the RSS bar was met
-	Problem         string  `json:"problem,omitempty"`            // what failed, if not OK
-	SampleCount     int     `json:"samples,omitempty"`            // RSS samples taken
+	OutBytes        int64   `json:"out_bytes,omitempty"`              // bytes the command printed
+	ExecSeconds     float64 `json:"exec_seconds,omitempty"`           // tools/execute round trip
+	ReadSeconds     float64 `json:"read_seconds,omitempty"`           // paging the full output back
+	PeakRSSMiB      float64 `json:"peak_rss_mib,omitempty"`           // the daemon's VmHWM over the whole run
+	PeakAnonMiB     float64 `json:"peak_anon_mib,omitempty"`          // highest RssAnon sampled (heap, stacks)
+	PeakFileMiB     float64 `json:"peak_file_mib,omitempty"`          // highest RssFile sampled (the bbolt mmap)
+	ExecPeakRSSMiB  float64 `json:"exec_peak_rss_mib,omitempty"`      // VmHWM when the execute result arrived
+	ExecPeakAnonMiB float64 `json:"exec_peak_anon_mib,omitempty"`     // RssAnon peak by then
+	StoreMapMiBExec float64 `json:"store_map_rss_mib_exec,omitempty"` // resident pages of the store's mmap then
+	StoreMapMiBEnd  float64 `json:"store_map_rss_mib_end,omitempty"`  // and after paging the output back
+	Lines           int64   `json:"lines,omitempty"`                  // lines outputs/read returned
+	Bytes           int64   `json:"bytes,omitempty"`                  // bytes outputs/read returned, newlines included
+	ResultBytes     int     `json:"result_bytes,omitempty"`           // size of the truncated output in the result
+	Pages           int     `json:"pages,omitempty"`                  // outputs/read calls
+	Truncated       bool    `json:"truncated,omitempty"`              // the result said truncated
+	OK              *bool   `json:"ok,omitempty"`                     // every check passed and the RSS bar was met
+	Problem         string  `json:"problem,omitempty"`                // what failed, if not OK
+	SampleCount     int     `json:"samples,omitempty"`                // RSS samples taken
 	TotalLinesRep   int64   `json:"total_lines_reported,omitempty"`
 	TotalBytesRep   int64   `json:"total_bytes_reported,omitempty"`
 }

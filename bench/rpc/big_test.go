@@ -50,6 +50,32 @@ func procStatus(pid int) (map[string]int64, bool) {
 	return m, true
 }
 
+// mappedRSS returns the resident size in MiB of the daemon's mappings of files whose path
+// ends with suffix (the bbolt mmap of the store), from /proc/<pid>/smaps.
+func mappedRSS(pid int, suffix string) float64 {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/smaps", pid))
+	if err != nil {
+		return 0
+	}
+	var kib int64
+	in := false
+	for line := range strings.Lines(string(data)) {
+		f := strings.Fields(line)
+		if len(f) == 0 {
+			continue
+		}
+		if !strings.HasSuffix(f[0], ":") || strings.Contains(f[0], "-") { // a mapping's header
+			in = strings.HasSuffix(f[len(f)-1], suffix)
+			continue
+		}
+		if in && f[0] == "Rss:" && len(f) >= 2 {
+			v, _ := strconv.ParseInt(f[1], 10, 64)
+			kib += v
+		}
+	}
+	return float64(kib) / 1024
+}
+
 // rssSampler polls the daemon's peak RSS (VmHWM) until stopped, so the peak is known even if
 // the process is gone by the time it is read.
 type rssSampler struct {
@@ -113,7 +139,8 @@ func BenchmarkBigOutput(b *testing.B) {
 	for b.Loop() {
 		ctx := ctxFor(b, 25*time.Minute)
 		ws, _ := workspace(b)
-		d := startToolsd(b, b.TempDir())
+		state := b.TempDir()
+		d := startToolsd(b, state)
 		rss := sampleRSS(d.Cmd.Process.Pid, 20*time.Millisecond)
 		stopOnce := sync.OnceValue(rss.Stop)
 		defer stopOnce()
@@ -155,6 +182,7 @@ func BenchmarkBigOutput(b *testing.B) {
 		}
 		r.ExecSeconds = time.Since(t0).Seconds()
 		r.ExecPeakRSSMiB, r.ExecPeakAnonMiB, _ = rss.Peaks()
+		r.StoreMapMiBExec = mappedRSS(d.Cmd.Process.Pid, "store.db")
 		r.ResultBytes = len(res.Output)
 		r.Truncated = res.Truncated
 		if res.Status != "completed" || !res.Truncated || res.OutputID == "" {
@@ -201,6 +229,7 @@ func BenchmarkBigOutput(b *testing.B) {
 			r.Bytes-- // the last line has no newline: fold adds none
 		}
 		r.ReadSeconds = time.Since(t1).Seconds()
+		r.StoreMapMiBEnd = mappedRSS(d.Cmd.Process.Pid, "store.db")
 		r.PeakRSSMiB = stopOnce()
 		_, r.PeakAnonMiB, r.PeakFileMiB = rss.Peaks()
 		r.SampleCount = rss.samples

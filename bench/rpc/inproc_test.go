@@ -8,6 +8,7 @@ import (
 	"runtime"
 	"sync/atomic"
 	"testing"
+	"time"
 
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/session"
@@ -76,4 +77,34 @@ func BenchmarkInProcessRead64(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkInProcessOpen opens and closes a workspace whose store exists: the part of
+// spawn-to-ready that is toolsd's own work (the rest is process start and the round trip).
+func BenchmarkInProcessOpen(b *testing.B) {
+	ws, _ := workspace(b)
+	storePath := filepath.Join(b.TempDir(), "store.db")
+	var opening, closing time.Duration
+	open := func() {
+		t0 := time.Now()
+		w, err := session.OpenWorkspace(context.Background(), session.WorkspaceOptions{
+			Folder: ws, StorePath: storePath, CanAsk: true, Notifier: nopNotifier{},
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		t1 := time.Now()
+		if err := w.Close(); err != nil {
+			b.Fatal(err)
+		}
+		opening += t1.Sub(t0)
+		closing += time.Since(t1)
+	}
+	open() // creates the store
+	opening, closing = 0, 0
+	for b.Loop() {
+		open()
+	}
+	b.ReportMetric(float64(opening.Microseconds())/float64(b.N), "open-µs/op")
+	b.ReportMetric(float64(closing.Microseconds())/float64(b.N), "close-µs/op")
 }

@@ -36,6 +36,8 @@ type record struct {
 	PeakFileMiB     float64 `json:"peak_file_mib"`
 	ExecPeakRSSMiB  float64 `json:"exec_peak_rss_mib"`
 	ExecPeakAnonMiB float64 `json:"exec_peak_anon_mib"`
+	StoreMapMiBExec float64 `json:"store_map_rss_mib_exec"`
+	StoreMapMiBEnd  float64 `json:"store_map_rss_mib_end"`
 	Lines           int64   `json:"lines"`
 	Bytes           int64   `json:"bytes"`
 	ResultBytes     int     `json:"result_bytes"`
@@ -269,6 +271,7 @@ func print(w io.Writer, title string, rs results) {
 		fmt.Fprintf(t, "  of which at most file-backed (RssFile: bbolt's mmap)\t%.1f MiB\t\n", r.PeakFileMiB)
 		fmt.Fprintf(t, "daemon peak RSS (VmHWM) when the result arrived\t%.1f MiB\t\n", r.ExecPeakRSSMiB)
 		fmt.Fprintf(t, "  RssAnon peak by then\t%.1f MiB\t\n", r.ExecPeakAnonMiB)
+		fmt.Fprintf(t, "resident pages of the store file's mmap: when the result arrived, at the end\t%.1f MiB, %.1f MiB\t\n", r.StoreMapMiBExec, r.StoreMapMiBEnd)
 		t.Flush()
 		checks := r.Problem == "" || strings.HasPrefix(r.Problem, "peak RSS")
 		if !checks {
