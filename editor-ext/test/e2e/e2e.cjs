@@ -100,6 +100,11 @@ scenario('the daemon starts and the status bar shows the tool count', async () =
   if (!(n >= 2)) throw new Error(`status bar says "${text}"`);
   log(`status bar: "${text}"`);
   await screenshot('status-bar');
+  // A click opens the log: the output channel with the daemon's stderr.
+  await item.click();
+  await page.locator('.part.panel .view-line', { hasText: /running\s\(pid\s\d+\)/ }).first().waitFor({ timeout: 15000 });
+  await screenshot('log');
+  await page.keyboard.press('Escape');
 });
 
 scenario('a bash call raises an ask; "Allow once" lets it complete', async () => {
@@ -242,6 +247,10 @@ scenario('a truncated call opens its full output from the Tool Calls view', asyn
   await openToolsdViews();
   const row = view('Tool Calls').locator('.monaco-list-row', { hasText: 'count to 30000' }).first();
   await row.waitFor({ timeout: 30000 });
+  // Selecting the call opens its whole record (calls/get).
+  await row.click();
+  await page.locator('.tab.active', { hasText: `${r.callID}.json` }).first().waitFor({ timeout: 15000 });
+  await page.locator('.editor-instance .view-lines', { hasText: '"decisions"' }).first().waitFor({ timeout: 15000 });
   await row.locator('.monaco-tl-twistie').click(); // expand: the truncated call has a "Full output" child
   const full = view('Tool Calls').locator('.monaco-list-row', { hasText: 'Full output' }).first();
   await full.waitFor({ timeout: 15000 });
