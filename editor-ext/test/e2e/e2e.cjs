@@ -335,6 +335,28 @@ scenario('a daemon that crashes is restarted and serves again', async () => {
   log(`killed daemon ${pid}; restarted as ${now[now.length - 1]}; read works`);
 });
 
+scenario('"Always allow…" for the workspace outlives a daemon restart', async () => {
+  const first = execute('bash', { command: 'ls -1', description: 'list once' });
+  await first.press();
+  await clickToastButton('wants to run `ls -1`', 'Always allow…');
+  await page.locator('.quick-input-list .monaco-list-row', { hasText: 'ls *' }).first().waitFor({ timeout: 15000 });
+  await page.keyboard.press('Enter');
+  const ws = page.locator('.quick-input-list .monaco-list-row', { hasText: 'This workspace' }).first();
+  await ws.waitFor({ timeout: 15000 });
+  await ws.click();
+  const r1 = await first.result();
+  if (r1.status !== 'completed') throw new Error('first: ' + JSON.stringify(r1));
+  const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
+  const before = starts();
+  await runCommand('toolsd: Restart Daemon');
+  await waitFor(() => starts() > before, 'the daemon to start again after toolsd: Restart Daemon');
+  const second = execute('bash', { command: 'ls -a', description: 'list again' }, { sessionID: 'another-session' });
+  await second.press();
+  const r2 = await second.result(30000);
+  if (r2.status !== 'completed' || !/hello\.txt/.test(r2.output)) throw new Error('second: ' + JSON.stringify(r2).slice(0, 300));
+  log('"ls *" remembered for the workspace: another session ran ls -a after a restart without an ask');
+});
+
 scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {
   const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
   const before = starts();
