@@ -3,7 +3,7 @@
 # playwright-core with Debian's chromium, with the real toolsd daemon built from this repo.
 # Installs what it needs once into ${TOOLSD_E2E_CACHE:-$HOME/.cache/toolsd-e2e} (see setup.sh).
 #
-# Usage: test/e2e/run.sh            Env: PORT (default 18091), SKIP_APT=1, KEEP_WORK=1
+# Usage: test/e2e/run.sh     Env: PORT (default: a free one), SKIP_APT=1, KEEP_WORK=1, E2E_ONLY=<scenario part>
 # Screenshots and logs land in test/e2e/artifacts/. Exit code 0 = every scenario passed; the last
 # line is "e2e: N passed, N failed".
 set -euo pipefail
@@ -11,7 +11,6 @@ HERE=$(cd "$(dirname "$0")" && pwd)
 EXT=$(cd "$HERE/../.." && pwd)
 REPO=$(cd "$EXT/.." && pwd)
 CACHE=${TOOLSD_E2E_CACHE:-$HOME/.cache/toolsd-e2e}
-PORT=${PORT:-18091}
 ART="$HERE/artifacts"
 export npm_config_audit=false npm_config_fund=false npm_config_update_notifier=false
 T0=$(date +%s)
@@ -72,6 +71,8 @@ export HOME="$D/home" EXTENSIONS_GALLERY='{}' TOOLSD_EXTENSION_TEST=1 XDG_STATE_
 CSARGS=(--user-data-dir "$D/user-data" --extensions-dir "$D/extensions" --disable-telemetry)
 "$NODE24" "$CS" "${CSARGS[@]}" --install-extension "$W/toolsd.vsix" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
 
+# A free port on 127.0.0.1 unless PORT names one.
+PORT=${PORT:-$("$NODE24" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")}
 step "start code-server on 127.0.0.1:$PORT"
 setsid "$NODE24" "$CS" "${CSARGS[@]}" --bind-addr "127.0.0.1:$PORT" --auth none --disable-update-check \
   --disable-workspace-trust --disable-getting-started-override --ignore-last-opened "$WS" \
