@@ -13,7 +13,7 @@ import {
 import { StreamMessageReader, StreamMessageWriter } from 'vscode-jsonrpc/node';
 import { ClientCapabilities, ErrorCodes, InitializeParams, InitializeResult, Methods } from './protocol';
 
-export type DaemonState = 'stopped' | 'starting' | 'running' | 'restarting' | 'failed';
+export type DaemonState = 'stopped' | 'starting' | 'running' | 'stopping' | 'restarting' | 'failed';
 
 /** How to start the daemon process. */
 export interface SpawnSpec {
@@ -314,6 +314,7 @@ export class DaemonClient {
     const r = this.running;
     if (!r) return;
     r.stopping = true;
+    this.setState('stopping'); // requests fail fast from here on
     const budget = this.options.stopTimeoutMs ?? 3000;
     const deadline = Date.now() + budget;
     if (!r.hasExited) {

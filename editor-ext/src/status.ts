@@ -46,6 +46,7 @@ export class Status implements vscode.Disposable {
       case 'restarting': this.item.text = '$(sync~spin) toolsd: restarting'; break;
       case 'failed': this.item.text = '$(error) toolsd: failed'; break;
       case 'stopped': this.item.text = '$(circle-slash) toolsd: stopped'; break;
+      case 'stopping': this.item.text = '$(sync~spin) toolsd: stopping'; break;
     }
     this.item.backgroundColor = worst === 'failed' ? new vscode.ThemeColor('statusBarItem.errorBackground') : undefined;
     const lines = all.map((fd) => {
@@ -66,7 +67,7 @@ export class Status implements vscode.Disposable {
   }
 }
 
-const ORDER: DaemonState[] = ['failed', 'restarting', 'starting', 'stopped', 'running'];
+const ORDER: DaemonState[] = ['failed', 'restarting', 'starting', 'stopping', 'stopped', 'running'];
 function worstState(states: DaemonState[]): DaemonState {
   for (const s of ORDER) if (states.includes(s)) return s;
   return 'stopped';
