@@ -45,13 +45,3 @@ export function nextNotification<P>(client: DaemonClient, method: string, pred: 
     });
   });
 }
-
-/** Resolves when the process with pid is gone. Polls kill(pid, 0): a process we do not parent has no exit event. */
-export async function waitForPidGone(pid: number, ms = 10_000): Promise<void> {
-  const end = Date.now() + ms;
-  for (;;) {
-    try { process.kill(pid, 0); } catch { return; }
-    if (Date.now() > end) throw new Error(`process ${pid} still alive after ${ms} ms`);
-    await new Promise((r) => setImmediate(r));
-  }
-}
