@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"strings"
 	"sync/atomic"
@@ -43,7 +44,9 @@ func (f *fakeBackend) SetTrusted(t bool) (bool, error)     { return t, nil }
 func (f *fakeBackend) ListCalls(protocol.CallsListParams) (*protocol.CallsListResult, error) {
 	return nil, errors.New("disk on fire")
 }
-func (f *fakeBackend) GetCall(protocol.CallsGetParams) (*protocol.CallRecord, error) { return nil, nil }
+func (f *fakeBackend) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error) {
+	return &protocol.CallRecord{CallID: p.CallID}, nil
+}
 func (f *fakeBackend) ReadOutput(protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	return nil, nil
 }
@@ -161,4 +164,44 @@ func TestServeEndOfInput(t *testing.T) {
 	if !fb.closed.Load() {
 		t.Fatal("the backend was not closed")
 	}
+}
+
+// Requests that arrive together are each answered for their own method and params: a
+// handler released with Async must not read the library's recycled read buffer.
+func TestPipelinedRequests(t *testing.T) {
+	conn, _, stdin, exit := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := conn.Call(ctx, "initialize", map[string]any{"workspaceFolder": "/w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	type pending struct {
+		method, callID string
+		w              sg.Waiter
+	}
+	var ps []pending
+	for i := range 400 {
+		p := pending{method: "calls/get", callID: fmt.Sprintf("call-%d-%s", i, strings.Repeat("x", i%97))}
+		params := any(map[string]any{"callID": p.callID})
+		if i%3 == 1 {
+			p.method, params = "permission/list", nil
+		}
+		w, err := conn.DispatchCall(ctx, p.method, params)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.w = w
+		ps = append(ps, p)
+	}
+	for i, p := range ps {
+		var rec protocol.CallRecord
+		if err := p.w.Wait(ctx, &rec); err != nil {
+			t.Fatalf("request %d (%s): %v", i, p.method, err)
+		}
+		if p.method == "calls/get" && rec.CallID != p.callID {
+			t.Fatalf("request %d read another request's params: callID %q, want %q", i, rec.CallID, p.callID)
+		}
+	}
+	_ = stdin.Close()
+	<-exit
 }
