@@ -1,6 +1,6 @@
 // Offers toolsd to VS Code's own agent (Copilot agent mode) as an MCP server definition that runs
 // `toolsd mcp` over stdio for the first workspace folder. Registered only where the editor has the
-// API (VS Code 1.101+; code-server and other hosts may lack it), and only when toolsd.registerMcpServer is on.
+// API (VS Code 1.101+; code-server and other hosts may lack it), and only while toolsd.registerMcpServer is on (the default).
 
 import * as vscode from 'vscode';
 import { resolveBinary } from './settings';
@@ -17,10 +17,10 @@ export function registerMcp(context: vscode.ExtensionContext, output: vscode.Out
   const provider = {
     onDidChangeMcpServerDefinitions: changed.event,
     provideMcpServerDefinitions: () => {
-      if (!vscode.workspace.getConfiguration('toolsd').get<boolean>('registerMcpServer', false)) return [];
+      if (!vscode.workspace.getConfiguration('toolsd').get<boolean>('registerMcpServer', true)) return [];
       const folder = vscode.workspace.workspaceFolders?.[0];
       if (!folder || folder.uri.scheme !== 'file') return [];
-      const def = new Definition('toolsd', resolveBinary(context.extensionPath), ['mcp'], {},
+      const def = new Definition('toolsd', resolveBinary(context.extensionPath), ['mcp', '--workspace', folder.uri.fsPath], {},
         context.extension.packageJSON.version);
       def.cwd = folder.uri;
       return [def];
