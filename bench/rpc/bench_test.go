@@ -104,7 +104,7 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
 
-func toolsdBin(b *testing.B) string {
+func toolsdBin(b testing.TB) string {
 	if p := os.Getenv("TOOLSD_BIN"); p != "" {
 		return p
 	}
@@ -118,7 +118,7 @@ var (
 	tempDirs []string // removed when the tests end
 )
 
-func echoBin(b *testing.B) string {
+func echoBin(b testing.TB) string {
 	if p := os.Getenv("ECHO_BIN"); p != "" {
 		return p
 	}

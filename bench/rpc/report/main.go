@@ -59,7 +59,7 @@ func main() {
 		fmt.Fprintf(os.Stderr, "report: %v\n", err)
 		os.Exit(1)
 	}
-	print(os.Stdout, *title, recs)
+	printReport(os.Stdout, *title, recs)
 }
 
 func load(path string) ([]record, error) {
@@ -147,7 +147,7 @@ type target struct {
 	what, measured, verdict string
 }
 
-func print(w io.Writer, title string, rs results) {
+func printReport(w io.Writer, title string, rs results) {
 	var targets []target
 	if title != "" {
 		fmt.Fprintln(w, title)

@@ -1,0 +1,64 @@
+package main
+
+import (
+	"bytes"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+const fixture = `{"bench":"spawn","client":"node-vscode-jsonrpc","server":"toolsd","n":30,"p50_us":9000,"p99_us":20000}
+{"bench":"spawn","client":"node-vscode-jsonrpc","server":"echo","n":30,"p50_us":3000,"p99_us":5000}
+{"bench":"spawn","client":"mcp-ts-client","server":"server-filesystem","n":30,"p50_us":150000,"p99_us":300000}
+{"bench":"read","client":"node-vscode-jsonrpc","server":"toolsd","n":2000,"p50_us":1000,"p99_us":8000,"resp_bytes":1449}
+{"bench":"read","client":"node-vscode-jsonrpc","server":"echo","n":2000,"p50_us":30,"p99_us":500,"resp_bytes":1449}
+{"bench":"read","client":"mcp-ts-client","server":"server-filesystem","n":2000,"p50_us":250,"p99_us":4000,"resp_bytes":2154}
+{"bench":"concurrent","client":"go-harness","server":"toolsd","n":20000,"callers":64,"calls_per_s":12000}
+{"bench":"concurrent","client":"node-vscode-jsonrpc","server":"toolsd","n":20000,"callers":64,"calls_per_s":1500}
+{"bench":"big","client":"go-harness","server":"toolsd","out_bytes":1073741824,"peak_rss_mib":40,"peak_anon_mib":30,"lines":10845878,"bytes":1084587701,"truncated":true,"ok":true}
+`
+
+func TestReport(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	if err := os.WriteFile(path, []byte(fixture), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	recs, err := load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var buf bytes.Buffer
+	printReport(&buf, "title", recs)
+	out := buf.String()
+	for _, tc := range []struct{ name, re string }{
+		{"spawn ratio is met at 0.06", `MET +spawn to ready.*9\.0 ms vs 150 ms = 0\.060×`},
+		{"read p50 four times slower is missed", `MISSED +read p50 no slower.*1\.0 ms vs 250 µs = 4\.00×`},
+		{"go callers met", `MET +64 concurrent callers ≥ 10,000 calls/s \(go-harness\) +12000 calls/s`},
+		{"node callers missed", `MISSED +64 concurrent callers ≥ 10,000 calls/s \(node-vscode-jsonrpc\) +1500 calls/s`},
+		{"big output checks met", `MET +bash 1 GiB: truncated result, outputs/read returns every line`},
+		{"big output RSS met", `MET +bash 1 GiB: daemon peak RSS \(VmHWM\) < 64 MiB +40\.0 MiB \(anonymous 30\.0 MiB\)`},
+		{"read vs echo ratio", `toolsd read +node-vscode-jsonrpc +1\.0 ms +8\.0 ms +1449 +33×`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !regexp.MustCompile(tc.re).MatchString(out) {
+				t.Fatalf("no line matches %q in:\n%s", tc.re, out)
+			}
+		})
+	}
+	if !strings.HasPrefix(out, "title\n") {
+		t.Fatalf("the title does not come first:\n%s", out)
+	}
+}
+
+func TestLoadNamesTheBadLine(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "r.jsonl")
+	if err := os.WriteFile(path, []byte("{\"bench\":\"spawn\"}\n\n{oops\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, err := load(path)
+	if err == nil || !strings.Contains(err.Error(), "r.jsonl:3:") {
+		t.Fatalf("load: got %v, want an error naming line 3", err)
+	}
+}
