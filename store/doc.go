@@ -25,6 +25,13 @@
 // line without "\n" is a line. A page is capped at Options.MaxPageBytes; a single longer line
 // is cut with a marker saying how much was left out.
 //
+// Resident size: bbolt reads values through a read-only shared mapping of the file, so a
+// large output written or read back would leave up to its whole size resident in the daemon
+// (clean page-cache pages, counted in its RSS all the same). Every 8 MiB that pass through
+// it, the store drops its page table entries for the mapping (MADV_DONTNEED, inside a read
+// transaction so the mapping cannot change meanwhile); the data stays in the page cache and
+// the file. A 1 GiB output thus costs the daemon a few MiB of resident memory, not 1 GiB.
+//
 // Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
 // their outputID; reading it then gives ErrExpired (which also matches ErrNotFound). The

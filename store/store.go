@@ -100,6 +100,8 @@ type Store struct {
 	pending  []*op
 	// committing is true while some caller is leading a group commit.
 	committing bool
+
+	resident residentTrimmer
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
