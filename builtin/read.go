@@ -210,7 +210,9 @@ func lookupLineIndex(f *os.File, abs string, fi os.FileInfo) *lineIndex {
 	}
 	b := &indexBuilder{step: ix.step, marks: append([]int64(nil), ix.marks...)}
 	nl := ix.newlines
-	buf := make([]byte, 1<<20)
+	bp := getReadBuf()
+	defer readBufs.Put(bp)
+	buf := *bp
 	var last byte
 	if len(ix.tail) > 0 {
 		last = ix.tail[len(ix.tail)-1]
@@ -345,7 +347,9 @@ type page struct {
 // (the total is then unknown: 0).
 func (r *reader) pageLines(ctx context.Context, src io.Reader, line int, ix *indexBuilder, stopAfter bool) (*page, error) {
 	pg := &page{first: r.offset}
-	buf := make([]byte, 1<<20)
+	bp := getReadBuf()
+	defer readBufs.Put(bp)
+	buf := *bp
 	var base int64   // offset of the current chunk in src
 	var cur []byte   // the current line's kept bytes (at most max+4)
 	curLong := false // the current line went past the limit
@@ -803,3 +807,9 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// readBufs recycles the 1 MiB buffers files are read through: one per call would be most of
+// what a read of a small file allocates.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+
+func getReadBuf() *[]byte { return readBufs.Get().(*[]byte) }
