@@ -63,8 +63,21 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 	}
 	rec := &protocol.CallRecord{
 		CallID: p.CallID, SessionID: p.SessionID, MessageID: p.MessageID, Tool: p.Tool, Agent: p.Agent, Model: p.Model,
-		Status: protocol.StatusPending, Args: append(json.RawMessage(nil), args...), Metadata: json.RawMessage("{}"),
+		Status: protocol.StatusRunning, Args: append(json.RawMessage(nil), args...), Metadata: json.RawMessage("{}"),
 		Attachments: []protocol.Attachment{}, Decisions: []protocol.Decision{}, StartedAt: s.opts.Now().UTC(),
+	}
+	s.progress(c, protocol.StatusPending, "", nil)
+
+	// Looking the tool up and validating the arguments touch nothing, so they come before
+	// the record: a call refused here is recorded once, in its final state; a call that
+	// runs is recorded as running before it starts (so that a crash leaves it interrupted)
+	// and once more when it ends.
+	e, args, refused := s.prepare(c, p, args)
+	if refused != nil {
+		refused.fill(rec, c)
+		rec.EndedAt = ptr(s.opts.Now().UTC())
+	} else {
+		rec.Tool = e.ID
 	}
 	if err := s.opts.Store.CreateCall(rec); err != nil {
 		if isDuplicate(err) {
@@ -72,14 +85,14 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 		}
 		return nil, fmt.Errorf("recording the call: %w", err)
 	}
-	s.progress(c, protocol.StatusPending, "", nil)
-
-	r := s.run(ctx, c, p, args)
-	r.fill(rec, c)
-	rec.EndedAt = ptr(s.opts.Now().UTC())
-	if err := s.opts.Store.UpdateCall(p.SessionID, p.CallID, func(stored *protocol.CallRecord) { *stored = *rec }); err != nil {
-		s.log.Error("recording the result failed", "call", p.CallID, "err", err)
-		return nil, fmt.Errorf("the call ran, but its result could not be recorded: %w", err)
+	if refused == nil {
+		r := s.run(ctx, c, p, e, args)
+		r.fill(rec, c)
+		rec.EndedAt = ptr(s.opts.Now().UTC())
+		if err := s.opts.Store.UpdateCall(p.SessionID, p.CallID, func(stored *protocol.CallRecord) { *stored = *rec }); err != nil {
+			s.log.Error("recording the result failed", "call", p.CallID, "err", err)
+			return nil, fmt.Errorf("the call ran, but its result could not be recorded: %w", err)
+		}
 	}
 	s.progress(c, rec.Status, rec.Title, nil)
 	if rec.Status == protocol.StatusCancelled {
@@ -130,16 +143,17 @@ func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 
 func failed(msg string) outcome { return outcome{status: protocol.StatusError, errText: msg} }
 
-// run looks the tool up, validates, executes and truncates. It never returns a Go error:
-// everything is an outcome.
-func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParams, args json.RawMessage) outcome {
+// prepare looks the tool up (repairing its case) and validates the arguments. It returns
+// the entry and the arguments to run with, or the outcome of a call refused before running.
+func (s *Service) prepare(c *callState, p protocol.ExecuteParams, args json.RawMessage) (*registry.Entry, json.RawMessage, *outcome) {
 	cat := s.opts.Registry.Catalog()
 	e, ok := cat.Lookup(p.Tool)
 	if ok && !s.visible(e, p.Agent, p.Model) {
 		ok = false
 	}
 	if !ok {
-		return failed(s.unknownTool(cat, p))
+		o := failed(s.unknownTool(cat, p))
+		return nil, nil, &o
 	}
 	c.tool = e.ID
 	c.permKey = e.PermissionKey()
@@ -154,9 +168,14 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		}
 		o := failed(err.Error())
 		o.tool = e.ID
-		return o
+		return nil, nil, &o
 	}
+	return e, args, nil
+}
 
+// run executes a prepared call and truncates its output. It never returns a Go error:
+// everything is an outcome.
+func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParams, e *registry.Entry, args json.RawMessage) outcome {
 	if s.opts.Observe != nil && s.opts.Observe(p.SessionID, e.ID, args) {
 		_, err := s.ask(ctx, c, registry.AskRequest{
 			Permission: "doom_loop", Patterns: []string{e.ID},
@@ -167,9 +186,6 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		}
 	}
 
-	if err := s.opts.Store.UpdateCall(c.sessionID, c.callID, func(r *protocol.CallRecord) { r.Status, r.Tool = protocol.StatusRunning, e.ID }); err != nil {
-		s.log.Warn("recording running state failed", "call", c.callID, "err", err)
-	}
 	s.progress(c, protocol.StatusRunning, "", nil)
 
 	tr := newTruncator(s.opts.Limits, func() (sink, error) { return s.opts.Store.NewOutput(c.sessionID, c.callID) })
