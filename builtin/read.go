@@ -808,8 +808,12 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// readBufs recycles the 1 MiB buffers files are read through: one per call would be most of
-// what a read of a small file allocates.
-var readBufs = sync.Pool{New: func() any { b := make([]byte, 1<<20); return &b }}
+// readBufSize is the size of the buffers files are read through: large enough that a 1 GiB
+// file is scanned in a few thousand reads, small enough to cost little per call.
+const readBufSize = 64 << 10
+
+// readBufs recycles those buffers: a fresh one per call was most of what a read of a small
+// file allocated.
+var readBufs = sync.Pool{New: func() any { b := make([]byte, readBufSize); return &b }}
 
 func getReadBuf() *[]byte { return readBufs.Get().(*[]byte) }

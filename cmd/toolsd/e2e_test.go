@@ -180,7 +180,9 @@ func TestLifecycle(t *testing.T) {
 	if err := d.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, &rr); err != nil || len(rr.Tools) == 0 {
 		t.Fatalf("resolve: %v %+v", err, rr)
 	}
-	code, err := d.Shutdown(ctx)
+	// exit ends the process at once, although the editor keeps stdin open.
+	exitCtx := harness.Deadline(t, 1500*time.Millisecond)
+	code, err := d.Shutdown(exitCtx)
 	if err != nil || code != 0 {
 		t.Fatalf("shutdown+exit: code %d, err %v", code, err)
 	}

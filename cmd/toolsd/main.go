@@ -9,6 +9,8 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"runtime/pprof"
+	"syscall"
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
@@ -29,7 +31,25 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
 	}
-	os.Exit(run(os.Args[1:], os.Stdin, os.Stdout, os.Stderr))
+	os.Exit(run(os.Args[1:], pollable(0, "/dev/stdin", os.Stdin), pollable(1, "/dev/stdout", os.Stdout), os.Stderr))
+}
+
+// pollable returns the standard stream fd as a file in non-blocking mode when it is a pipe or
+// a socket (as when an editor spawns the daemon), so that Go's poller serves it and closing
+// it at shutdown interrupts a pending read instead of waiting for the editor. A terminal or
+// a regular file is left as it is (its mode is shared with the shell that started us).
+func pollable(fd int, name string, f *os.File) *os.File {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
+		return f
+	}
+	if st.Mode&syscall.S_IFMT != syscall.S_IFIFO && st.Mode&syscall.S_IFMT != syscall.S_IFSOCK {
+		return f
+	}
+	if err := syscall.SetNonblock(fd, true); err != nil {
+		return f
+	}
+	return os.NewFile(uintptr(fd), name)
 }
 
 func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) int {
@@ -90,6 +110,12 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 			InitOptions: p.InitializationOptions, Logger: logger,
 			Store: &store.Options{Retention: *retention, Sync: *syncStore, Logger: logger},
 		})
+	}
+	if path := os.Getenv("TOOLSD_CPUPROFILE"); path != "" {
+		// For performance work: a CPU profile of the whole run, written at exit to PATH.<pid>.
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
+			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
+		}
 	}
 	logger.Info("toolsd starting", "version", version, "pid", os.Getpid())
 	code := rpc.Serve(context.Background(), stdin, stdout, func() error {
