@@ -1,6 +1,7 @@
 package rpcbench
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -9,6 +10,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -31,6 +33,7 @@ type record struct {
 	Callers     int     `json:"callers,omitempty"`
 	CallsPerSec float64 `json:"calls_per_s,omitempty"`
 	RespBytes   int     `json:"resp_bytes,omitempty"`
+	ServerCPUus float64 `json:"server_cpu_us_per_call,omitempty"` // the server process's user+system CPU per call
 
 	// BenchmarkBigOutput only.
 	OutBytes        int64   `json:"out_bytes,omitempty"`              // bytes the command printed
@@ -103,6 +106,23 @@ func percentile(sorted []time.Duration, p int) time.Duration {
 }
 
 func us(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e3 }
+
+// cpuTime is the user plus system CPU time a process has used so far, from /proc/<pid>/stat
+// (in clock ticks of 10 ms: coarse, so only meaningful over many calls).
+func cpuTime(pid int) time.Duration {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return 0
+	}
+	// The command name (field 2) may hold spaces; the fields after it start past ")".
+	f := strings.Fields(string(data[bytes.LastIndexByte(data, ')')+1:]))
+	if len(f) < 13 {
+		return 0
+	}
+	ut, _ := strconv.ParseInt(f[11], 10, 64) // field 14, utime
+	st, _ := strconv.ParseInt(f[12], 10, 64) // field 15, stime
+	return time.Duration(ut+st) * 10 * time.Millisecond
+}
 
 func toolsdBin(b testing.TB) string {
 	if p := os.Getenv("TOOLSD_BIN"); p != "" {
@@ -353,6 +373,8 @@ func BenchmarkConcurrent64(b *testing.B) {
 			procs := runtime.GOMAXPROCS(0)
 			b.SetParallelism((callers + procs - 1) / procs)
 			var failed atomic.Pointer[error]
+			pid := c.d.Cmd.Process.Pid
+			cpu0 := cpuTime(pid)
 			b.ResetTimer()
 			t0 := time.Now()
 			b.RunParallel(func(pb *testing.PB) {
@@ -365,6 +387,7 @@ func BenchmarkConcurrent64(b *testing.B) {
 			})
 			el := time.Since(t0)
 			b.StopTimer()
+			cpuPerCall := us(cpuTime(pid)-cpu0) / float64(b.N)
 			if e := failed.Load(); e != nil {
 				b.Fatal(*e)
 			}
@@ -373,7 +396,8 @@ func BenchmarkConcurrent64(b *testing.B) {
 			if b.N < callers {
 				return // the framework's first probe run, not the measured one
 			}
-			emit(b, record{Bench: "concurrent", Client: "go-harness", Server: s.name, N: b.N, Callers: (callers + procs - 1) / procs * procs, CallsPerSec: rate, RespBytes: size})
+			b.ReportMetric(cpuPerCall, "server-cpu-µs/call")
+			emit(b, record{Bench: "concurrent", Client: "go-harness", Server: s.name, N: b.N, Callers: (callers + procs - 1) / procs * procs, CallsPerSec: rate, RespBytes: size, ServerCPUus: cpuPerCall})
 		})
 	}
 }

@@ -99,6 +99,18 @@ function summary(lat) {
   return { n: s.length, p50_us: pct(50), p99_us: pct(99), mean_us: mean };
 }
 
+// cpuUs is the user plus system CPU time a process has used so far, in µs, from
+// /proc/<pid>/stat (clock ticks of 10 ms: only meaningful over many calls).
+function cpuUs(pid) {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return (Number(f[11]) + Number(f[12])) * 10_000;
+  } catch {
+    return NaN;
+  }
+}
+
 function emit(rec) {
   const line = JSON.stringify(rec);
   console.log(line);
@@ -120,14 +132,15 @@ function startLSP(kind, state = freshDir('state')) {
   closeSync(stderr);
   const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
   const conn = rpc.createMessageConnection(new rpc.StreamMessageReader(child.stdout), new rpc.StreamMessageWriter(child.stdin));
-  conn.onNotification(() => {}); // tools/progress and friends: not measured
+  const notes = { n: 0 };
+  conn.onNotification(() => notes.n++); // tools/progress and friends: counted, not timed
   conn.listen();
   const dump = () => {
     child.kill('SIGQUIT');
     return Promise.race([exited, new Promise((r) => setTimeout(r, 2000))]);
   };
   const request = (method, params) => deadline(conn.sendRequest(method, params), method, log, dump);
-  return { child, conn, exited, state, log, request };
+  return { child, conn, exited, state, log, request, notes };
 }
 
 async function initialize(s, ws) {
@@ -182,7 +195,7 @@ async function readyLSP(kind) {
   if (kind === 'toolsd') sample = first;
   const size = Buffer.byteLength(JSON.stringify(first));
   for (let i = 0; i < WARMUP; i++) await call();
-  return { s, call, size };
+  return { s, call, size, notes: () => s.notes.n, pid: s.child.pid };
 }
 
 // --- MCP target: server-filesystem through the official client -----------------------
@@ -191,6 +204,7 @@ async function startMCP(ws) {
   const transport = new StdioClientTransport({ command: process.execPath, args: [fsServer, ws], stderr: 'ignore' });
   const client = new Client({ name: 'bench-node', version: '1' });
   await deadline(client.connect(transport), 'MCP connect'); // spawn, initialize, initialized
+  client.pid = transport.pid;
   return client;
 }
 
@@ -209,7 +223,7 @@ async function readyMCP() {
   const first = await call();
   const size = Buffer.byteLength(JSON.stringify(first));
   for (let i = 0; i < WARMUP; i++) await call();
-  return { client, call, size };
+  return { client, call, size, pid: client.pid };
 }
 
 // --- the benchmarks ------------------------------------------------------------------
@@ -266,14 +280,16 @@ async function benchSpawn() {
 async function benchRead() {
   for (const t of targets) {
     const r = await t.ready();
+    const notes0 = r.notes?.() ?? 0;
     const lat = new Array(CALLS);
     for (let i = 0; i < CALLS; i++) {
       const t0 = now();
       await r.call();
       lat[i] = usSince(t0);
     }
+    const notes = ((r.notes?.() ?? 0) - notes0) / CALLS;
     await t.stop(r);
-    emit({ bench: 'read', client: t.client, server: t.server, resp_bytes: r.size, ...summary(lat) });
+    emit({ bench: 'read', client: t.client, server: t.server, resp_bytes: r.size, notifications_per_call: notes, ...summary(lat) });
   }
 }
 
@@ -287,11 +303,13 @@ async function benchConcurrent() {
         await r.call();
       }
     };
+    const cpu0 = r.pid ? cpuUs(r.pid) : NaN;
     const t0 = now();
     await Promise.all(Array.from({ length: CALLERS }, worker));
     const secs = Number(now() - t0) / 1e9;
+    const cpu = r.pid ? (cpuUs(r.pid) - cpu0) / CONC_CALLS : undefined;
     await t.stop(r);
-    emit({ bench: 'concurrent', client: t.client, server: t.server, n: CONC_CALLS, callers: CALLERS, calls_per_s: CONC_CALLS / secs, resp_bytes: r.size });
+    emit({ bench: 'concurrent', client: t.client, server: t.server, n: CONC_CALLS, callers: CALLERS, calls_per_s: CONC_CALLS / secs, resp_bytes: r.size, server_cpu_us_per_call: cpu });
   }
 }
 

@@ -27,6 +27,7 @@ type record struct {
 	Callers     int     `json:"callers"`
 	CallsPerSec float64 `json:"calls_per_s"`
 	RespBytes   int     `json:"resp_bytes"`
+	ServerCPUus float64 `json:"server_cpu_us_per_call"`
 
 	OutBytes        int64   `json:"out_bytes"`
 	ExecSeconds     float64 `json:"exec_seconds"`
@@ -226,7 +227,7 @@ func printReport(w io.Writer, title string, rs results) {
 	if rs.find("concurrent", goC, "toolsd") != nil || rs.find("concurrent", nodeC, "toolsd") != nil {
 		fmt.Fprintf(w, "3. 64 concurrent callers on one connection: tools/execute read of the 1 KiB file (%s calls)\n", nOf(rs, "concurrent"))
 		t := tw()
-		fmt.Fprintln(t, "server\tclient\tcallers\tcalls/s\tvs echo (same client)\tvs server-filesystem\t")
+		fmt.Fprintln(t, "server\tclient\tcallers\tcalls/s\tserver CPU per call\tvs echo (same client)\tvs server-filesystem\t")
 		sf := rs.find("concurrent", mcpC, sfs)
 		for _, x := range []row{
 			{"toolsd read", "concurrent", goC, "toolsd"},
@@ -246,7 +247,11 @@ func printReport(w io.Writer, title string, rs results) {
 			if sf != nil {
 				vsSF = ratio(r.CallsPerSec, sf.CallsPerSec)
 			}
-			fmt.Fprintf(t, "%s\t%s\t%d\t%.0f\t%s\t%s\t\n", x.label, x.c, r.Callers, r.CallsPerSec, vsEcho, vsSF)
+			cpu := "–"
+			if r.ServerCPUus > 0 {
+				cpu = ms(r.ServerCPUus)
+			}
+			fmt.Fprintf(t, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t\n", x.label, x.c, r.Callers, r.CallsPerSec, cpu, vsEcho, vsSF)
 		}
 		t.Flush()
 		for _, c := range []string{goC, nodeC} {

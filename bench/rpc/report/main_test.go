@@ -15,7 +15,7 @@ const fixture = `{"bench":"spawn","client":"node-vscode-jsonrpc","server":"tools
 {"bench":"read","client":"node-vscode-jsonrpc","server":"toolsd","n":2000,"p50_us":1000,"p99_us":8000,"resp_bytes":1449}
 {"bench":"read","client":"node-vscode-jsonrpc","server":"echo","n":2000,"p50_us":30,"p99_us":500,"resp_bytes":1449}
 {"bench":"read","client":"mcp-ts-client","server":"server-filesystem","n":2000,"p50_us":250,"p99_us":4000,"resp_bytes":2154}
-{"bench":"concurrent","client":"go-harness","server":"toolsd","n":20000,"callers":64,"calls_per_s":12000}
+{"bench":"concurrent","client":"go-harness","server":"toolsd","n":20000,"callers":64,"calls_per_s":12000,"server_cpu_us_per_call":150}
 {"bench":"concurrent","client":"node-vscode-jsonrpc","server":"toolsd","n":20000,"callers":64,"calls_per_s":1500}
 {"bench":"big","client":"go-harness","server":"toolsd","out_bytes":1073741824,"peak_rss_mib":40,"peak_anon_mib":30,"lines":10845878,"bytes":1084587701,"truncated":true,"ok":true}
 `
@@ -39,6 +39,7 @@ func TestReport(t *testing.T) {
 		{"node callers missed", `MISSED +64 concurrent callers ≥ 10,000 calls/s \(node-vscode-jsonrpc\) +1500 calls/s`},
 		{"big output checks met", `MET +bash 1 GiB: truncated result, outputs/read returns every line`},
 		{"big output RSS met", `MET +bash 1 GiB: daemon peak RSS \(VmHWM\) < 64 MiB +40\.0 MiB \(anonymous 30\.0 MiB\)`},
+		{"server CPU per call", `toolsd read +go-harness +64 +12000 +150 µs`},
 		{"read vs echo ratio", `toolsd read +node-vscode-jsonrpc +1\.0 ms +8\.0 ms +1449 +33×`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
