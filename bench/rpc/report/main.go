@@ -273,7 +273,7 @@ func printReport(w io.Writer, title string, rs results) {
 		fmt.Fprintf(t, "lines and bytes read back (checked line by line)\t%d, %d\t\n", r.Lines, r.Bytes)
 		fmt.Fprintf(t, "daemon peak RSS (VmHWM), whole run\t%.1f MiB\t\n", r.PeakRSSMiB)
 		fmt.Fprintf(t, "  of which at most anonymous (RssAnon: heap, stacks)\t%.1f MiB\t\n", r.PeakAnonMiB)
-		fmt.Fprintf(t, "  of which at most file-backed (RssFile: bbolt's mmap)\t%.1f MiB\t\n", r.PeakFileMiB)
+		fmt.Fprintf(t, "  of which at most file-backed (RssFile: the binary, bbolt's mmap)\t%.1f MiB\t\n", r.PeakFileMiB)
 		fmt.Fprintf(t, "daemon peak RSS (VmHWM) when the result arrived\t%.1f MiB\t\n", r.ExecPeakRSSMiB)
 		fmt.Fprintf(t, "  RssAnon peak by then\t%.1f MiB\t\n", r.ExecPeakAnonMiB)
 		fmt.Fprintf(t, "resident pages of the store file's mmap: when the result arrived, at the end\t%.1f MiB, %.1f MiB\t\n", r.StoreMapMiBExec, r.StoreMapMiBEnd)
