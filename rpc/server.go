@@ -20,6 +20,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"go.lsp.dev/jsonrpc2"
@@ -99,6 +100,9 @@ type server struct {
 
 	guard      *guard
 	fixedLimit bool // --max-message was given: the settings do not change it
+
+	// wantsProgress is the client's progress capability: without it, no tools/progress.
+	wantsProgress atomic.Bool
 }
 
 // messageLimiter is implemented by backends whose settings name a message limit.
@@ -438,6 +442,7 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	s.mu.Lock()
 	s.state, s.backend = stateReady, b
 	s.mu.Unlock()
+	s.wantsProgress.Store(p.Capabilities != nil && p.Capabilities.Progress)
 	if ml, ok := b.(messageLimiter); ok && !s.fixedLimit && ml.MaxMessageBytes() > 0 {
 		s.guard.limit.Store(ml.MaxMessageBytes())
 	}
@@ -489,7 +494,11 @@ func (s *server) toRPCError(ctx context.Context, method string, err error) error
 // notifier sends notifications to the client.
 type notifier server
 
-func (n *notifier) Progress(p protocol.ProgressParams) { n.progress.push(p) }
+func (n *notifier) Progress(p protocol.ProgressParams) {
+	if n.wantsProgress.Load() {
+		n.progress.push(p)
+	}
+}
 
 func (n *notifier) Asked(p protocol.AskedParams) {
 	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAsked, p); err != nil {

@@ -77,6 +77,11 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		dec.By, dec.Action = "no-ui", string(permission.Deny)
 		return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
 	}
+	// A call that waits for a person is on record first, so that a crash meanwhile leaves
+	// it interrupted rather than unknown.
+	if err := c.record(); err != nil {
+		return dec, err
+	}
 	always := req.Always
 	switch {
 	case req.Opaque:

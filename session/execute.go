@@ -69,27 +69,45 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 	s.progress(c, protocol.StatusPending, "", nil)
 
 	// Looking the tool up and validating the arguments touch nothing, so they come before
-	// the record: a call refused here is recorded once, in its final state; a call that
-	// runs is recorded as running before it starts (so that a crash leaves it interrupted)
-	// and once more when it ends.
+	// the record, and a call refused there is recorded once, in its final state. A call that
+	// runs is recorded as running before it can change anything, so that a crash leaves it
+	// interrupted, and again when it ends. A read-only built-in changes nothing: it is
+	// recorded once, when it ends, unless it waits for a person first.
 	e, args, refused := s.prepare(c, p, args)
 	if refused != nil {
 		refused.fill(rec, c)
 		rec.EndedAt = ptr(s.opts.Now().UTC())
+		if err := s.opts.Store.CreateCall(rec); err != nil {
+			return nil, s.recordError(p, err)
+		}
 	} else {
 		rec.Tool = e.ID
-	}
-	if err := s.opts.Store.CreateCall(rec); err != nil {
-		if isDuplicate(err) {
-			return nil, fmt.Errorf("%w: call %q was already made in session %q; use a new callID for a new call", ErrDuplicate, p.CallID, p.SessionID)
+		initial := *rec
+		c.recordFn = func() error { return s.opts.Store.CreateCall(&initial) }
+		if !c.readOnly {
+			if err := c.record(); err != nil {
+				return nil, s.recordError(p, err)
+			}
 		}
-		return nil, fmt.Errorf("recording the call: %w", err)
-	}
-	if refused == nil {
 		r := s.run(ctx, c, p, e, args)
+		// Close the record's window: no running record may appear after the final one, and
+		// Do orders this goroutine after one made by an ask.
+		c.recordOnce.Do(func() {})
+		if err := c.recordErr; err != nil {
+			return nil, s.recordError(p, err)
+		}
 		r.fill(rec, c)
 		rec.EndedAt = ptr(s.opts.Now().UTC())
-		if err := s.opts.Store.UpdateCall(p.SessionID, p.CallID, func(stored *protocol.CallRecord) { *stored = *rec }); err != nil {
+		var err error
+		if c.recorded {
+			err = s.opts.Store.UpdateCall(p.SessionID, p.CallID, func(stored *protocol.CallRecord) { *stored = *rec })
+		} else {
+			err = s.opts.Store.CreateCall(rec)
+		}
+		if err != nil {
+			if isDuplicate(err) {
+				return nil, s.recordError(p, err)
+			}
 			s.log.Error("recording the result failed", "call", p.CallID, "err", err)
 			return nil, fmt.Errorf("the call ran, but its result could not be recorded: %w", err)
 		}
@@ -102,6 +120,14 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 		CallID: rec.CallID, Status: rec.Status, Title: rec.Title, Output: rec.Output, Metadata: rec.Metadata,
 		Attachments: rec.Attachments, Truncated: rec.Truncated, OutputID: rec.OutputID, Error: rec.Error,
 	}, nil
+}
+
+// recordError turns a failure to create a call's record into the error Execute returns.
+func (s *Service) recordError(p protocol.ExecuteParams, err error) error {
+	if isDuplicate(err) {
+		return fmt.Errorf("%w: call %q was already made in session %q; use a new callID for a new call", ErrDuplicate, p.CallID, p.SessionID)
+	}
+	return fmt.Errorf("recording the call: %w", err)
 }
 
 // outcome is how a call ended.

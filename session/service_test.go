@@ -240,3 +240,51 @@ func TestNoAskCapability(t *testing.T) {
 		t.Fatalf("no-ui: %+v %v", res, err)
 	}
 }
+
+// A read-only built-in is recorded once, when it ends; one that waits for a person is on
+// record while it waits.
+func TestReadOnlyCallsRecord(t *testing.T) {
+	inside := make(chan struct{}, 1)
+	proceed := make(chan struct{})
+	f := newFixture(t, true,
+		tool("quiet", func(context.Context, *registry.Call, json.RawMessage) (*registry.Result, error) {
+			inside <- struct{}{}
+			<-proceed
+			return &registry.Result{Output: "ok"}, nil
+		}),
+		tool("asks", func(ctx context.Context, c *registry.Call, _ json.RawMessage) (*registry.Result, error) {
+			return &registry.Result{Output: "ok"}, c.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: []string{"/elsewhere/*"}})
+		}))
+
+	done := make(chan error, 1)
+	go func() { _, err := f.run(t, "q1", "quiet", `{}`); done <- err }()
+	<-inside
+	if _, err := f.st.GetCall("s", "q1"); !errors.Is(err, store.ErrNotFound) {
+		t.Fatalf("a read-only call was recorded before it ended: %v", err)
+	}
+	close(proceed)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := f.st.GetCall("s", "q1"); err != nil || rec.Status != "completed" {
+		t.Fatalf("final record: %+v %v", rec, err)
+	}
+
+	go func() { _, err := f.run(t, "a1", "asks", `{}`); done <- err }()
+	a := <-f.notes.asked
+	if rec, err := f.st.GetCall("s", "a1"); err != nil || rec.Status != "running" {
+		t.Fatalf("a call waiting for a person is not on record as running: %+v %v", rec, err)
+	}
+	if _, err := f.svc.Reply(protocol.ReplyParams{ID: a.ID, Reply: "once"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if rec, err := f.st.GetCall("s", "a1"); err != nil || rec.Status != "completed" || len(rec.Decisions) != 1 {
+		t.Fatalf("final record: %+v %v", rec, err)
+	}
+	if _, err := f.run(t, "q1", "quiet", `{}`); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("a read-only call with a used callID: %v", err)
+	}
+}

@@ -90,6 +90,25 @@ type callState struct {
 
 	mu        sync.Mutex // guards decisions
 	decisions []protocol.Decision
+
+	// record creates the call's running record, once (see Service.Execute); nil until the
+	// call is prepared.
+	recordOnce sync.Once
+	recordFn   func() error
+	recordErr  error
+	recorded   bool // written under recordOnce, read after it
+}
+
+// record makes sure the call's running record exists, creating it the first time.
+func (c *callState) record() error {
+	c.recordOnce.Do(func() {
+		if c.recordFn == nil {
+			return
+		}
+		c.recordErr = c.recordFn()
+		c.recorded = c.recordErr == nil
+	})
+	return c.recordErr
 }
 
 func (c *callState) addDecision(d protocol.Decision) {

@@ -524,3 +524,27 @@ func keys(m map[string]json.RawMessage) []string {
 	}
 	return out
 }
+
+// A client without the progress capability gets no tools/progress.
+func TestNoProgressCapability(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.WriteFile(filepath.Join(ws, "a.txt"), []byte("a\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := harness.Start(t, harness.Binary(t), harness.Options{Args: []string{"--store", filepath.Join(t.TempDir(), "s.db")}})
+	ctx := harness.Deadline(t, 30*time.Second)
+	if err := d.Call(ctx, "initialize", map[string]any{"workspaceFolder": ws, "capabilities": map[string]bool{"ask": false, "progress": false}}, nil); err != nil {
+		t.Fatal(err)
+	}
+	var res protocol.ExecuteResult
+	if err := d.Call(ctx, "tools/execute", protocol.ExecuteParams{SessionID: "s", MessageID: "m", CallID: "c", Tool: "read", Args: args("filePath", "a.txt")}, &res); err != nil || res.Status != "completed" {
+		t.Fatalf("read: %+v %v", res, err)
+	}
+	// permission/list is answered after anything the call queued; then no progress may be in.
+	if err := d.Call(ctx, "permission/list", nil, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := d.Count(0, "tools/progress"); n != 0 {
+		t.Fatalf("%d tools/progress notifications without the capability", n)
+	}
+}

@@ -122,10 +122,12 @@ func Start(tb testing.TB, bin string, o Options) *Daemon {
 	rwc := &pipeRWC{r: stdout, w: stdin}
 	d.Conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(rwc, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.AsyncHandler(handler{d, o.Handler}))
 	tb.Cleanup(func() {
+		// End of input: the daemon should exit by itself; kill it if it does not.
 		_ = d.Conn.Close()
 		select {
 		case <-d.exited:
-		default:
+		case <-time.After(5 * time.Second):
+			tb.Errorf("the daemon did not exit within 5 s of the end of its input")
 			_ = cmd.Process.Kill()
 			<-d.exited
 		}
