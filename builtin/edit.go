@@ -475,7 +475,7 @@ func similarity(keyWords map[string]bool, key, t string) float64 {
 		score = float64(inter) / float64(union)
 	}
 	if (inter > 0 || len(key) < 12) && len(key) <= 200 && len(t) <= 200 {
-		d := editDistance(key, t)
+		d := registry.EditDistance(key, t)
 		score = max(score, 1-float64(d)/float64(max(len(key), len(t))))
 	}
 	return score

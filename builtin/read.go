@@ -725,7 +725,7 @@ func closestNames(name string, names []string, n int) []string {
 	var cs []cand
 	for _, s := range names {
 		ls := strings.ToLower(s)
-		d := editDistance(ln, ls)
+		d := registry.EditDistance(ln, ls)
 		lstem := strings.TrimSuffix(ls, filepath.Ext(ls))
 		switch {
 		case ls == ln:
@@ -750,27 +750,6 @@ func closestNames(name string, names []string, n int) []string {
 		out = append(out, c.s)
 	}
 	return out
-}
-
-func editDistance(a, b string) int {
-	ra, rb := []rune(a), []rune(b)
-	prev := make([]int, len(rb)+1)
-	cur := make([]int, len(rb)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(ra); i++ {
-		cur[0] = i
-		for j := 1; j <= len(rb); j++ {
-			cost := 1
-			if ra[i-1] == rb[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(rb)]
 }
 
 // cutUTF8 cuts s to at most n bytes without splitting a rune.

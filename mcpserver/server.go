@@ -34,6 +34,7 @@ import (
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
+	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/session"
@@ -79,22 +80,12 @@ func Main(args []string, version string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "toolsd mcp: --log-level: %v\n", err)
+	logger, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
 		return 2
 	}
-	logOut := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "toolsd mcp: --log-file: %v\n", err)
-			return 2
-		}
-		defer f.Close()
-		logOut = f
-	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	defer closeLog()
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}

@@ -77,7 +77,7 @@ func (c *Catalog) Closest(name string, n int, allowed func(*Entry) bool) []strin
 			continue
 		}
 		lid := strings.ToLower(id)
-		d := levenshtein(lname, lid)
+		d := EditDistance(lname, lid)
 		if strings.Contains(lid, lname) || strings.Contains(lname, lid) {
 			d = min(d, 1)
 		}
@@ -244,7 +244,9 @@ func sameTool(a, b *Tool) bool {
 	return a.Description == b.Description && bytes.Equal(a.Parameters, b.Parameters) && a.Source == b.Source
 }
 
-func levenshtein(a, b string) int {
+// EditDistance is the Levenshtein distance between a and b, in runes: how many insertions,
+// deletions and substitutions turn one into the other.
+func EditDistance(a, b string) int {
 	ra, rb := []rune(a), []rune(b)
 	prev := make([]int, len(rb)+1)
 	cur := make([]int, len(rb)+1)

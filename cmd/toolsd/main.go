@@ -7,12 +7,12 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"log/slog"
 	"os"
 	"runtime/pprof"
 	"syscall"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/protocol"
@@ -83,22 +83,12 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		fmt.Fprintf(stdout, "toolsd %s\n", version)
 		return 0
 	}
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(*logLevel)); err != nil {
-		fmt.Fprintf(stderr, "toolsd: --log-level: %v\n", err)
+	logger, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsd: %v\n", err)
 		return 2
 	}
-	logOut := stderr
-	if *logFile != "" {
-		f, err := os.OpenFile(*logFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			fmt.Fprintf(stderr, "toolsd: --log-file: %v\n", err)
-			return 2
-		}
-		defer f.Close()
-		logOut = f
-	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: level}))
+	defer closeLog()
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}
