@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"github.com/toolsd/toolsd/permission/shell"
 	"strings"
 	"unicode/utf8"
 )
@@ -127,20 +128,7 @@ func escapedAt(p string, i int) bool {
 }
 
 // Escape returns the pattern that matches s alone.
-func Escape(s string) string {
-	if !strings.ContainsAny(s, `\*?`) {
-		return s
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		switch s[i] {
-		case '\\', '*', '?':
-			b.WriteByte('\\')
-		}
-		b.WriteByte(s[i])
-	}
-	return b.String()
-}
+func Escape(s string) string { return shell.Escape(s) }
 
 // wildcard matches with backtracking on the last star: linear in practice, O(len(p)*len(s))
 // at worst.

@@ -67,7 +67,7 @@ var destructiveSub = map[string]bool{
 
 // always returns the patterns an "always" answer may offer for the command ws.
 func always(ws []word) []string {
-	exact := escape(join(ws))
+	exact := Escape(join(ws))
 	name := ws[0].text
 	n, key := 1, 1
 	prefix := name
@@ -92,13 +92,13 @@ func always(ws []word) []string {
 			return []string{exact}
 		}
 	}
-	prefix = escape(join(ws[:n])) + " *"
+	prefix = Escape(join(ws[:n])) + " *"
 	return []string{exact, prefix}
 }
 
-// escape makes s a pattern that matches s alone: \, * and ? get a backslash (the escapes of
+// Escape makes s a pattern that matches s alone: \, * and ? get a backslash (the escapes of
 // permission.Match).
-func escape(s string) string {
+func Escape(s string) string {
 	if !strings.ContainsAny(s, `\*?`) {
 		return s
 	}
