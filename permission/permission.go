@@ -1,9 +1,10 @@
 package permission
 
 import (
-	"github.com/toolsd/toolsd/permission/shell"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/toolsd/toolsd/permission/shell"
 )
 
 // Action is what a rule says about a call.
