@@ -13,6 +13,7 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -92,53 +93,11 @@ func resolvePath(workspace, base, name, p string) (*target, error) {
 	return t, nil
 }
 
-// realPath resolves every symlink in abs (a clean absolute path). When abs does not exist,
-// its deepest existing ancestor is resolved and the missing rest appended: that is where a
-// create would land.
-func realPath(abs string) (string, error) {
-	var rest []string
-	cur := abs
-	for range 256 {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				r = filepath.Join(r, rest[i])
-			}
-			return r, nil
-		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
-			return "", err
-		}
-		// A dangling symlink: follow it by hand, so that a create through it is seen
-		// landing where it really would.
-		if target, lerr := os.Readlink(cur); lerr == nil {
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(cur), target)
-			}
-			cur = filepath.Clean(target)
-			continue
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			return "", err
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
-	}
-	return "", errors.New("too many levels of symbolic links")
-}
+// realPath is where abs really leads (fspath.Real).
+func realPath(abs string) (string, error) { return fspath.Real(abs) }
 
-// within reports whether p is ws or below it, and p relative to ws (slash-separated).
-func within(ws, p string) (string, bool) {
-	if ws == "" {
-		return "", false
-	}
-	rel, err := filepath.Rel(ws, p)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return filepath.ToSlash(rel), true
-}
+// within reports whether p is ws or below it, and p relative to ws (fspath.Within).
+func within(ws, p string) (string, bool) { return fspath.Within(ws, p) }
 
 // askExternal asks external_directory for a target outside the workspace. dirKind says the
 // target is itself a folder (list, grep, a workdir) rather than a file in one.

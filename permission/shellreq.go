@@ -1,14 +1,13 @@
 package permission
 
 import (
-	"errors"
-	"io/fs"
 	"os"
 	"path"
 	"path/filepath"
 	"sort"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/permission/shell"
 )
 
@@ -129,13 +128,7 @@ func PathPattern(abs, workspace string) string {
 	return filepath.ToSlash(abs)
 }
 
-func within(workspace, abs string) (string, bool) {
-	rel, err := filepath.Rel(workspace, abs)
-	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
-		return "", false
-	}
-	return filepath.ToSlash(rel), true
-}
+func within(workspace, abs string) (string, bool) { return fspath.Within(workspace, abs) }
 
 func appendNew(list []string, s string) []string {
 	for _, x := range list {
@@ -250,32 +243,10 @@ func boundedGlob(pattern string, budget int) []string {
 	return cur
 }
 
-// realPath resolves the symlinks of abs; when abs does not exist, its deepest existing
-// ancestor is resolved and the rest appended (where a create would land).
+// realPath is where abs really leads (fspath.Real), or abs itself when that cannot be told.
 func realPath(abs string) string {
-	var rest []string
-	cur := abs
-	for range 64 {
-		r, err := filepath.EvalSymlinks(cur)
-		if err == nil {
-			for i := len(rest) - 1; i >= 0; i-- {
-				r = filepath.Join(r, rest[i])
-			}
-			return r
-		}
-		if target, lerr := os.Readlink(cur); lerr == nil && errors.Is(err, fs.ErrNotExist) {
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(cur), target)
-			}
-			cur = filepath.Clean(target)
-			continue
-		}
-		parent := filepath.Dir(cur)
-		if parent == cur {
-			break
-		}
-		rest = append(rest, filepath.Base(cur))
-		cur = parent
+	if r, err := fspath.Real(abs); err == nil {
+		return r
 	}
 	return abs
 }
