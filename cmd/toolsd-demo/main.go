@@ -1,4 +1,6 @@
 // Command toolsd-demo shows the daemon at work on a copy of testdata/workspace.
+//
+// Package main only parses flags and calls internal/demo.
 package main
 
 import (

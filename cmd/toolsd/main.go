@@ -1,5 +1,7 @@
 // Command toolsd is the tool runtime sidecar: spawned by an editor, it serves the toolsd
 // protocol (JSON-RPC 2.0, LSP framing) on stdin and stdout.
+//
+// Package main only parses flags and calls into the packages; see docs/architecture.md.
 package main
 
 import (

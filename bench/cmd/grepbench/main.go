@@ -1,6 +1,8 @@
 // Command grepbench runs one of toolsd's built-in tools (grep, glob, read or edit) over a
 // folder and prints what it found, for bench/grep_vs_rg.sh to time against ripgrep, tail
 // and sed. It calls the tools' Execute directly, with every permission granted.
+//
+// Package main is a benchmark driver, not part of the daemon.
 package main
 
 import (

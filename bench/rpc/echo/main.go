@@ -7,6 +7,8 @@
 // answered with exactly those bytes, so a driver can make the echo's answer to a
 // tools/execute the same size as toolsd's answer to the same request. Before any
 // bench/setResult, requests are answered with their own params.
+//
+// Package main is a benchmark peer, not part of the daemon.
 package main
 
 import (

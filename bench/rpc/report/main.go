@@ -3,6 +3,8 @@
 // issue 2. It exits 0 whether or not the targets are met: a miss is a result, not an error.
 //
 // Usage: report [-title TEXT] RESULTS.jsonl
+//
+// Package main is a benchmark tool, not part of the daemon.
 package main
 
 import (
