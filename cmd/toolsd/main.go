@@ -12,7 +12,6 @@ import (
 	"os"
 	"runtime/pprof"
 	"syscall"
-	"time"
 
 	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
@@ -62,7 +61,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		logFile    = fs.String("log-file", "", "write logs to this file instead of stderr")
 		logLevel   = fs.String("log-level", "info", "log level: debug, info, warn, error")
 		maxMessage = fs.Int("max-message", 0, "largest JSON-RPC message accepted, in bytes (default: the setting limits.maxMessageBytes, 8 MiB)")
-		retention  = fs.Duration("retention", 7*24*time.Hour, "how long full outputs are kept")
+		retention  = fs.Duration("retention", 0, "how long full outputs are kept (default: the setting retentionDays, 7 days)")
 		syncStore  = fs.Bool("sync", false, "fsync every store commit (survive power loss, not only crashes)")
 		showVer    = fs.Bool("version", false, "print the version and exit")
 	)
