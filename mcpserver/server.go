@@ -80,7 +80,7 @@ func Main(args []string, version string, stderr io.Writer) int {
 		fs.Usage()
 		return 2
 	}
-	logger, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
+	logger, _, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
 		return 2

@@ -39,6 +39,9 @@ type WorkspaceOptions struct {
 	InitOptions json.RawMessage
 	Limits      Limits
 	Logger      *slog.Logger
+	// LogLevel, if set, is the logger's level: the settings' logLevel sets it, at open and
+	// on every reload.
+	LogLevel *slog.LevelVar
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
@@ -52,6 +55,7 @@ type Workspace struct {
 	svc         *Service
 	settingsSrc *config.Source
 	changed     func(protocol.ChangedParams)
+	logLevel    *slog.LevelVar // nil: the command line fixed the level
 	log         *slog.Logger
 
 	mu     sync.Mutex // guards agents, layers and mcp
@@ -103,7 +107,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &Workspace{folder: real, reg: registry.New(), log: o.Logger.With("component", "workspace"), changed: o.Changed}
+	w := &Workspace{folder: real, reg: registry.New(), log: o.Logger.With("component", "workspace"), changed: o.Changed, logLevel: o.LogLevel}
 	ok := false
 	defer func() {
 		if !ok {
@@ -230,6 +234,9 @@ func (w *Workspace) visible(e *registry.Entry, agent string, m *protocol.Model) 
 func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic, notify bool) {
 	if w.perms == nil {
 		return
+	}
+	if w.logLevel != nil && l.Effective.LogLevel != "" {
+		_ = w.logLevel.UnmarshalText([]byte(l.Effective.LogLevel)) // validated by config
 	}
 	layers := map[string]permission.Ruleset{}
 	agents := map[string]bool{}

@@ -548,3 +548,25 @@ func TestNoProgressCapability(t *testing.T) {
 		t.Fatalf("%d tools/progress notifications without the capability", n)
 	}
 }
+
+// Without --log-level, the settings' logLevel sets the level.
+func TestLogLevelFromSettings(t *testing.T) {
+	d := harness.Start(t, harness.Binary(t), harness.Options{Args: []string{"--store", filepath.Join(t.TempDir(), "s.db")}, Env: []string{"XDG_CONFIG_HOME=" + t.TempDir()}})
+	ctx := harness.Deadline(t, 30*time.Second)
+	if _, err := d.Initialize(ctx, t.TempDir(), true, map[string]any{"logLevel": "debug"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Notify(ctx, "no/such/notification", nil); err != nil {
+		t.Fatal(err)
+	}
+	// The debug line reaches our copy of stderr through a pipe: poll it, with a deadline.
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for !strings.Contains(d.Stderr(), "ignoring notification") {
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			t.Fatalf("no debug log after logLevel debug:\n%s", d.Stderr())
+		}
+	}
+}

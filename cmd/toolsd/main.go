@@ -9,6 +9,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"log/slog"
 	"os"
 	"runtime/pprof"
 	"syscall"
@@ -33,6 +34,13 @@ func main() {
 		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], pollable(0, "/dev/stdin", os.Stdin), pollable(1, "/dev/stdout", os.Stdout), os.Stderr))
+}
+
+// flagSet reports whether the command line set the flag.
+func flagSet(fs *flag.FlagSet, name string) bool {
+	set := false
+	fs.Visit(func(f *flag.Flag) { set = set || f.Name == name })
+	return set
 }
 
 // pollable returns the standard stream fd as a file in non-blocking mode when it is a pipe or
@@ -84,7 +92,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		fmt.Fprintf(stdout, "toolsd %s\n", version)
 		return 0
 	}
-	logger, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
+	logger, level, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsd: %v\n", err)
 		return 2
@@ -94,11 +102,16 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		proc.SetGuardPath(exe)
 	}
 
+	// Without --log-level, the settings' logLevel applies (and follows config reloads).
+	var levelSetting *slog.LevelVar
+	if !flagSet(fs, "log-level") {
+		levelSetting = level
+	}
 	open := func(ctx context.Context, p protocol.InitializeParams, n rpc.Notifier) (rpc.Backend, error) {
 		canAsk := p.Capabilities != nil && p.Capabilities.Ask
 		return session.OpenWorkspace(ctx, session.WorkspaceOptions{
 			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Notifier: n, Changed: n.Changed,
-			InitOptions: p.InitializationOptions, Logger: logger,
+			InitOptions: p.InitializationOptions, Logger: logger, LogLevel: levelSetting,
 			Store: &store.Options{Retention: *retention, Sync: *syncStore, Logger: logger},
 		})
 	}
