@@ -101,7 +101,8 @@ type Options struct {
 func Start(tb testing.TB, bin string, o Options) *Daemon {
 	tb.Helper()
 	cmd := exec.Command(bin, o.Args...)
-	cmd.Env = append(os.Environ(), o.Env...)
+	// A race-enabled binary sleeps a second at exit by default; exits are awaited here.
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), o.Env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
