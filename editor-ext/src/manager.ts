@@ -12,6 +12,8 @@ export const UI_SESSION = 'vscode';
 /** A workspace folder's daemon and what it last reported. */
 export class FolderDaemon {
   tools: ToolInfo[] = [];
+  /** Whether the catalogue of the running daemon has been resolved yet. */
+  resolved = false;
   diagnostics: ResolveResult['diagnostics'] = [];
   constructor(readonly folder: vscode.WorkspaceFolder, readonly client: DaemonClient) {}
 }
@@ -91,6 +93,7 @@ export class DaemonManager implements vscode.Disposable {
         const r = await client.request<ResolveResult>(Methods.toolsResolve, { sessionID: UI_SESSION });
         fd.tools = r.tools ?? [];
         fd.diagnostics = r.diagnostics ?? [];
+        fd.resolved = true;
       } catch (e) {
         this.output.appendLine(`[extension] tools/resolve failed: ${errText(e)}`);
       }
@@ -98,7 +101,7 @@ export class DaemonManager implements vscode.Disposable {
     };
     entry.subs.push(
       client.onDidChangeState((s) => {
-        if (s !== 'running') { fd.tools = []; }
+        if (s !== 'running') { fd.tools = []; fd.resolved = false; }
         this.changed.fire(fd);
       }),
       client.onDidStart(() => void resolve()),

@@ -41,7 +41,12 @@ export class Status implements vscode.Disposable {
       this.asksItem.hide();
     }
     switch (worst) {
-      case 'running': this.item.text = `$(tools) toolsd: ${tools} tools`; break;
+      case 'running':
+        // Until every running daemon has answered tools/resolve, a count would be a guess.
+        this.item.text = all.every((fd) => fd.client.state !== 'running' || fd.resolved)
+          ? `$(tools) toolsd: ${tools} tools`
+          : '$(sync~spin) toolsd: loading tools';
+        break;
       case 'starting': this.item.text = '$(sync~spin) toolsd: starting'; break;
       case 'restarting': this.item.text = '$(sync~spin) toolsd: restarting'; break;
       case 'failed': this.item.text = '$(error) toolsd: failed'; break;
