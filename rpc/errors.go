@@ -20,7 +20,7 @@ func mapError(err error) (jsonrpc2.Code, bool) {
 		return protocol.CodeRequestCancelled, true
 	case errors.Is(err, session.ErrDuplicate):
 		return protocol.CodeConflict, true
-	case errors.Is(err, session.ErrUnknownAsk), errors.Is(err, session.ErrNotFound), errors.Is(err, session.ErrUnknownCall):
+	case errors.Is(err, session.ErrUnknownAsk), errors.Is(err, session.ErrNotFound):
 		return protocol.CodeNotFound, true
 	case errors.Is(err, session.ErrClosed):
 		return jsonrpc2.InvalidRequest, true

@@ -27,12 +27,11 @@ type Policy interface {
 
 // Sentinel errors of the broker; the rpc layer maps them to JSON-RPC codes.
 var (
-	ErrUnknownAsk  = errors.New("session: unknown or already answered ask")
-	ErrBadReply    = errors.New("session: invalid reply")
-	ErrUnknownCall = errors.New("session: unknown call")
-	ErrDuplicate   = errors.New("session: duplicate callID")
-	ErrCancelled   = errors.New("session: call cancelled")
-	ErrClosed      = errors.New("session: closed")
+	ErrUnknownAsk = errors.New("session: unknown or already answered ask")
+	ErrBadReply   = errors.New("session: invalid reply")
+	ErrDuplicate  = errors.New("session: duplicate callID")
+	ErrCancelled  = errors.New("session: call cancelled")
+	ErrClosed     = errors.New("session: closed")
 )
 
 // broker holds the asks waiting for a person. Safe for concurrent use.

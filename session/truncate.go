@@ -145,14 +145,6 @@ func (t *truncator) finish() (text string, truncated bool, outputID string, err 
 	return b.String(), true, outputID, nil
 }
 
-// abort drops a spilled output.
-func (t *truncator) abort() {
-	if t.out != nil {
-		t.out.Abort()
-		t.out = nil
-	}
-}
-
 func countLines(b []byte) int {
 	n := bytes.Count(b, []byte{'\n'})
 	if len(b) > 0 && b[len(b)-1] != '\n' {

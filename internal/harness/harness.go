@@ -214,13 +214,6 @@ func (d *Daemon) Kill() {
 	<-d.exited
 }
 
-// Notes returns every notification received so far.
-func (d *Daemon) Notes() []Notification {
-	d.mu.Lock()
-	defer d.mu.Unlock()
-	return append([]Notification(nil), d.notes...)
-}
-
 // Mark returns a position in the notification log: WaitFor(…, From(mark)) only looks at
 // notifications after it.
 func (d *Daemon) Mark() int {
