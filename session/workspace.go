@@ -456,6 +456,16 @@ func (a storeAdapter) NewOutput(sessionID, callID string) (OutputSink, error) {
 	return a.Store.NewOutput(sessionID, callID)
 }
 
+// ReadLines reads a stored output for the tools; an unknown or expired id is
+// registry.ErrOutputNotFound, as the OutputReader contract says.
+func (a storeAdapter) ReadLines(ctx context.Context, outputID string, offset, limit int) (string, int, int64, error) {
+	content, lines, size, err := a.Store.ReadLines(ctx, outputID, offset, limit)
+	if errors.Is(err, store.ErrNotFound) {
+		err = fmt.Errorf("%w: %v", registry.ErrOutputNotFound, err)
+	}
+	return content, lines, size, err
+}
+
 func isDuplicate(err error) bool { return errors.Is(err, store.ErrDuplicate) }
 
 // approvalStore persists workspace answers for the permission engine.

@@ -570,3 +570,16 @@ func TestLogLevelFromSettings(t *testing.T) {
 		}
 	}
 }
+
+// The model reading a stored output that does not exist is told so plainly.
+func TestReadUnknownOutput(t *testing.T) {
+	e := newEnv(t, envOpts{})
+	res, err := e.execute(protocol.ExecuteParams{CallID: "r", Tool: "read", Args: args("filePath", "toolsd://output/out_nope")})
+	if err != nil || res.Status != "error" {
+		t.Fatalf("%+v %v", res, err)
+	}
+	t.Logf("error for the model: %s", res.Error)
+	if strings.Contains(res.Error, "store:") {
+		t.Fatalf("the model reads the store's internals: %s", res.Error)
+	}
+}
