@@ -69,16 +69,8 @@ func Main(args []string, version string, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "Usage: toolsd mcp [flags]\n\ntoolsd mcp serves the workspace's tools as an MCP server on stdin/stdout\n(for VS Code's agent mode and other MCP clients); see docs/mcp.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "toolsd mcp: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if code, ok := cli.Parse(fs, args, "toolsd mcp", stderr); !ok {
+		return code
 	}
 	logger, _, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
 	if err != nil {

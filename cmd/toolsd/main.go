@@ -77,16 +77,8 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\n       toolsd mcp [--workspace DIR] [--store PATH]\nserves the workspace's tools as an MCP server on stdin/stdout; see docs/mcp.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			return 0
-		}
-		return 2
-	}
-	if fs.NArg() > 0 {
-		fmt.Fprintf(stderr, "toolsd: unexpected argument %q\n", fs.Arg(0))
-		fs.Usage()
-		return 2
+	if code, ok := cli.Parse(fs, args, "toolsd", stderr); !ok {
+		return code
 	}
 	if *showVer {
 		fmt.Fprintf(stdout, "toolsd %s\n", version)

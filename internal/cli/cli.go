@@ -1,8 +1,9 @@
-// Package cli holds what the toolsd binary's modes share on the command line: the logger
-// that the --log-file and --log-level flags describe.
+// Package cli holds what the toolsd binary's modes share on the command line: flag parsing
+// and the logger that the --log-file and --log-level flags describe.
 package cli
 
 import (
+	"flag"
 	"fmt"
 	"io"
 	"log/slog"
@@ -26,4 +27,22 @@ func Logger(file, level string, stderr io.Writer) (*slog.Logger, *slog.LevelVar,
 		out, closeFn = f, func() { _ = f.Close() }
 	}
 	return slog.New(slog.NewTextHandler(out, &slog.HandlerOptions{Level: lv})), lv, closeFn, nil
+}
+
+// Parse parses args with fs, which must have ContinueOnError, and refuses positional
+// arguments. It returns ok to go on, or the exit code: 0 after -help, 2 for bad flags or an
+// unexpected argument (named on stderr with the usage, prefixed by name).
+func Parse(fs *flag.FlagSet, args []string, name string, stderr io.Writer) (code int, ok bool) {
+	if err := fs.Parse(args); err != nil {
+		if err == flag.ErrHelp {
+			return 0, false
+		}
+		return 2, false
+	}
+	if fs.NArg() > 0 {
+		fmt.Fprintf(stderr, "%s: unexpected argument %q\n", name, fs.Arg(0))
+		fs.Usage()
+		return 2, false
+	}
+	return 0, true
 }
