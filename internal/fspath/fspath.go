@@ -1,5 +1,6 @@
 // Package fspath answers where a path really leads: its real location with every symlink
-// resolved (also for a file that does not exist yet), and whether it lies in a folder.
+// resolved (also for a file that does not exist yet), whether it lies in a folder, and opens
+// (or creates the folders of) a checked path without following a symlink swapped in since.
 package fspath
 
 import (

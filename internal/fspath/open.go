@@ -1,0 +1,251 @@
+package fspath
+
+import (
+	"errors"
+	"io/fs"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+
+	"golang.org/x/sys/unix"
+)
+
+// ErrSymlink is the error of an open that met a symbolic link where the path allows none:
+// something was replaced by a link since the path was resolved.
+var ErrSymlink = errors.New("fspath: a symbolic link where the checked path has a file or folder")
+
+// ErrNotBeneath is the error of a relative path that would leave its folder ("..", or an
+// absolute path).
+var ErrNotBeneath = errors.New("fspath: path leads out of its folder")
+
+// Open opens the clean absolute path abs (flags as for open(2); O_CLOEXEC is added) without
+// following a symbolic link at any of its components. abs is meant to be a real path (Real):
+// then what opens is exactly what was checked, whatever is swapped in along the way since,
+// and a link met fails the open with ErrSymlink. Where the kernel has openat2 this is one
+// call with RESOLVE_NO_SYMLINKS; elsewhere each folder is opened from the one before it
+// with O_NOFOLLOW.
+func Open(abs string, flags int) (int, error) {
+	if !filepath.IsAbs(abs) {
+		return -1, &fs.PathError{Op: "open", Path: abs, Err: ErrNotBeneath}
+	}
+	if haveOpenat2() {
+		fd, err := openat2(unix.AT_FDCWD, abs, flags, unix.RESOLVE_NO_SYMLINKS)
+		if err != nil {
+			return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
+		}
+		return fd, nil
+	}
+	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: "/", Err: err}
+	}
+	defer unix.Close(root)
+	fd, err := openByComponents(root, strings.TrimPrefix(abs, "/"), flags)
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
+	}
+	return fd, nil
+}
+
+// OpenBeneath opens rel, a slash-separated relative path, below the open folder dirfd
+// without following a symbolic link at any component and without leaving dirfd (a ".."
+// is ErrNotBeneath, a link ErrSymlink). "." opens dirfd's folder again.
+func OpenBeneath(dirfd int, rel string, flags int) (int, error) {
+	if err := checkBeneath(rel); err != nil {
+		return -1, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	var fd int
+	var err error
+	if haveOpenat2() {
+		fd, err = openat2(dirfd, rel, flags, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS)
+	} else {
+		fd, err = openByComponents(dirfd, rel, flags)
+	}
+	if err != nil {
+		return -1, &fs.PathError{Op: "open", Path: rel, Err: err}
+	}
+	return fd, nil
+}
+
+// MkdirAll opens the folder at the clean absolute path abs for reading (O_DIRECTORY),
+// creating the folders missing on the way with mode perm (less the umask), and never
+// follows a symbolic link: the deepest existing folder is opened with Open, then each
+// missing folder is made with mkdirat in the folder opened before it and opened with
+// O_NOFOLLOW, so a link swapped in for any of them fails the call with ErrSymlink and
+// nothing is created where it leads.
+func MkdirAll(abs string, perm uint32) (int, error) {
+	var missing []string
+	dir := abs
+	for {
+		fd, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		if err == nil {
+			if len(missing) == 0 {
+				return fd, nil
+			}
+			defer unix.Close(fd)
+			slices.Reverse(missing)
+			last, err := mkdirBeneath(fd, missing, perm)
+			if err != nil {
+				return -1, &fs.PathError{Op: "mkdir", Path: abs, Err: err}
+			}
+			return last, nil
+		}
+		parent := filepath.Dir(dir)
+		if !errors.Is(err, unix.ENOENT) || parent == dir {
+			return -1, err
+		}
+		missing = append(missing, filepath.Base(dir))
+		dir = parent
+	}
+}
+
+// afterMkdir, when set (by tests), runs after each folder MkdirAll creates and before it is
+// opened: the window a swap would use.
+var afterMkdir func(dirfd int, name string)
+
+// mkdirBeneath creates the folders names one inside the other, starting in dirfd, and
+// returns the last one opened for reading.
+func mkdirBeneath(dirfd int, names []string, perm uint32) (int, error) {
+	cur := dirfd
+	for i, name := range names {
+		if err := checkBeneath(name); err != nil || strings.Contains(name, "/") {
+			closeUnless(cur, dirfd)
+			return -1, ErrNotBeneath
+		}
+		if err := unix.Mkdirat(cur, name, perm); err != nil && !errors.Is(err, unix.EEXIST) {
+			closeUnless(cur, dirfd)
+			return -1, err
+		}
+		if afterMkdir != nil {
+			afterMkdir(cur, name)
+		}
+		flags := unix.O_PATH
+		if i == len(names)-1 {
+			flags = unix.O_RDONLY
+		}
+		next, err := openComponent(cur, name, flags|unix.O_DIRECTORY)
+		closeUnless(cur, dirfd)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	return cur, nil
+}
+
+func closeUnless(fd, keep int) {
+	if fd != keep {
+		unix.Close(fd)
+	}
+}
+
+// checkBeneath refuses a path that is absolute, empty or has a ".." component.
+func checkBeneath(rel string) error {
+	if rel == "" || strings.HasPrefix(rel, "/") {
+		return ErrNotBeneath
+	}
+	for c := range strings.SplitSeq(rel, "/") {
+		if c == ".." {
+			return ErrNotBeneath
+		}
+	}
+	return nil
+}
+
+// openat2 opens path from dirfd with the resolve flags, retrying when the kernel asks to
+// (EAGAIN: a rename raced the lookup) or a signal interrupted it.
+func openat2(dirfd int, path string, flags int, resolve uint64) (int, error) {
+	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolve}
+	for range 64 {
+		fd, err := unix.Openat2(dirfd, path, how)
+		switch {
+		case err == nil:
+			return fd, nil
+		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
+			continue
+		case errors.Is(err, unix.ELOOP):
+			return -1, ErrSymlink
+		case errors.Is(err, unix.EXDEV):
+			return -1, ErrNotBeneath
+		}
+		return -1, err
+	}
+	return -1, unix.EAGAIN
+}
+
+// openByComponents opens rel from dirfd one component at a time, each with O_NOFOLLOW: the
+// folders with O_PATH, the last with flags.
+func openByComponents(dirfd int, rel string, flags int) (int, error) {
+	parts := strings.Split(rel, "/")
+	cur := dirfd
+	for i, p := range parts {
+		if p == "" || p == "." {
+			if i < len(parts)-1 {
+				continue
+			}
+			p = "."
+		}
+		f := unix.O_PATH | unix.O_DIRECTORY
+		if i == len(parts)-1 {
+			f = flags
+		}
+		next, err := openComponent(cur, p, f)
+		closeUnless(cur, dirfd)
+		if err != nil {
+			return -1, err
+		}
+		cur = next
+	}
+	if cur == dirfd { // rel was "" or only slashes
+		return unix.Openat(dirfd, ".", flags|unix.O_CLOEXEC, 0)
+	}
+	return cur, nil
+}
+
+// openComponent opens the single name in dirfd without following a symbolic link; a link
+// is ErrSymlink.
+func openComponent(dirfd int, name string, flags int) (int, error) {
+	for {
+		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err == nil {
+			if flags&unix.O_PATH != 0 {
+				// O_PATH|O_NOFOLLOW opens a link itself rather than failing.
+				var st unix.Stat_t
+				if err := unix.Fstat(fd, &st); err != nil {
+					unix.Close(fd)
+					return -1, err
+				}
+				if st.Mode&unix.S_IFMT == unix.S_IFLNK {
+					unix.Close(fd)
+					return -1, ErrSymlink
+				}
+			}
+			return fd, nil
+		}
+		if errors.Is(err, unix.EINTR) {
+			continue
+		}
+		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
+			var st unix.Stat_t
+			if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+				return -1, ErrSymlink
+			}
+		}
+		return -1, err
+	}
+}
+
+// forceComponents makes Open and OpenBeneath take the path without openat2 (for tests).
+var forceComponents bool
+
+var openat2Works = sync.OnceValue(func() bool {
+	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
+	if err != nil {
+		return false // ENOSYS before Linux 5.6, EPERM under some seccomp filters
+	}
+	unix.Close(fd)
+	return true
+})
+
+func haveOpenat2() bool { return !forceComponents && openat2Works() }

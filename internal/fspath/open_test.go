@@ -1,0 +1,151 @@
+package fspath
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"golang.org/x/sys/unix"
+)
+
+// bothWays runs f with openat2 (where the kernel has it) and with the component-by-component
+// fallback.
+func bothWays(t *testing.T, f func(t *testing.T)) {
+	t.Run("openat2", func(t *testing.T) {
+		if !openat2Works() {
+			t.Skip("no openat2 on this kernel")
+		}
+		f(t)
+	})
+	t.Run("components", func(t *testing.T) {
+		forceComponents = true
+		defer func() { forceComponents = false }()
+		f(t)
+	})
+}
+
+func realTemp(t *testing.T) string {
+	t.Helper()
+	d, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return d
+}
+
+func must(t *testing.T, err error) {
+	t.Helper()
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// readFD reads a small file through fd and closes it.
+func readFD(t *testing.T, fd int) string {
+	t.Helper()
+	defer unix.Close(fd)
+	b := make([]byte, 100)
+	n, err := unix.Read(fd, b)
+	must(t, err)
+	return string(b[:n])
+}
+
+func TestOpenRefusesSymlinks(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		dir, out := realTemp(t), realTemp(t)
+		must(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "a", "b", "f"), []byte("in"), 0o644))
+		must(t, os.WriteFile(filepath.Join(out, "f"), []byte("out"), 0o644))
+		must(t, os.Symlink(out, filepath.Join(dir, "a", "link")))
+		must(t, os.Symlink(filepath.Join(out, "f"), filepath.Join(dir, "a", "flink")))
+
+		fd, err := Open(filepath.Join(dir, "a", "b", "f"), unix.O_RDONLY)
+		must(t, err)
+		if got := readFD(t, fd); got != "in" {
+			t.Fatalf("read %q", got)
+		}
+		for _, p := range []string{"a/link/f", "a/flink", "a/link"} {
+			if fd, err := Open(filepath.Join(dir, p), unix.O_RDONLY); !errors.Is(err, ErrSymlink) {
+				if err == nil {
+					unix.Close(fd)
+				}
+				t.Errorf("Open(%s): err = %v, want ErrSymlink", p, err)
+			}
+		}
+		if _, err := Open("rel/path", unix.O_RDONLY); !errors.Is(err, ErrNotBeneath) {
+			t.Errorf("relative path: err = %v", err)
+		}
+		if _, err := Open(filepath.Join(dir, "missing", "f"), unix.O_RDONLY); !errors.Is(err, unix.ENOENT) {
+			t.Errorf("missing: err = %v", err)
+		}
+
+		root, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		must(t, err)
+		defer unix.Close(root)
+		fd, err = OpenBeneath(root, "a/b/f", unix.O_RDONLY)
+		must(t, err)
+		if got := readFD(t, fd); got != "in" {
+			t.Fatalf("read %q", got)
+		}
+		fd, err = OpenBeneath(root, ".", unix.O_RDONLY|unix.O_DIRECTORY)
+		must(t, err)
+		unix.Close(fd)
+		for _, tc := range []struct {
+			rel  string
+			want error
+		}{
+			{"a/link/f", ErrSymlink}, {"a/flink", ErrSymlink}, {"a/link", ErrSymlink},
+			{"../x", ErrNotBeneath}, {"a/../../x", ErrNotBeneath}, {"/etc/passwd", ErrNotBeneath}, {"", ErrNotBeneath},
+		} {
+			if fd, err := OpenBeneath(root, tc.rel, unix.O_RDONLY); !errors.Is(err, tc.want) {
+				if err == nil {
+					unix.Close(fd)
+				}
+				t.Errorf("OpenBeneath(%q): err = %v, want %v", tc.rel, err, tc.want)
+			}
+		}
+	})
+}
+
+func TestMkdirAll(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		dir, out := realTemp(t), realTemp(t)
+		must(t, os.Mkdir(filepath.Join(dir, "a"), 0o755))
+		must(t, os.Symlink(out, filepath.Join(dir, "link")))
+
+		fd, err := MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755)
+		must(t, err)
+		// The fd is the new folder, usable for a create in it.
+		f, err := unix.Openat(fd, "x", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+		must(t, err)
+		unix.Close(f)
+		unix.Close(fd)
+		if _, err := os.Stat(filepath.Join(dir, "a", "b", "c", "x")); err != nil {
+			t.Fatal(err)
+		}
+		fd, err = MkdirAll(filepath.Join(dir, "a"), 0o755) // exists
+		must(t, err)
+		unix.Close(fd)
+
+		if _, err := MkdirAll(filepath.Join(dir, "link", "b"), 0o755); !errors.Is(err, ErrSymlink) {
+			t.Errorf("through a link: err = %v, want ErrSymlink", err)
+		}
+
+		// A folder it just created is swapped for a link to outside before it is opened.
+		afterMkdir = func(dirfd int, name string) {
+			if name != "q" {
+				return
+			}
+			must(t, unix.Renameat(dirfd, name, dirfd, name+".moved"))
+			must(t, unix.Symlinkat(out, dirfd, name))
+		}
+		defer func() { afterMkdir = nil }()
+		if _, err := MkdirAll(filepath.Join(dir, "a", "p", "q", "r", "s"), 0o755); !errors.Is(err, ErrSymlink) {
+			t.Errorf("swapped while created: err = %v, want ErrSymlink", err)
+		}
+		if ents, _ := os.ReadDir(out); len(ents) > 0 {
+			t.Fatalf("created outside: %v", ents)
+		}
+	})
+}
