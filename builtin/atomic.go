@@ -9,23 +9,18 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
 )
 
-// openDir opens the folder dir (a real path) and checks it is still that folder.
+// openDir opens the folder dir (a real path) without following a symlink on the way, so
+// that every step after works in the folder that was checked.
 func openDir(dir string) (int, error) {
-	fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := fspath.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			return -1, errPathChanged
-		}
-		return -1, &fs.PathError{Op: "open", Path: dir, Err: err}
-	}
-	if got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd)); err == nil && got != dir {
-		unix.Close(fd)
-		return -1, errPathChanged
+		return -1, pathErr(err)
 	}
 	return fd, nil
 }
@@ -133,18 +128,11 @@ func removeFile(abs string) error {
 
 // readChecked reads the whole regular file t (at most limit bytes) through openChecked.
 func readChecked(t *target, limit int64) ([]byte, fs.FileInfo, error) {
-	f, err := openChecked(t)
+	f, fi, err := openChecked(t)
 	if err != nil {
 		return nil, nil, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, nil, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, nil, fmt.Errorf("%s is not a regular file", t.Display())
-	}
 	if fi.Size() > limit {
 		return nil, nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit for editing", t.Display(), fi.Size(), limit)
 	}

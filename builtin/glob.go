@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 	"sort"
 	"strings"
@@ -12,6 +11,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/registry"
 )
@@ -75,8 +75,9 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 			return
 		}
 		var mt time.Time
-		if fi, err := os.Lstat(e.Abs); err == nil {
-			mt = fi.ModTime()
+		var st unix.Stat_t
+		if e.lstat(&st) == nil {
+			mt = time.Unix(st.Mtim.Unix())
 		}
 		mu.Lock()
 		found = append(found, globMatch{e.Abs, mt})
@@ -136,7 +137,10 @@ func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	}
 	found, err := globFiles(ctx, call.Workspace, t.Abs, pattern, anyDepth)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		return nil, fmt.Errorf("cannot search %s: %w", t.Display(), err)
 	}
 	meta["count"] = len(found)
 	meta["truncated"] = len(found) > o.SearchLimit

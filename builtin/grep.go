@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"os"
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
@@ -428,15 +427,11 @@ type grepLine struct {
 	text string
 }
 
-// searchFile searches one file, reading it in line-aligned chunks through buf. It returns
-// false for a binary file (a NUL byte in its first 8 KiB).
-func (m *matcher) searchFile(abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
-	// Raw system calls: an os.File costs an fcntl and a poller registration per file.
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_NOFOLLOW|unix.O_CLOEXEC|unix.O_NOCTTY|unix.O_NONBLOCK, 0)
-	if err != nil {
-		return nil, true
-	}
-	defer unix.Close(fd)
+// searchFile searches the regular file open at fd (abs names it), reading it in
+// line-aligned chunks through buf. It returns false for a binary file (a NUL byte in its
+// first 8 KiB). The file is read with raw system calls: an os.File costs an fcntl and a
+// poller registration per file.
+func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
 	var gf *grepFile
 	b := *buf
 	carry := 0
@@ -555,13 +550,17 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	limit := o.SearchLimit
 	var mu sync.Mutex // guards files
 	var files []*grepFile
-	search := func(abs string) {
+	// search searches the regular file open at fd (and closes it); st is its fstat.
+	search := func(fd int, st *unix.Stat_t, abs string) {
+		defer unix.Close(fd)
 		bp := bufPool.Get().(*[]byte)
-		gf, _ := m.searchFile(abs, bp, limit, o.ReadMaxLineLength)
+		gf, _ := m.searchFile(fd, abs, bp, limit, o.ReadMaxLineLength)
 		if len(*bp) <= 1<<20 {
 			bufPool.Put(bp)
 		}
 		if gf != nil {
+			gf.modTime = time.Unix(st.Mtim.Unix())
+			gf.name = relOrAbs(call.Workspace, abs)
 			mu.Lock()
 			files = append(files, gf)
 			mu.Unlock()
@@ -573,24 +572,28 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			return nil, fmt.Errorf("path %s is not a regular file or folder (it is a %s): grep searches files and folders", t.Display(), fileKind(t.Info.Mode()))
 		}
 		if inc == nil || inc(filepath.Base(t.Abs), filepath.Base(t.Abs)) {
-			search(t.Abs)
+			fd, st, err := openRegular(t)
+			if err != nil {
+				return nil, fmt.Errorf("cannot search %s: %w", t.Display(), err)
+			}
+			search(fd, st, t.Abs)
 		}
 	} else {
 		err := walk(ctx, walkOptions{Root: root, Workspace: call.Workspace}, func(e walkEntry) {
-			if inc != nil && !inc(e.Rel, filepath.Base(e.Abs)) {
+			if inc != nil && !inc(e.Rel, e.name) {
 				return
 			}
-			search(e.Abs)
+			var st unix.Stat_t
+			if fd, ok := e.open(&st); ok {
+				search(fd, &st, e.Abs)
+			}
 		})
 		if err != nil {
-			return nil, err
+			if ctx.Err() != nil {
+				return nil, err
+			}
+			return nil, fmt.Errorf("cannot search %s: %w", relOrAbs(call.Workspace, root), err)
 		}
-	}
-	for _, f := range files {
-		if fi, err := os.Stat(f.abs); err == nil {
-			f.modTime = fi.ModTime()
-		}
-		f.name = relOrAbs(call.Workspace, f.abs)
 	}
 	sort.Slice(files, func(i, j int) bool {
 		if !files[i].modTime.Equal(files[j].modTime) {

@@ -111,8 +111,11 @@ func runList(ctx context.Context, o *Options, call *registry.Call, p string, ign
 		}
 		mu.Unlock()
 	})
-	if err != nil && ctx.Err() != nil {
+	switch {
+	case err != nil && ctx.Err() != nil:
 		return nil, ctx.Err()
+	case err != nil && wctx.Err() == nil:
+		return nil, fmt.Errorf("cannot list %s: %w", t.Display(), err)
 	}
 	sort.Slice(entries, func(i, j int) bool { return entries[i].Rel < entries[j].Rel })
 	shown := entries[:min(len(entries), o.ListLimit)]

@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -153,39 +152,101 @@ func exactly(ps ...string) []string {
 	return out
 }
 
-// errPathChanged is returned when a path was swapped (a symlink put in place) between the
-// permission check and the open.
-var errPathChanged = errors.New("builtin: path changed while it was opened")
+// errPathChanged is returned when a path was swapped (a symlink put in place of a file or
+// folder on it) between the permission check and the use.
+var errPathChanged = errors.New("builtin: the path changed after it was checked (a file or folder on it was replaced by a symbolic link); look at it again, then retry")
 
-// openChecked opens the real path t.Abs for reading without following a symlink in its last
-// component, then checks through /proc/self/fd that the file opened is the one checked, so a
-// parent folder swapped for a symlink after the check is caught.
-func openChecked(t *target) (*os.File, error) {
-	fd, err := unix.Open(t.Abs, unix.O_RDONLY|unix.O_CLOEXEC|unix.O_NOFOLLOW|unix.O_NONBLOCK, 0)
-	if err != nil {
-		if errors.Is(err, unix.ELOOP) {
-			return nil, fmt.Errorf("%s: %w", t.Display(), errPathChanged)
-		}
-		return nil, &fs.PathError{Op: "open", Path: t.Abs, Err: err}
-	}
-	f := os.NewFile(uintptr(fd), t.Abs)
-	if err := checkFD(f, t.Abs); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%s: %w", t.Display(), err)
-	}
-	return f, nil
-}
+// openFlags are the flags every workspace file is opened for reading with: O_NONBLOCK so that
+// a FIFO or a device never blocks the open (the file is then checked to be regular).
+const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
 
-// checkFD checks that f (opened from want) really is want, by the kernel's own record.
-func checkFD(f *os.File, want string) error {
-	got, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(int(f.Fd())))
-	if err != nil {
-		return nil // no /proc: the O_NOFOLLOW open is the guard left
-	}
-	if got != want {
+// pathErr turns a failed open of a checked path into the error to report: errPathChanged
+// for a symlink met on the way.
+func pathErr(err error) error {
+	if errors.Is(err, fspath.ErrSymlink) || errors.Is(err, fspath.ErrNotBeneath) {
 		return errPathChanged
 	}
-	return nil
+	return err
+}
+
+// notRegularError is the error of opening a FIFO, socket or device where a file is read.
+type notRegularError struct {
+	Name string
+	Mode fs.FileMode
+}
+
+func (e *notRegularError) Error() string {
+	return fmt.Sprintf("%s is not a regular file (it is a %s)", e.Name, fileKind(e.Mode))
+}
+
+// openChecked opens the regular file at the real path t.Abs for reading. No symlink is
+// followed on the way (fspath.Open), so a file or folder swapped for one after the check
+// is refused (errPathChanged); anything but a regular file is refused (*notRegularError)
+// without blocking on it.
+func openChecked(t *target) (*os.File, fs.FileInfo, error) {
+	fd, err := fspath.Open(t.Abs, openFlags)
+	if err != nil {
+		return nil, nil, pathErr(err)
+	}
+	f := os.NewFile(uintptr(fd), t.Abs)
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, &notRegularError{t.Display(), fi.Mode()}
+	}
+	return f, fi, nil
+}
+
+// openRegular is openChecked with raw system calls, for grep: the fd of the regular file at
+// the real path t.Abs, and its fstat.
+func openRegular(t *target) (int, *unix.Stat_t, error) {
+	fd, err := fspath.Open(t.Abs, openFlags)
+	if err != nil {
+		return -1, nil, pathErr(unwrapPathErr(err))
+	}
+	st := new(unix.Stat_t)
+	if err := unix.Fstat(fd, st); err != nil {
+		unix.Close(fd)
+		return -1, nil, err
+	}
+	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, nil, &notRegularError{t.Display(), fileMode(st.Mode)}
+	}
+	return fd, st, nil
+}
+
+// fileMode is the type bits of a stat's mode as an fs.FileMode.
+func fileMode(m uint32) fs.FileMode {
+	switch m & unix.S_IFMT {
+	case unix.S_IFDIR:
+		return fs.ModeDir
+	case unix.S_IFLNK:
+		return fs.ModeSymlink
+	case unix.S_IFIFO:
+		return fs.ModeNamedPipe
+	case unix.S_IFSOCK:
+		return fs.ModeSocket
+	case unix.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case unix.S_IFBLK:
+		return fs.ModeDevice
+	}
+	return 0
+}
+
+// openDirChecked opens the folder at the real path abs for listing, following no symlink on
+// the way.
+func openDirChecked(abs string) (*os.File, error) {
+	fd, err := fspath.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return nil, pathErr(err)
+	}
+	return os.NewFile(uintptr(fd), abs), nil
 }
 
 // relOrAbs names p for messages: workspace-relative when inside.

@@ -18,6 +18,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -89,18 +91,15 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	if t.Info.IsDir() {
 		return r.readDir(t)
 	}
-	f, err := openChecked(t)
+	f, fi, err := openChecked(t)
 	if err != nil {
+		var nr *notRegularError
+		if errors.As(err, &nr) {
+			return nil, fmt.Errorf("%v: read only reads files and folders", nr)
+		}
 		return nil, fmt.Errorf("cannot open %s: %w", t.Display(), unwrapPathErr(err))
 	}
 	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return nil, fmt.Errorf("cannot stat %s: %w", t.Display(), unwrapPathErr(err))
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file (it is a %s): read only reads files and folders", t.Display(), fileKind(fi.Mode()))
-	}
 
 	head := make([]byte, 8192)
 	n, err := io.ReadFull(f, head)
@@ -558,7 +557,12 @@ func renumber(text string, delta int) string {
 }
 
 func (r *reader) readDir(t *target) (*registry.Result, error) {
-	ents, err := os.ReadDir(t.Abs)
+	d, err := openDirChecked(t.Abs)
+	if err != nil {
+		return nil, fmt.Errorf("cannot list %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	defer d.Close()
+	ents, err := d.ReadDir(-1)
 	if err != nil {
 		return nil, fmt.Errorf("cannot list %s: %w", t.Display(), unwrapPathErr(err))
 	}
@@ -568,7 +572,9 @@ func (r *reader) readDir(t *target) (*registry.Result, error) {
 		if e.IsDir() {
 			n += "/"
 		} else if e.Type()&os.ModeSymlink != 0 {
-			if fi, err := os.Stat(filepath.Join(t.Abs, n)); err == nil && fi.IsDir() {
+			// A link to a folder is shown as one (only the kind of its target is looked at).
+			var st unix.Stat_t
+			if unix.Fstatat(int(d.Fd()), n, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
 				n += "/"
 			}
 		}
@@ -689,7 +695,7 @@ func fileKind(m os.FileMode) string {
 // notFoundError names a missing path and the closest existing names in its folder.
 func notFoundError(ws string, t *target) error {
 	dir, base := filepath.Split(t.Abs)
-	ents, err := os.ReadDir(dir)
+	ents, err := readDirChecked(dir)
 	if err != nil {
 		// Walk up to the deepest folder that exists.
 		d := filepath.Dir(dir)
@@ -712,6 +718,16 @@ func notFoundError(ws string, t *target) error {
 		close[i] = relOrAbs(ws, filepath.Join(dir, n))
 	}
 	return fmt.Errorf("file not found: %s\n\nDid you mean one of these?\n%s", t.Display(), strings.Join(close, "\n"))
+}
+
+// readDirChecked lists the folder at the real path abs, following no symlink on the way.
+func readDirChecked(abs string) ([]os.DirEntry, error) {
+	d, err := openDirChecked(filepath.Clean(abs))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
 }
 
 // closestNames returns up to n names like name, closest first.

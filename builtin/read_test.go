@@ -244,7 +244,7 @@ func TestReadSwappedSymlink(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "secret"), e.path("f.txt")); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := openChecked(tg); err == nil {
+	if f, _, err := openChecked(tg); err == nil {
 		f.Close()
 		t.Fatal("opened a file swapped for a symlink")
 	}
@@ -265,7 +265,7 @@ func TestReadSwappedSymlink(t *testing.T) {
 	if err := os.Symlink(outside, e.path("d")); err != nil {
 		t.Fatal(err)
 	}
-	if f, err := openChecked(tg); err == nil {
+	if f, _, err := openChecked(tg); err == nil {
 		f.Close()
 		t.Fatal("opened a file through a parent swapped for a symlink")
 	}

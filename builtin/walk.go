@@ -6,10 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
 )
 
 // ignoreFiles are the files whose patterns the walk respects in every folder.
@@ -144,20 +148,56 @@ func compileIgnore(lines []string) []ignoreRule {
 	return rules
 }
 
-// loadIgnore reads the ignore files of the folder abs, or returns nil if it has none.
-func loadIgnore(abs string, names map[string]bool) []ignoreRule {
+// maxIgnoreFileBytes caps an ignore file: a larger one is not read (nor is anything but a
+// regular file: a FIFO would block the walk, a link to /dev/zero would never end).
+const maxIgnoreFileBytes = 1 << 20
+
+// loadIgnore reads the ignore files of the open folder dirfd (only those in names, when
+// names is not nil), or returns nil if it has none. Like git, it reads only regular files
+// and follows no symbolic link.
+func loadIgnore(dirfd int, names map[string]bool) []ignoreRule {
 	var lines []string
 	for _, n := range ignoreFiles {
 		if names != nil && !names[n] {
 			continue
 		}
-		b, err := os.ReadFile(filepath.Join(abs, n))
+		fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
-		lines = append(lines, strings.Split(string(b), "\n")...)
+		b, ok := readSmallRegular(fd, maxIgnoreFileBytes)
+		unix.Close(fd)
+		if ok {
+			lines = append(lines, strings.Split(string(b), "\n")...)
+		}
 	}
 	return compileIgnore(lines)
+}
+
+// readSmallRegular reads the file open at fd if it is a regular file of at most limit
+// bytes (also after reading: it may grow); false otherwise.
+func readSmallRegular(fd int, limit int64) ([]byte, bool) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
+		return nil, false
+	}
+	b := make([]byte, 0, st.Size+512)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 4096)
+		}
+		n, err := readRetry(fd, b[len(b):cap(b)])
+		if err != nil {
+			return nil, false
+		}
+		if n == 0 {
+			return b, true
+		}
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, false
+		}
+	}
 }
 
 // walkOptions configure a walk.
@@ -179,20 +219,52 @@ type walkOptions struct {
 type walkEntry struct {
 	Abs, Rel string // Rel is relative to the walk root, slash-separated
 	Dir      bool
+	// dirfd is the open folder holding the entry (valid while visit runs) and name the
+	// entry's name in it: opening by them cannot be led elsewhere by a swapped folder.
+	dirfd int
+	name  string
+}
+
+// open opens the entry, a file, for reading: without following a symlink put in its place
+// since it was listed, and only if it is (still) a regular file. st is its fstat.
+func (e *walkEntry) open(st *unix.Stat_t) (int, bool) {
+	fd, err := unix.Openat(e.dirfd, e.name, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false
+	}
+	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// lstat is the entry's lstat, in its open folder.
+func (e *walkEntry) lstat(st *unix.Stat_t) error {
+	return unix.Fstatat(e.dirfd, e.name, st, unix.AT_SYMLINK_NOFOLLOW)
 }
 
 // walk visits every file below o.Root that is not ignored, from several goroutines at
 // once: visit must be safe for concurrent use. Symbolic links are not followed (nor
-// visited): a link could lead out of the workspace. It returns ctx's error if it was
-// cancelled, having stopped every goroutine it started.
+// visited): a link could lead out of the workspace. Every folder is opened below the root
+// folder, itself opened without following a symlink (fspath.Open), with openat2's
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (fspath.OpenBeneath), and every file relative to its
+// open folder with O_NOFOLLOW: a folder swapped for a symlink after it was listed is left
+// out rather than followed. It returns errPathChanged if the root itself was swapped, and
+// ctx's error if it was cancelled, having stopped every goroutine it started.
 func walk(ctx context.Context, o walkOptions, visit func(e walkEntry)) error {
+	rootfd, err := fspath.Open(o.Root, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return pathErr(err)
+	}
+	defer unix.Close(rootfd)
 	var base *ignoreRules
 	if !o.NoIgnoreFiles {
 		base = ancestorRules(o.Workspace, o.Root)
 	}
 	q := &dirQueue{}
 	q.cond = sync.NewCond(&q.mu)
-	q.push(dirItem{abs: o.Root, rel: "", rules: base})
+	q.push(dirItem{rel: "", rules: base})
 	workers := max(2, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range workers {
@@ -205,7 +277,7 @@ func walk(ctx context.Context, o walkOptions, visit func(e walkEntry)) error {
 					return
 				}
 				if ctx.Err() == nil {
-					walkDir(ctx, o, it, q, visit)
+					walkDir(ctx, o, rootfd, it, q, visit)
 				}
 				q.finish()
 			}
@@ -215,13 +287,22 @@ func walk(ctx context.Context, o walkOptions, visit func(e walkEntry)) error {
 	return ctx.Err()
 }
 
-func walkDir(ctx context.Context, o walkOptions, it dirItem, q *dirQueue, visit func(e walkEntry)) {
-	f, err := os.Open(it.abs)
+func walkDir(ctx context.Context, o walkOptions, rootfd int, it dirItem, q *dirQueue, visit func(e walkEntry)) {
+	rel := it.rel
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := fspath.OpenBeneath(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
 	if err != nil {
 		return
 	}
+	dirAbs := o.Root
+	if it.rel != "" {
+		dirAbs = o.Root + string(filepath.Separator) + filepath.FromSlash(it.rel)
+	}
+	f := os.NewFile(uintptr(fd), dirAbs)
+	defer f.Close()
 	ents, _ := f.ReadDir(-1)
-	f.Close()
 	rules := it.rules
 	if !o.NoIgnoreFiles {
 		var names map[string]bool
@@ -235,7 +316,7 @@ func walkDir(ctx context.Context, o walkOptions, it dirItem, q *dirQueue, visit 
 			}
 		}
 		if names != nil {
-			if rs := loadIgnore(it.abs, names); len(rs) > 0 {
+			if rs := loadIgnore(fd, names); len(rs) > 0 {
 				strip := ""
 				if it.rel != "" {
 					strip = it.rel + "/"
@@ -264,18 +345,18 @@ func walkDir(ctx context.Context, o walkOptions, it dirItem, q *dirQueue, visit 
 		if o.Skip != nil && o.Skip(rel, isDir) {
 			continue
 		}
-		abs := it.abs + string(filepath.Separator) + name
+		abs := dirAbs + string(filepath.Separator) + name
 		if isDir {
 			if o.Dirs {
-				visit(walkEntry{Abs: abs, Rel: rel, Dir: true})
+				visit(walkEntry{Abs: abs, Rel: rel, Dir: true, dirfd: fd, name: name})
 			}
-			q.push(dirItem{abs: abs, rel: rel, rules: rules})
+			q.push(dirItem{rel: rel, rules: rules})
 			continue
 		}
 		if !t.IsRegular() {
 			continue
 		}
-		visit(walkEntry{Abs: abs, Rel: rel})
+		visit(walkEntry{Abs: abs, Rel: rel, dirfd: fd, name: name})
 		if ctx.Err() != nil {
 			return
 		}
@@ -293,8 +374,11 @@ func ancestorRules(ws, root string) *ignoreRules {
 	parts := strings.Split(rel, "/")
 	dir := ws
 	for i := range parts {
-		if rs := loadIgnore(dir, nil); len(rs) > 0 {
-			rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
+		if fd, err := fspath.Open(dir, unix.O_PATH|unix.O_DIRECTORY); err == nil {
+			if rs := loadIgnore(fd, nil); len(rs) > 0 {
+				rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
+			}
+			unix.Close(fd)
 		}
 		dir = filepath.Join(dir, parts[i])
 	}
@@ -302,8 +386,8 @@ func ancestorRules(ws, root string) *ignoreRules {
 }
 
 type dirItem struct {
-	abs, rel string
-	rules    *ignoreRules
+	rel   string // relative to the walk root, slash-separated ("" for the root)
+	rules *ignoreRules
 }
 
 // dirQueue is the walk's stack of folders still to read, with a count of folders queued
