@@ -27,16 +27,15 @@ func openDir(dir string) (int, error) {
 
 // writeAtomic replaces (or creates) the file at abs, a real path, with data: a temporary
 // file in the same folder, fsync, rename, fsync of the folder. An existing file keeps its
-// mode; a new one gets 0644 (less the umask), and missing parent folders are created.
+// mode; a new one gets 0644 (less the umask). Missing parent folders are created now, one
+// at a time inside the folder opened before (fspath.MkdirAll), so a folder swapped for a
+// symlink since the check fails the write before anything is created where it leads.
 func writeAtomic(abs string, data []byte) error {
 	dir, base := filepath.Split(abs)
 	dir = filepath.Clean(dir)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return err
-	}
-	dfd, err := openDir(dir)
+	dfd, err := fspath.MkdirAll(dir, 0o755)
 	if err != nil {
-		return err
+		return pathErr(err)
 	}
 	defer unix.Close(dfd)
 

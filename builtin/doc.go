@@ -16,32 +16,49 @@ package builtin
 //
 // # Races between the check and the use (Linux)
 //
-// Reads (openChecked): the real path is opened with O_NOFOLLOW, so a last component
-// swapped for a symlink fails to open; then the kernel's own name of the opened file
-// (/proc/self/fd/N) must equal the checked path, so an ancestor folder swapped for a
-// symlink is caught too.
+// The real path is what was checked, and it has no symbolic link in it; so every open of a
+// checked path refuses to follow one, at every component (fspath.Open: openat2 with
+// RESOLVE_NO_SYMLINKS where the kernel has it, else each folder opened from the one before
+// with O_NOFOLLOW). A file or any folder above it swapped for a symlink after the check
+// fails the call with errPathChanged instead of leading elsewhere; no /proc is needed. The
+// standard library's os.Root was not used: it follows links that stay inside its root,
+// opens a FIFO blocking, and wraps every file in an os.File, which grep's per-file loop
+// avoids.
 //
-// Writes (writeAtomic, removeFile): the parent folder is opened with
-// O_DIRECTORY|O_NOFOLLOW and its kernel name checked the same way; then the temporary
-// file is created with openat(O_CREAT|O_EXCL|O_NOFOLLOW) inside that opened folder,
-// fsynced, and renameat'ed over the target in the same folder, and the folder is fsynced.
-// A swap after the re-check cannot redirect the write, since every step is relative to the
-// folder already opened; the rename replaces a directory entry and never follows a link
-// put in the target's place. Not covered: folders that MkdirAll creates for a new file
-// are created before the re-check, so a swapped ancestor can leave empty folders behind
-// (the write itself then fails). Without /proc the O_NOFOLLOW guards remain.
+// Reads (openChecked, openRegular): opened O_NONBLOCK, then fstat'ed: anything but a
+// regular file (a FIFO, a socket, a device) is refused with the kind named, without ever
+// blocking on it.
 //
-// Searches (walk.go) never follow symbolic links, so a link inside the workspace cannot
-// lead glob, grep or list outside it. They respect .gitignore and .ignore files (of every
-// folder walked, and of the folders between the workspace and the search root), with
-// git's precedence: the deepest file with a matching pattern decides, and in it the last
-// matching pattern. Patterns are matched with string compares for the common forms (a
-// name, *.ext, prefix*, /path) and doublestar otherwise; go-gitignore, which runs one
-// regexp per pattern per path, was ten times slower on a 40-line .gitignore and is kept as
-// the reference of a differential test.
+// Writes (writeAtomic, removeFile): the parent folder is opened as above; missing parent
+// folders are only created then, after the ask and the re-check, one at a time: mkdirat in
+// the folder opened before, then opened with O_NOFOLLOW (fspath.MkdirAll), so a folder
+// swapped for a symlink while the person reads the ask fails the write before anything is
+// created where it leads. The temporary file is created with openat(O_CREAT|O_EXCL|
+// O_NOFOLLOW) inside the opened folder, fsynced, and renameat'ed over the target in the
+// same folder, and the folder is fsynced: every step is relative to the folder already
+// opened, and the rename replaces a directory entry, never following a link put in the
+// target's place.
 //
 // Edits re-check (size and modification time) that the file is still what was read
 // before writing, since a person may take a while to answer the ask that shows the diff.
+//
+// Searches (walk.go) never follow symbolic links, so a link inside the workspace cannot
+// lead glob, grep or list outside it (a link named as the path argument is resolved and
+// checked like any path). The walk opens its root as above and keeps it open; each folder
+// is opened below the root with RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (fspath.OpenBeneath)
+// and each file with openat(O_NOFOLLOW|O_NONBLOCK) in its open folder, then fstat'ed and
+// searched only if regular: a folder swapped for a symlink after it was listed is left out,
+// never followed. read lists a folder through the same kind of open.
+//
+// They respect .gitignore and .ignore files (of every folder walked, and of the folders
+// between the workspace and the search root), with git's precedence: the deepest file with
+// a matching pattern decides, and in it the last matching pattern. Like git, an ignore
+// file is only read if it is a regular file (not through a symlink, never a FIFO or a
+// device, opened O_NONBLOCK and checked) of at most maxIgnoreFileBytes, and it is read
+// with that cap; any other is left out. Patterns are matched with string compares for the
+// common forms (a name, *.ext, prefix*, /path) and doublestar otherwise; go-gitignore,
+// which runs one regexp per pattern per path, was ten times slower on a 40-line .gitignore
+// and is kept as the reference of a differential test.
 //
 // # Speed
 //

@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/registry"
 )
 
 // realTempDir is a new temporary folder by its real path.
@@ -106,4 +108,49 @@ func TestSearchSymlinkSwapStress(t *testing.T) {
 		}
 	}
 	t.Logf("%d calls", n)
+}
+
+// TestWriteParentSwappedDuringAsk: while the person reads the ask, an existing parent of a
+// new file is swapped for a symlink to an outside folder. write, edit and apply_patch then
+// fail, and nothing is created outside: no folder, no file.
+func TestWriteParentSwappedDuringAsk(t *testing.T) {
+	for _, tc := range []struct {
+		name, tool string
+		args       map[string]any
+	}{
+		{"write", "write", map[string]any{"filePath": "a/new1/new2/f.txt", "content": "x\n"}},
+		{"write into the parent", "write", map[string]any{"filePath": "a/f.txt", "content": "x\n"}},
+		{"edit create", "edit", map[string]any{"filePath": "a/new1/f.txt", "oldString": "", "newString": "x\n"}},
+		{"patch add", "apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Add File: a/new1/new2/f.txt\n+x\n*** End Patch"}},
+		{"patch move", "apply_patch", map[string]any{"patchText": "*** Begin Patch\n*** Update File: keep.txt\n*** Move to: a/new1/moved.txt\n*** End Patch"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, "-- a/old.txt --\nold\n-- keep.txt --\nkeep\n")
+			outside := realTempDir(t)
+			call := e.call(tc.tool)
+			call.Ask = func(ctx context.Context, req registry.AskRequest) error {
+				if req.Permission != "edit" {
+					return nil
+				}
+				if err := os.Rename(e.path("a"), e.path("a.moved")); err != nil {
+					return err
+				}
+				return os.Symlink(outside, e.path("a"))
+			}
+			raw, _ := json.Marshal(tc.args)
+			_, err := e.tools[tc.tool].Execute(context.Background(), call, raw)
+			if err == nil {
+				t.Fatal("the change went through a parent swapped for a symlink")
+			}
+			if !strings.Contains(err.Error(), "changed") {
+				t.Errorf("err = %v, want it to say the path changed", err)
+			}
+			if ents, _ := os.ReadDir(outside); len(ents) > 0 {
+				t.Fatalf("created outside: %v", ents)
+			}
+			if _, err := os.Stat(e.path("keep.txt")); err != nil {
+				t.Errorf("the moved file is gone: %v", err)
+			}
+		})
+	}
 }
