@@ -60,6 +60,13 @@ package builtin
 // which runs one regexp per pattern per path, was ten times slower on a 40-line .gitignore
 // and is kept as the reference of a differential test.
 //
+// # Stored outputs
+//
+// read and grep page through a stored output (toolsd://output/<id>) by the lines the store
+// returned (outputPageLines), never by the number asked for: a page also stops at a byte
+// cap, and a single line longer than a page comes back cut, with a note. Matches in the cut
+// part of such a line are not found.
+//
 // # Speed
 //
 // read streams its file in 1 MiB chunks and only counts the newlines of the lines before

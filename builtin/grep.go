@@ -663,13 +663,18 @@ func grepOutput(ctx context.Context, o *Options, call *registry.Call, m *matcher
 	}
 	gf := &grepFile{name: uri}
 	const pageLines = 10000
-	for off := 0; ; off += pageLines {
+	// Page by the lines the store returned: a page also stops at a byte cap, so it can hold
+	// far fewer lines than asked for.
+	for off := 0; ; {
 		content, total, _, err := call.Outputs.ReadLines(ctx, id, off, pageLines)
 		if err != nil {
 			if errors.Is(err, registry.ErrOutputNotFound) {
 				return nil, fmt.Errorf("no stored output %s: it may have been pruned, or the id is mistyped", uri)
 			}
 			return nil, fmt.Errorf("cannot read %s: %w", uri, err)
+		}
+		if off >= total {
+			break
 		}
 		m.scan([]byte(content), off+1, func(n int, text []byte) bool {
 			gf.count++
@@ -678,9 +683,7 @@ func grepOutput(ctx context.Context, o *Options, call *registry.Call, m *matcher
 			}
 			return true
 		})
-		if off+pageLines >= total || content == "" {
-			break
-		}
+		off += outputPageLines(content)
 		if err := ctx.Err(); err != nil {
 			return nil, err
 		}

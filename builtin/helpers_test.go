@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -56,8 +57,13 @@ func (f *fakeAsk) asked(perm string) []registry.AskRequest {
 	return out
 }
 
-// memOutputs is an in-memory OutputReader.
+// memOutputs is an in-memory OutputReader that pages like the store: a page stops before
+// a line that would take it over memPageBytes, and a single line longer than that comes
+// back cut, with a note.
 type memOutputs map[string]string
+
+// memPageBytes is the store's default page cap (store.DefaultMaxPageBytes).
+const memPageBytes = 1 << 20
 
 func (m memOutputs) ReadLines(ctx context.Context, id string, offset, limit int) (string, int, int64, error) {
 	s, ok := m[id]
@@ -68,11 +74,23 @@ func (m memOutputs) ReadLines(ctx context.Context, id string, offset, limit int)
 	if s == "" {
 		lines = nil
 	}
-	if offset > len(lines) {
-		offset = len(lines)
+	var out []byte
+	for n := 0; offset+n < len(lines) && n < limit; n++ {
+		l := lines[offset+n]
+		sep := min(n, 1)
+		if len(out)+sep+len(l) > memPageBytes {
+			if n == 0 {
+				out = append(out, l[:memPageBytes]...)
+				out = fmt.Appendf(out, " … [toolsd: line %d is %d bytes long; cut here, %d bytes not shown]", offset, len(l), len(l)-memPageBytes)
+			}
+			break
+		}
+		if sep > 0 {
+			out = append(out, '\n')
+		}
+		out = append(out, l...)
 	}
-	end := min(len(lines), offset+limit)
-	return strings.Join(lines[offset:end], "\n"), len(lines), int64(len(s)), nil
+	return string(out), len(lines), int64(len(s)), nil
 }
 
 // memState is an in-memory SessionState.

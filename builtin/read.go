@@ -525,10 +525,12 @@ func (r *reader) readOutput(ctx context.Context, call *registry.Call, uri string
 	if r.offset > total {
 		return r.result(uri, &page{first: r.offset, total: total}, meta)
 	}
-	// Page the returned lines like a file (cut long lines, cap bytes).
+	// Page the returned lines like a file (cut long lines, cap bytes), each ended by a
+	// newline so that an empty last line of the page counts: the note's next offset is
+	// then the first line the store did not return.
 	rr := *r
-	rr.offset, rr.limit = 1, r.limit
-	pg, err := rr.pageLines(ctx, strings.NewReader(content), 1, nil, false)
+	rr.offset, rr.limit = 1, outputPageLines(content)
+	pg, err := rr.pageLines(ctx, strings.NewReader(content+"\n"), 1, nil, false)
 	if err != nil {
 		return nil, err
 	}
@@ -537,6 +539,12 @@ func (r *reader) readOutput(ctx context.Context, call *registry.Call, uri string
 	pg2.text.WriteString(renumber(pg.text.String(), r.offset-1))
 	return r.result(uri, pg2, meta)
 }
+
+// outputPageLines is the number of lines in a page a registry.OutputReader returned from an
+// offset before the end: it joins them with "\n", and returns at least one (a line longer
+// than its page comes back cut, with a note). Whoever pages through an output advances by
+// this, never by the limit asked for.
+func outputPageLines(content string) int { return strings.Count(content, "\n") + 1 }
 
 // renumber adds delta to the cat -n numbers of text.
 func renumber(text string, delta int) string {
