@@ -17,6 +17,7 @@ var allowed = map[string][]string{
 	"internal/proc":     {},
 	"internal/cli":      {},
 	"internal/fspath":   {},
+	"internal/fsopen":   {},
 	"internal/jsonpos":  {},
 	"store":             {"protocol"},
 	"permission/shell":  {},
