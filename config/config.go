@@ -7,6 +7,10 @@
 // win: user < editor < project. The project layer is the repository's own file, so the
 // daemon should honour its "permission" and "mcp" only once the person trusts the
 // workspace (permission/trust); Merge rebuilds Settings without it.
+//
+// The files are read through internal/fsopen: a settings file must be a regular file (a
+// symlink to one is fine) of at most MaxFileBytes, so that a repository committing a FIFO or
+// a link to /dev/zero as its config gets a diagnostic instead of a daemon that hangs.
 package config
 
 import (
@@ -19,6 +23,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
 	"github.com/toolsd/toolsd/protocol"
 )
@@ -94,6 +99,9 @@ func Defaults() Settings {
 		LogLevel:      "info",
 	}
 }
+
+// MaxFileBytes is the largest settings file read; a larger one is a diagnostic.
+const MaxFileBytes = 1 << 20
 
 // Layer sources.
 const (
@@ -221,12 +229,12 @@ func loadFile(source, path string, prev *Layer) (*Layer, []protocol.Diagnostic) 
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsopen.ReadFile(path, MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return keep(prev, []protocol.Diagnostic{{Path: path, Message: fmt.Sprintf("cannot read the settings: %v", err), Severity: "error"}})
+		return keep(prev, []protocol.Diagnostic{{Path: path, Message: fmt.Sprintf("cannot read the settings: %v; settings are a regular JSON file of at most %d bytes", err, MaxFileBytes), Severity: "error"}})
 	}
 	l, ds := Parse(source, path, data)
 	if l == nil {

@@ -12,6 +12,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.uber.org/goleak"
 
+	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -341,5 +342,92 @@ func TestSourceReload(t *testing.T) {
 	s.SetEditor(json.RawMessage(`{"retentionDays": 1}`))
 	if l, _ := next(); l.Effective.RetentionDays != 1 || l.Editor == nil {
 		t.Fatalf("after SetEditor: %+v", l.Effective)
+	}
+}
+
+// TestSettingsFileKinds: a settings file that is a FIFO, a link to /dev/zero, a folder, a
+// socket, too large, or a link to a FIFO gives a diagnostic at once, for the user's file and
+// the workspace's, and the other layers stay.
+func TestSettingsFileKinds(t *testing.T) {
+	for _, which := range []string{"user", "project"} {
+		for _, k := range fsopentest.Kinds(MaxFileBytes) {
+			t.Run(which+"/"+k.Name, func(t *testing.T) {
+				root := t.TempDir()
+				user, ws := filepath.Join(root, "user", "config.json"), filepath.Join(root, "ws")
+				other, bad := user, ProjectPath(ws)
+				if which == "user" {
+					other, bad = bad, other
+				}
+				writeFile(t, other, `{"retentionDays": 3}`)
+				if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				k.Make(t, bad)
+				var l *Layers
+				var diags []protocol.Diagnostic
+				fsopentest.Promptly(t, 10*time.Second, "loading the settings", func() {
+					l, diags = load(user, ProjectPath(ws), nil, nil)
+				})
+				if len(diags) != 1 || diags[0].Path != bad || diags[0].Severity != "error" || !strings.Contains(diags[0].Message, k.Says) {
+					t.Fatalf("diagnostics %+v, want one error on %s saying %q", diags, bad, k.Says)
+				}
+				if l.Effective.RetentionDays != 3 {
+					t.Fatalf("the other layer was lost: %+v", l.Effective)
+				}
+			})
+		}
+	}
+}
+
+// TestSourceReloadKinds: a FIFO, a link to /dev/zero, ... that replaces the workspace's
+// settings while the daemon runs gives a diagnostic and the last good settings stay in force.
+func TestSourceReloadKinds(t *testing.T) {
+	for _, k := range fsopentest.Kinds(MaxFileBytes) {
+		t.Run(k.Name, func(t *testing.T) {
+			root := t.TempDir()
+			ws := filepath.Join(root, "ws")
+			proj := ProjectPath(ws)
+			writeFile(t, proj, `{"limits": {"truncateLines": 100}}`)
+			diagsCh := make(chan []protocol.Diagnostic, 10)
+			s, err := NewSource(SourceOptions{
+				Workspace: ws, UserPath: filepath.Join(root, "user.json"), Debounce: 20 * time.Millisecond,
+				OnChange: func(_ *Layers, d []protocol.Diagnostic) { diagsCh <- d },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Swap it in at once, as a checkout would: make it beside, rename it over. A
+			// folder cannot be renamed over a file: the file goes first, and with it the
+			// layer.
+			keeps := true
+			if k.Name == "folder" {
+				keeps = false
+				if err := os.Remove(proj); err != nil {
+					t.Fatal(err)
+				}
+				k.Make(t, proj)
+			} else {
+				tmp := filepath.Join(filepath.Dir(proj), "new")
+				k.Make(t, tmp)
+				if err := os.Rename(tmp, proj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.After(10 * time.Second)
+			for {
+				select {
+				case d := <-diagsCh:
+					if len(d) == 1 && strings.Contains(d[0].Message, k.Says) && (!keeps || strings.Contains(d[0].Message, "previous settings")) {
+						if got := s.Layers().Effective.Limits.TruncateLines; keeps && got != 100 {
+							t.Fatalf("the last good settings are gone: truncateLines %d", got)
+						}
+						return
+					}
+				case <-deadline:
+					t.Fatalf("no diagnostic saying %q within 10s; settings %+v, diagnostics %+v", k.Says, s.Layers().Effective.Limits, s.Diagnostics())
+				}
+			}
+		})
 	}
 }

@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"permission":        {"protocol", "permission/shell", "internal/fspath"},
 	"registry":          {"protocol"},
 	"watcher":           {},
-	"config":            {"protocol", "watcher", "internal/jsonpos"},
+	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen"},
 	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath"},
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos"},
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc"},
