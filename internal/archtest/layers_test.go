@@ -26,7 +26,7 @@ var allowed = map[string][]string{
 	"watcher":           {},
 	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen"},
 	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath"},
-	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos"},
+	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos", "internal/fsopen"},
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc"},
 	"mcp":               {"protocol", "registry", "internal/proc"},
 	"mcpserver":         {"protocol", "session", "registry", "internal/proc", "internal/cli"},
