@@ -19,7 +19,7 @@ var allowed = map[string][]string{
 	"internal/fspath":   {},
 	"internal/fsopen":   {},
 	"internal/jsonpos":  {},
-	"store":             {"protocol"},
+	"store":             {"protocol", "internal/fsopen"},
 	"permission/shell":  {},
 	"permission":        {"protocol", "permission/shell", "internal/fspath"},
 	"registry":          {"protocol"},
