@@ -21,7 +21,7 @@ var allowed = map[string][]string{
 	"internal/jsonpos":  {},
 	"store":             {"protocol", "internal/fsopen"},
 	"permission/shell":  {},
-	"permission":        {"protocol", "permission/shell", "internal/fspath"},
+	"permission":        {"protocol", "permission/shell", "internal/fspath", "internal/fsopen"},
 	"registry":          {"protocol"},
 	"watcher":           {},
 	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen"},
