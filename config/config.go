@@ -7,6 +7,14 @@
 // win: user < editor < project. The project layer is the repository's own file, so the
 // daemon should honour its "permission" and "mcp" only once the person trusts the
 // workspace (permission/trust); Merge rebuilds Settings without it.
+//
+// Limits are the person's: every layer's are held within bounds (limitBounds) that keep the
+// editor able to talk to the daemon and the daemon within its means, and the project layer,
+// trusted or not, may only lower them and may not set maxMessageBytes at all.
+//
+// The files are read through internal/fsopen: a settings file must be a regular file (a
+// symlink to one is fine) of at most MaxFileBytes, so that a repository committing a FIFO or
+// a link to /dev/zero as its config gets a diagnostic instead of a daemon that hangs.
 package config
 
 import (
@@ -19,6 +27,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
 	"github.com/toolsd/toolsd/protocol"
 )
@@ -58,7 +67,8 @@ type Agent struct {
 	Permission json.RawMessage `json:"permission,omitempty"`
 }
 
-// Limits bound output and time. Zero means the default.
+// Limits bound output and time. Zero means the default. Each is held within limitBounds;
+// the project layer may only lower them, and may not set MaxMessageBytes.
 type Limits struct {
 	// TruncateLines is how many lines of output a model sees (default 2000).
 	TruncateLines int `json:"truncateLines,omitempty"`
@@ -94,6 +104,30 @@ func Defaults() Settings {
 		LogLevel:      "info",
 	}
 }
+
+// MaxFileBytes is the largest settings file read; a larger one is a diagnostic.
+const MaxFileBytes = 1 << 20
+
+// bound is the least and the greatest value a limit may take; a value outside is replaced
+// by the nearest bound, with a warning.
+type bound struct{ Min, Max int64 }
+
+// limitBounds are the bounds of each limit, by its JSON name. The floors keep the daemon
+// usable (the editor's messages fit, a tool's output is readable, a command has time to
+// start); the ceilings keep it within its means (memory for a message or a model's view of
+// an output, a day for a command).
+var limitBounds = map[string]bound{
+	"truncateLines":    {10, 100_000},
+	"truncateBytes":    {1 << 10, 4 << 20},
+	"bashTimeoutMs":    {1_000, 86_400_000},
+	"bashMaxTimeoutMs": {1_000, 86_400_000},
+	"maxMessageBytes":  {1 << 20, 256 << 20},
+}
+
+// projectMayNotSet are the limits the project layer cannot set at all: the message limit is
+// a matter between the editor and the daemon, and a repository that lowered it would lock the
+// editor out of the workspace.
+var projectMayNotSet = map[string]bool{"maxMessageBytes": true}
 
 // Layer sources.
 const (
@@ -214,19 +248,56 @@ func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layer
 	l.Project, ds = loadFile(SourceProject, projectPath, prevProject)
 	diags = append(diags, ds...)
 	l.Effective = Merge(l.List()...)
+	diags = append(diags, projectLimits(l)...)
 	return l, diags
+}
+
+// projectLimits reports the project layer's limits that Merge ignores: one it may not set,
+// and one that would raise what the layers below it make the limit.
+func projectLimits(l *Layers) []protocol.Diagnostic {
+	if l.Project == nil {
+		return nil
+	}
+	root, err := jsonpos.Parse(l.Project.Raw)
+	if err != nil {
+		return nil
+	}
+	limits := field(root, "limits")
+	below := reflect.ValueOf(Merge(l.User, l.Editor).Limits)
+	v := reflect.ValueOf(l.Project.Settings.Limits)
+	var diags []protocol.Diagnostic
+	for i := range v.NumField() {
+		name, set := jsonName(v.Type().Field(i)), v.Field(i).Int()
+		var msg string
+		switch {
+		case set == 0:
+			continue
+		case projectMayNotSet[name]:
+			msg = fmt.Sprintf("limits.%s is ignored here: a workspace's .toolsd/config.json cannot set it, so that a repository cannot lock the editor out; set it in your user settings or the editor's", name)
+		case set > below.Field(i).Int():
+			msg = fmt.Sprintf("limits.%s %d is ignored: a workspace's .toolsd/config.json may only lower a limit, and the user's and the editor's settings make it %d; raise it there", name, set, below.Field(i).Int())
+		default:
+			continue
+		}
+		d := protocol.Diagnostic{Path: l.Project.Path, Message: msg, Severity: "warning"}
+		if n := field(limits, name); n != nil {
+			d.Line, d.Column = jsonpos.Position(l.Project.Raw, n.Offset)
+		}
+		diags = append(diags, d)
+	}
+	return diags
 }
 
 func loadFile(source, path string, prev *Layer) (*Layer, []protocol.Diagnostic) {
 	if path == "" {
 		return nil, nil
 	}
-	data, err := os.ReadFile(path)
+	data, err := fsopen.ReadFile(path, MaxFileBytes)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil, nil
 	}
 	if err != nil {
-		return keep(prev, []protocol.Diagnostic{{Path: path, Message: fmt.Sprintf("cannot read the settings: %v", err), Severity: "error"}})
+		return keep(prev, []protocol.Diagnostic{{Path: path, Message: fmt.Sprintf("cannot read the settings: %v; settings are a regular JSON file of at most %d bytes", err, MaxFileBytes), Severity: "error"}})
 	}
 	l, ds := Parse(source, path, data)
 	if l == nil {
@@ -276,33 +347,59 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 	_ = json.Unmarshal(data, &l.Settings)
 	s := &l.Settings
 	if s.LogLevel != "" && !slices.Contains([]string{"debug", "info", "warn", "error"}, s.LogLevel) {
-		n, _ := root.Get("logLevel")
-		at(n.Offset, "error", `"logLevel" must be "debug", "info", "warn" or "error", not %q`, s.LogLevel)
+		at(offset(field(root, "logLevel")), "error", `"logLevel" must be "debug", "info", "warn" or "error", not %q`, s.LogLevel)
 		s.LogLevel = ""
 	}
-	limits, _ := root.Get("limits")
+	limits := field(root, "limits")
 	lim := reflect.ValueOf(&s.Limits).Elem()
 	for i := range lim.NumField() {
-		if lim.Field(i).Int() < 0 {
-			name := jsonName(lim.Type().Field(i))
-			n, _ := limits.Get(name)
-			at(n.Offset, "error", "limits.%s must not be negative (leave it out or 0 for the default)", name)
+		name, v := jsonName(lim.Type().Field(i)), lim.Field(i).Int()
+		if v == 0 {
+			continue
+		}
+		off := offset(field(limits, name))
+		b := limitBounds[name]
+		switch {
+		case v < 0:
+			at(off, "error", "limits.%s must not be negative (leave it out or 0 for the default)", name)
 			lim.Field(i).SetInt(0)
+		case v < b.Min:
+			at(off, "warning", "limits.%s %d is below the least allowed, %d, which is used instead", name, v, b.Min)
+			lim.Field(i).SetInt(b.Min)
+		case v > b.Max:
+			at(off, "warning", "limits.%s %d is above the greatest allowed, %d, which is used instead", name, v, b.Max)
+			lim.Field(i).SetInt(b.Max)
 		}
 	}
 	if s.RetentionDays < 0 {
-		n, _ := root.Get("retentionDays")
-		at(n.Offset, "error", "retentionDays must not be negative")
+		at(offset(field(root, "retentionDays")), "error", "retentionDays must not be negative")
 		s.RetentionDays = 0
 	}
 	for name, m := range s.MCP {
 		if len(m.Command) == 0 {
-			servers, _ := root.Get("mcp")
-			n, _ := servers.Get(name)
-			at(n.Offset, "error", "mcp.%s needs a \"command\" (an argv)", name)
+			at(offset(field(field(root, "mcp"), name)), "error", "mcp.%s needs a \"command\" (an argv)", name)
 		}
 	}
 	return l, diags
+}
+
+// field returns the member name of the object n, or nil when n is nil or has no such member:
+// encoding/json matches names without regard to case, so a setting can be set under a name
+// (its case changed) that the tree does not have.
+func field(n *jsonpos.Node, name string) *jsonpos.Node {
+	if n == nil {
+		return nil
+	}
+	v, _ := n.Get(name)
+	return v
+}
+
+// offset is the offset of n, or -1 (no position) for nil.
+func offset(n *jsonpos.Node) int {
+	if n == nil {
+		return -1
+	}
+	return n.Offset
 }
 
 // check reports unknown fields (warnings) and values of the wrong type (errors) of n
@@ -390,7 +487,8 @@ func jsonName(f reflect.StructField) string {
 
 // Merge overlays layers, lowest precedence first, on Defaults. Permission is not merged
 // (see Layers.Permissions); agents merge by name and their tools by key; MCP servers merge
-// by name; a layer's PatchModels replaces the list.
+// by name; a layer's PatchModels replaces the list. A project layer's limits only lower the
+// limits (and never the message limit); see the package doc.
 func Merge(layers ...*Layer) Settings {
 	s := Defaults()
 	for _, l := range layers {
@@ -398,7 +496,7 @@ func Merge(layers ...*Layer) Settings {
 			continue
 		}
 		o := l.Settings
-		mergeInts(reflect.ValueOf(&s.Limits).Elem(), reflect.ValueOf(o.Limits))
+		mergeLimits(&s.Limits, o.Limits, l.Source == SourceProject)
 		if o.RetentionDays != 0 {
 			s.RetentionDays = o.RetentionDays
 		}
@@ -441,11 +539,16 @@ func Merge(layers ...*Layer) Settings {
 	return s
 }
 
-func mergeInts(dst, src reflect.Value) {
-	for i := range dst.NumField() {
-		if v := src.Field(i).Int(); v != 0 {
-			dst.Field(i).SetInt(v)
+// mergeLimits overlays the limits of src that are set on dst; with lowerOnly (the project
+// layer), only those that lower a limit and that the project may set.
+func mergeLimits(dst *Limits, src Limits, lowerOnly bool) {
+	d, sv := reflect.ValueOf(dst).Elem(), reflect.ValueOf(src)
+	for i := range d.NumField() {
+		v := sv.Field(i).Int()
+		if v == 0 || lowerOnly && (v > d.Field(i).Int() || projectMayNotSet[jsonName(d.Type().Field(i))]) {
+			continue
 		}
+		d.Field(i).SetInt(v)
 	}
 }
 

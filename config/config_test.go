@@ -2,6 +2,7 @@ package config
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -12,6 +13,7 @@ import (
 	"github.com/santhosh-tekuri/jsonschema/v5"
 	"go.uber.org/goleak"
 
+	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -44,6 +46,17 @@ func TestSchemaMatchesStruct(t *testing.T) {
 	for k, v := range defaults["limits"].(map[string]any) {
 		if lim[k].(map[string]any)["default"] != v {
 			t.Errorf("default of limits.%s: schema %v, Defaults() %v", k, lim[k].(map[string]any)["default"], v)
+		}
+	}
+	// Each limit's bounds are in the schema: the ceiling as maximum, the floor in words (0
+	// means the default, so it cannot be the schema's minimum).
+	for k := range lim {
+		b, ok := limitBounds[k]
+		p := lim[k].(map[string]any)
+		if !ok {
+			t.Errorf("limits.%s has no bounds", k)
+		} else if p["maximum"] != float64(b.Max) || !strings.Contains(p["description"].(string), fmt.Sprintf("At least %d.", b.Min)) {
+			t.Errorf("limits.%s: schema maximum %v and description %q, bounds %+v", k, p["maximum"], p["description"], b)
 		}
 	}
 
@@ -174,6 +187,12 @@ func TestParseDiagnostics(t *testing.T) {
 		{"bad log level", `{"logLevel": "loud"}`, "error", 1, 14, `"logLevel" must be`},
 		{"negative limit", `{"limits": {"bashTimeoutMs": -1}}`, "error", 1, 30, "must not be negative"},
 		{"mcp without command", `{"mcp": {"x": {}}}`, "error", 1, 15, `mcp.x needs a "command"`},
+		{"limit below its floor", `{"limits": {"truncateBytes": 7}}`, "warning", 1, 30, "limits.truncateBytes 7 is below the least allowed, 1024"},
+		{"limit above its ceiling", `{"limits": {"bashMaxTimeoutMs": 99999999999999}}`, "warning", 1, 33, "limits.bashMaxTimeoutMs 99999999999999 is above the greatest allowed, 86400000"},
+		// encoding/json matches names whatever their case: no position, and no panic.
+		{"limit under another case", `{"Limits": {"TruncateLines": -1}}`, "error", 0, 0, "limits.truncateLines must not be negative"},
+		{"log level under another case", `{"LOGLEVEL": "loud"}`, "error", 0, 0, `"logLevel" must be`},
+		{"mcp under another case", `{"MCP": {"x": {}}}`, "error", 0, 0, `mcp.x needs a "command"`},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -190,8 +209,8 @@ func TestParseDiagnostics(t *testing.T) {
 		})
 	}
 	// A wrong field is ignored; the rest applies.
-	l, _ := Parse(SourceProject, "", []byte(`{"limits": {"truncateLines": "5", "truncateBytes": 7}, "logLevel": "warn"}`))
-	if l.Settings.Limits.TruncateLines != 0 || l.Settings.Limits.TruncateBytes != 7 || l.Settings.LogLevel != "warn" {
+	l, _ := Parse(SourceProject, "", []byte(`{"limits": {"truncateLines": "5", "truncateBytes": 2048}, "logLevel": "warn"}`))
+	if l.Settings.Limits.TruncateLines != 0 || l.Settings.Limits.TruncateBytes != 2048 || l.Settings.LogLevel != "warn" {
 		t.Errorf("settings %+v", l.Settings)
 	}
 }
@@ -215,13 +234,13 @@ func TestLoadLayers(t *testing.T) {
 	t.Setenv("XDG_CONFIG_HOME", filepath.Join(root, "xdg"))
 	ws := filepath.Join(root, "ws")
 	writeFile(t, filepath.Join(root, "xdg/toolsd/config.json"), `{
-		"limits": {"truncateLines": 100, "truncateBytes": 1000},
+		"limits": {"truncateLines": 100, "truncateBytes": 2000},
 		"logLevel": "debug",
 		"permission": {"bash": "ask"},
 		"agents": {"plan": {"tools": {"edit": false, "bash": false}, "permission": {"edit": "deny"}}}
 	}`)
 	writeFile(t, filepath.Join(ws, ".toolsd/config.json"), `{
-		"limits": {"truncateLines": 300},
+		"limits": {"truncateLines": 150},
 		"permission": {"bash": {"go test*": "allow"}},
 		"agents": {"plan": {"tools": {"bash": true}}}
 	}`)
@@ -230,7 +249,7 @@ func TestLoadLayers(t *testing.T) {
 		t.Fatal(diags)
 	}
 	e := l.Effective
-	if e.Limits.TruncateLines != 300 || e.Limits.TruncateBytes != 1000 || e.Limits.BashTimeoutMs != 120000 || e.RetentionDays != 2 || e.LogLevel != "debug" {
+	if e.Limits.TruncateLines != 150 || e.Limits.TruncateBytes != 2000 || e.Limits.BashTimeoutMs != 120000 || e.RetentionDays != 2 || e.LogLevel != "debug" {
 		t.Errorf("effective %+v", e)
 	}
 	if e.AgentEnabled("plan", "edit") || !e.AgentEnabled("plan", "bash") || !e.AgentEnabled("plan", "read") {
@@ -341,5 +360,158 @@ func TestSourceReload(t *testing.T) {
 	s.SetEditor(json.RawMessage(`{"retentionDays": 1}`))
 	if l, _ := next(); l.Effective.RetentionDays != 1 || l.Editor == nil {
 		t.Fatalf("after SetEditor: %+v", l.Effective)
+	}
+}
+
+// TestProjectLimits: the workspace's file may only lower limits, within their bounds, and may
+// not set the message limit at all, trusted or not; every layer is held within the bounds.
+func TestProjectLimits(t *testing.T) {
+	cases := []struct {
+		name, user, editor, project string
+		want                        Limits // the limits that differ from the defaults
+		warn                        string // a diagnostic that must come, if any
+	}{
+		{name: "the message limit is not the project's", project: `{"limits": {"maxMessageBytes": 100}}`,
+			want: Limits{MaxMessageBytes: 8 << 20}, warn: "limits.maxMessageBytes is ignored here"},
+		{name: "not even to lower it within bounds", editor: `{"limits": {"maxMessageBytes": 4194304}}`, project: `{"limits": {"maxMessageBytes": 2097152}}`,
+			want: Limits{MaxMessageBytes: 4 << 20}, warn: "limits.maxMessageBytes is ignored here"},
+		{name: "a raise is ignored", project: `{"limits": {"bashMaxTimeoutMs": 3600000, "truncateBytes": 1000000}}`,
+			want: Limits{BashMaxTimeoutMs: 600000, TruncateBytes: 50 * 1024}, warn: "limits.bashMaxTimeoutMs 3600000 is ignored: a workspace's .toolsd/config.json may only lower a limit"},
+		{name: "a raise over the user's is ignored", user: `{"limits": {"truncateLines": 100}}`, project: `{"limits": {"truncateLines": 500}}`,
+			want: Limits{TruncateLines: 100}, warn: "the user's and the editor's settings make it 100"},
+		{name: "a lower limit applies", project: `{"limits": {"truncateLines": 500, "bashTimeoutMs": 30000}}`,
+			want: Limits{TruncateLines: 500, BashTimeoutMs: 30000}},
+		{name: "but not below the floor", project: `{"limits": {"truncateLines": 1, "bashMaxTimeoutMs": 1}}`,
+			want: Limits{TruncateLines: 10, BashMaxTimeoutMs: 1000}, warn: "is below the least allowed"},
+		{name: "the user's settings are bounded too", user: `{"limits": {"bashMaxTimeoutMs": 9999999999999, "maxMessageBytes": 100}}`,
+			want: Limits{BashMaxTimeoutMs: 86_400_000, MaxMessageBytes: 1 << 20}, warn: "above the greatest allowed"},
+		{name: "and the editor's", editor: `{"limits": {"maxMessageBytes": 99999999999}}`,
+			want: Limits{MaxMessageBytes: 256 << 20}, warn: "above the greatest allowed"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			user, ws := filepath.Join(root, "user.json"), filepath.Join(root, "ws")
+			if tc.user != "" {
+				writeFile(t, user, tc.user)
+			}
+			if tc.project != "" {
+				writeFile(t, ProjectPath(ws), tc.project)
+			}
+			l, diags := load(user, ProjectPath(ws), json.RawMessage(tc.editor), nil)
+			got := l.Effective.Limits
+			want := Defaults().Limits
+			w, set := reflect.ValueOf(&want).Elem(), reflect.ValueOf(tc.want)
+			for i := range w.NumField() {
+				if v := set.Field(i).Int(); v != 0 {
+					w.Field(i).SetInt(v)
+				}
+			}
+			if got != want {
+				t.Errorf("limits %+v, want %+v", got, want)
+			}
+			found := tc.warn == ""
+			for _, d := range diags {
+				if d.Severity == "error" {
+					t.Errorf("error diagnostic %+v", d)
+				}
+				if tc.warn != "" && strings.Contains(d.Message, tc.warn) {
+					found = true
+					if d.Path == ProjectPath(ws) && d.Line == 0 {
+						t.Errorf("warning without a position: %+v", d)
+					}
+				}
+			}
+			if !found {
+				t.Errorf("no diagnostic says %q: %+v", tc.warn, diags)
+			}
+		})
+	}
+}
+
+// TestSettingsFileKinds: a settings file that is a FIFO, a link to /dev/zero, a folder, a
+// socket, too large, or a link to a FIFO gives a diagnostic at once, for the user's file and
+// the workspace's, and the other layers stay.
+func TestSettingsFileKinds(t *testing.T) {
+	for _, which := range []string{"user", "project"} {
+		for _, k := range fsopentest.Kinds(MaxFileBytes) {
+			t.Run(which+"/"+k.Name, func(t *testing.T) {
+				root := t.TempDir()
+				user, ws := filepath.Join(root, "user", "config.json"), filepath.Join(root, "ws")
+				other, bad := user, ProjectPath(ws)
+				if which == "user" {
+					other, bad = bad, other
+				}
+				writeFile(t, other, `{"retentionDays": 3}`)
+				if err := os.MkdirAll(filepath.Dir(bad), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				k.Make(t, bad)
+				var l *Layers
+				var diags []protocol.Diagnostic
+				fsopentest.Promptly(t, 10*time.Second, "loading the settings", func() {
+					l, diags = load(user, ProjectPath(ws), nil, nil)
+				})
+				if len(diags) != 1 || diags[0].Path != bad || diags[0].Severity != "error" || !strings.Contains(diags[0].Message, k.Says) {
+					t.Fatalf("diagnostics %+v, want one error on %s saying %q", diags, bad, k.Says)
+				}
+				if l.Effective.RetentionDays != 3 {
+					t.Fatalf("the other layer was lost: %+v", l.Effective)
+				}
+			})
+		}
+	}
+}
+
+// TestSourceReloadKinds: a FIFO, a link to /dev/zero, ... that replaces the workspace's
+// settings while the daemon runs gives a diagnostic and the last good settings stay in force.
+func TestSourceReloadKinds(t *testing.T) {
+	for _, k := range fsopentest.Kinds(MaxFileBytes) {
+		t.Run(k.Name, func(t *testing.T) {
+			root := t.TempDir()
+			ws := filepath.Join(root, "ws")
+			proj := ProjectPath(ws)
+			writeFile(t, proj, `{"limits": {"truncateLines": 100}}`)
+			diagsCh := make(chan []protocol.Diagnostic, 10)
+			s, err := NewSource(SourceOptions{
+				Workspace: ws, UserPath: filepath.Join(root, "user.json"), Debounce: 20 * time.Millisecond,
+				OnChange: func(_ *Layers, d []protocol.Diagnostic) { diagsCh <- d },
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Close()
+			// Swap it in at once, as a checkout would: make it beside, rename it over. A
+			// folder cannot be renamed over a file: the file goes first, and with it the
+			// layer.
+			keeps := true
+			if k.Name == "folder" {
+				keeps = false
+				if err := os.Remove(proj); err != nil {
+					t.Fatal(err)
+				}
+				k.Make(t, proj)
+			} else {
+				tmp := filepath.Join(filepath.Dir(proj), "new")
+				k.Make(t, tmp)
+				if err := os.Rename(tmp, proj); err != nil {
+					t.Fatal(err)
+				}
+			}
+			deadline := time.After(10 * time.Second)
+			for {
+				select {
+				case d := <-diagsCh:
+					if len(d) == 1 && strings.Contains(d[0].Message, k.Says) && (!keeps || strings.Contains(d[0].Message, "previous settings")) {
+						if got := s.Layers().Effective.Limits.TruncateLines; keeps && got != 100 {
+							t.Fatalf("the last good settings are gone: truncateLines %d", got)
+						}
+						return
+					}
+				case <-deadline:
+					t.Fatalf("no diagnostic saying %q within 10s; settings %+v, diagnostics %+v", k.Says, s.Layers().Effective.Limits, s.Diagnostics())
+				}
+			}
+		})
 	}
 }

@@ -94,11 +94,16 @@ func (s *Source) SetEditor(raw json.RawMessage) {
 func (s *Source) reload(editor *json.RawMessage) {
 	s.reloadMu.Lock()
 	defer s.reloadMu.Unlock()
+	// The files are read without s.mu: a request reading the settings meanwhile gets the
+	// last ones rather than waiting on the disk. reloadMu keeps the reloads in order.
 	s.mu.Lock()
 	if editor != nil {
 		s.editor = *editor
 	}
-	layers, diags := load(s.userPath, s.projectPath, s.editor, s.layers)
+	prev, ed := s.layers, s.editor
+	s.mu.Unlock()
+	layers, diags := load(s.userPath, s.projectPath, ed, prev)
+	s.mu.Lock()
 	changed := !sameLayers(layers, s.layers) || !slices.Equal(diags, s.diags)
 	s.layers, s.diags = layers, diags
 	s.mu.Unlock()

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/permission/shell"
 )
@@ -214,7 +215,8 @@ func boundedGlob(pattern string, budget int) []string {
 			if budget <= 0 {
 				break
 			}
-			f, err := os.Open(dir)
+			// Not os.Open: a FIFO where the pattern expects a folder would block it.
+			f, err := fsopen.OpenDir(dir)
 			if err != nil {
 				continue
 			}

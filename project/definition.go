@@ -35,7 +35,11 @@ const (
 const (
 	DefaultTimeout = 2 * time.Minute
 	MaxTimeout     = time.Hour
-	maxFileSize    = 1 << 20
+	// maxFileSize is the largest definition file read (internal/fsopen refuses a larger one
+	// before reading it), maxFolderEntries the most entries a tool folder may have to be
+	// read at all.
+	maxFileSize      = 1 << 20
+	maxFolderEntries = 1000
 )
 
 // Definition is one parsed tool definition file. It is immutable once parsed.

@@ -1,13 +1,15 @@
 package project
 
 import (
+	"errors"
 	"fmt"
-	"os"
+	"io/fs"
 	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -74,9 +76,9 @@ func (l *Loader) Load() ([]*registry.Tool, []protocol.Diagnostic) {
 	byName := map[string]string{} // name -> path of the definition that won
 	dirs := l.Dirs()
 	for i, dir := range dirs {
-		entries, err := os.ReadDir(dir)
+		entries, err := fsopen.ReadDir(dir, maxFolderEntries)
 		if err != nil {
-			if !os.IsNotExist(err) {
+			if !errors.Is(err, fs.ErrNotExist) {
 				diags = append(diags, protocol.Diagnostic{Path: dir, Message: fmt.Sprintf("cannot read the tool folder: %v", err), Severity: "error"})
 			}
 			continue
@@ -107,22 +109,9 @@ func (l *Loader) Load() ([]*registry.Tool, []protocol.Diagnostic) {
 				}
 				continue
 			}
-			fi, err := os.Stat(path)
+			data, err := fsopen.ReadFile(path, maxFileSize)
 			if err != nil {
-				errorf("cannot read the definition: %v", err)
-				continue
-			}
-			if !fi.Mode().IsRegular() {
-				errorf("the definition is not a regular file")
-				continue
-			}
-			if fi.Size() > maxFileSize {
-				errorf("the definition is %d bytes; the limit is %d", fi.Size(), maxFileSize)
-				continue
-			}
-			data, err := os.ReadFile(path)
-			if err != nil {
-				errorf("cannot read the definition: %v", err)
+				errorf("cannot read the definition: %v; a definition is a regular JSON file of at most %d bytes", err, maxFileSize)
 				continue
 			}
 			byName[strings.ToLower(name)] = path

@@ -6,7 +6,10 @@
 // Every bucket is declared in schema.go and created in one transaction by Open; the meta
 // bucket holds the schema version (SchemaVersion). Open refuses a file written by a newer
 // toolsd (SchemaError, ErrSchema) and a file that is not a toolsd store or is damaged
-// (ErrCorrupt, naming the file); it never panics on such a file.
+// (ErrCorrupt, naming the file); it never panics on such a file. Every file it opens (the
+// primary file and slot files) is opened through internal/fsopen: anything but a regular
+// file (a FIFO, a device, a socket, a folder, or a symlink to one) is ErrCorrupt saying what
+// it is, refused before bbolt writes a page to it.
 //
 // Calls are JSON protocol.CallRecord values (each preceded by its protocol.CallSummary, so
 // that listing decodes only summaries) keyed by a big-endian uint64 sequence, so newest

@@ -11,6 +11,7 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 
+	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -54,7 +55,6 @@ func TestOpenBadFiles(t *testing.T) {
 				return tx.Bucket(bucketMeta).Put(keyMetaSchema, be32(SchemaVersion+98))
 			})
 		}, ErrSchema},
-		{"a folder at the path", func(p string) error { return os.Mkdir(p, 0o700) }, nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -77,6 +77,46 @@ func TestOpenBadFiles(t *testing.T) {
 				t.Errorf("schema error does not say the version: %v", err)
 			}
 			t.Log(err)
+		})
+	}
+}
+
+// TestOpenSpecialFiles: what a hostile folder puts where the store file belongs (a FIFO, a
+// link to /dev/zero, a folder, a socket, a link to a FIFO) is refused at once, before bbolt
+// writes to it, with an error that says what it is; so is such a slot file, which is skipped.
+func TestOpenSpecialFiles(t *testing.T) {
+	for _, k := range fsopentest.Kinds(1 << 20) {
+		if k.Name == "oversized" {
+			continue // a store has no size cap
+		}
+		t.Run(k.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "toolsd.db")
+			k.Make(t, path)
+			var s *Store
+			var err error
+			fsopentest.Promptly(t, 10*time.Second, "Open", func() { s, err = Open(path, &Options{Timeout: 50 * time.Millisecond}) })
+			if err == nil {
+				s.Close()
+				t.Fatal("Open succeeded")
+			}
+			if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), path+" is "+k.Says) {
+				t.Fatalf("err = %v, want ErrCorrupt naming %s as %s", err, path, k.Says)
+			}
+		})
+		t.Run("slot/"+k.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "toolsd.db")
+			openAt(t, path, &Options{Timeout: 50 * time.Millisecond}) // holds the primary file
+			k.Make(t, SlotPath(path, 1))
+			var b *Store
+			var err error
+			fsopentest.Promptly(t, 10*time.Second, "Open", func() { b, err = Open(path, &Options{Timeout: 50 * time.Millisecond}) })
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer b.Close()
+			if b.Path() != SlotPath(path, 2) {
+				t.Fatalf("the second daemon uses %s, want the second slot", b.Path())
+			}
 		})
 	}
 }

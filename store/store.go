@@ -13,6 +13,8 @@ import (
 
 	bolt "go.etcd.io/bbolt"
 	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/toolsd/toolsd/internal/fsopen"
 )
 
 // Sentinel errors. Errors returned by the store wrap one of these where one applies; the rpc
@@ -199,8 +201,10 @@ func openBolt(path string, timeout time.Duration, sync bool) (db *bolt.DB, err e
 			// Growing the file fsyncs it unless told not to: a stall of seconds with a lot
 			// of dirty data, and it only matters for power loss, which Sync is for.
 			NoGrowSync: !sync,
+			// Only a regular file, checked before bbolt writes its first pages to it: bbolt
+			// would write them into a device, and fail on a FIFO with "illegal seek".
 			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-				ff, err := os.OpenFile(name, flag, perm)
+				ff, err := fsopen.OpenFile(name, flag, perm)
 				f = ff
 				return ff, err
 			},
@@ -209,6 +213,9 @@ func openBolt(path string, timeout time.Duration, sync bool) (db *bolt.DB, err e
 		if err != nil {
 			if errors.Is(err, berrors.ErrTimeout) {
 				return nil, err
+			}
+			if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
+				return nil, fmt.Errorf("%w: %v: move it away or pass another store path", ErrCorrupt, te)
 			}
 			if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) ||
 				errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrInvalidMapping) || errors.Is(err, errPanicked) {

@@ -179,12 +179,12 @@ func TestMalformedFramesKeepServing(t *testing.T) {
 
 // The message limit comes from the settings when no flag names one.
 func TestMessageLimitFromSettings(t *testing.T) {
-	e := newEnv(t, envOpts{options: map[string]any{"limits": map[string]any{"maxMessageBytes": 2048}}})
-	if e.init.Capabilities.MaxMessage != 2048 {
-		t.Fatalf("capabilities.maxMessageBytes = %d, want 2048", e.init.Capabilities.MaxMessage)
+	e := newEnv(t, envOpts{options: map[string]any{"limits": map[string]any{"maxMessageBytes": 1 << 20}}})
+	if e.init.Capabilities.MaxMessage != 1<<20 {
+		t.Fatalf("capabilities.maxMessageBytes = %d, want 1 MiB", e.init.Capabilities.MaxMessage)
 	}
-	_, err := e.execute(protocol.ExecuteParams{CallID: "big", Tool: "write", Args: args("filePath", "x.txt", "content", strings.Repeat("x", 4096))})
-	if code := harness.RPCError(err); code != -32600 || !strings.Contains(err.Error(), "exceeds the limit of 2048") {
+	_, err := e.execute(protocol.ExecuteParams{CallID: "big", Tool: "write", Args: args("filePath", "x.txt", "content", strings.Repeat("x", 1<<20))})
+	if code := harness.RPCError(err); code != -32600 || !strings.Contains(err.Error(), "exceeds the limit of 1048576") {
 		t.Fatalf("oversized execute: %v", err)
 	}
 	if _, err := e.execute(protocol.ExecuteParams{CallID: "small", Tool: "read", Args: args("filePath", ".")}); err != nil {
