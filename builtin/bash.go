@@ -86,6 +86,7 @@ var bashEnv = []string{
 	"SSH_ASKPASS=",
 	"GIT_ASKPASS=",
 	"SUDO_ASKPASS=/bin/false",
+	"CDPATH=", // cd goes where the permission analysis saw it go
 	"NO_COLOR=1",
 	"TERM=dumb",
 	"CI=true",
@@ -275,10 +276,14 @@ func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *
 			m["writes"] = r.Patterns
 		case r.Opaque:
 			m["opaque"] = true
+			m["reasons"] = r.Reasons
+		}
+		if len(r.ExactOnly) > 0 {
+			m["unsafe"] = r.ExactOnly
 		}
 		// An empty Always means no "always" may be offered (a request made only of words
 		// known at run time): that is what Opaque says to the pipeline.
-		req := registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, Metadata: m}
+		req := registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Metadata: m}
 		if err := call.Ask(ctx, req); err != nil {
 			return err
 		}

@@ -48,12 +48,17 @@
 // # Shell commands
 //
 // The bash tool parses its command with shell.Analyze and asks what ShellRequests lists:
-// external_directory for paths, write targets and cd targets outside the workspace (and for
-// words only known at run time), edit for write targets (redirections, tee), bash with one
-// pattern per command (each offering its Always patterns: the exact text, and an arity
-// prefix such as "git status *" except for destructive commands), and bash for Opaque text
-// (eval, source of a variable, $CMD, an unparseable line), which always asks. DecideShell
-// evaluates a line the same way. See package shell for what counts as a command.
+// external_directory for paths, write targets and working folders outside the workspace
+// (resolved as the kernel does, from the folders the line is in after its cd's), and for
+// words only known at run time; edit for write targets (redirections, tee, output
+// options); bash with one pattern per command (each offering its Always patterns: the exact
+// text, and an arity prefix such as "git status *" for a command whose arguments fit its
+// safe grammar). A line the analysis does not fully understand (control flow, eval, code
+// hidden in values bash evaluates, assignments to variables not known to be harmless, ...)
+// is one Opaque bash request, which always asks. Commands whose arguments do not fit their
+// grammar are Query.ExactOnly: a rule or remembered answer with a wildcard does not allow
+// them (Decision.Reason says why). DecideShell evaluates a line the same way. See package
+// shell for the subset and the grammars, and docs/permissions.md.
 //
 // # Texts
 //

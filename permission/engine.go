@@ -44,6 +44,10 @@ type Query struct {
 	// Opaque marks patterns no analysis could see through (shell text under eval, an
 	// unparseable line): no rule or remembered answer allows them; a deny still denies.
 	Opaque bool
+	// ExactOnly are patterns (shell commands whose arguments do not fit the grammar toolsd
+	// knows to be safe for them) that an allow rule or remembered answer with a wildcard
+	// does not allow — only one that names the pattern exactly, or the rule "*" — with why.
+	ExactOnly map[string]string
 }
 
 // Decision is the outcome for a Query.
@@ -60,6 +64,9 @@ type Decision struct {
 	// Asks are the query's patterns that ask (when Action is Ask): what the person is asked
 	// about, the others being allowed already.
 	Asks []string
+	// Reason says why a rule that matched could not allow the pattern (it is ExactOnly):
+	// the person and the model read it.
+	Reason string
 }
 
 // ApprovalStore persists workspace-scoped "always" answers and the workspace's trust.
@@ -345,13 +352,33 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 		}
 		return d
 	}
+	why, exactOnly := q.ExactOnly[pattern]
+	if exactOnly && d.Action == Allow && coversByWildcard(d.Rule.Pattern) {
+		d.Action, d.Rule, d.Reason = Ask, nil, why
+	}
 	if d.Action == Ask {
-		if m := lastMatch(q.Permission, pattern, v.remem...); m != nil {
+		if m := lastMatch(q.Permission, pattern, v.remem...); m != nil && !(exactOnly && coversByWildcard(m.Pattern)) {
 			c := *m
-			d.Action, d.Rule, d.Untrusted = Allow, &c, nil
+			d.Action, d.Rule, d.Untrusted, d.Reason = Allow, &c, nil, ""
+		} else if m != nil && d.Reason == "" {
+			d.Reason = why
 		}
 	}
 	return d
+}
+
+// coversByWildcard reports a pattern that matches by a wildcard, other than "*" alone
+// (which allows every command as it is: the person said so).
+func coversByWildcard(pattern string) bool {
+	if pattern == "*" {
+		return false
+	}
+	for i := 0; i < len(pattern); i++ {
+		if (pattern[i] == '*' || pattern[i] == '?') && !escapedAt(pattern, i) {
+			return true
+		}
+	}
+	return false
 }
 
 // Remember records an "always" answer for a session, or for the workspace when sessionID

@@ -499,7 +499,7 @@ func TestTexts(t *testing.T) {
 		{NoUIText(Query{Permission: "webfetch"}), `e.g. {"permission": {"webfetch": "allow"}}`},
 		{DeniedText(r, Query{Permission: "bash", Patterns: []string{"git status", "rm -rf x"}}), `(project config .toolsd/config.json): bash "rm -rf x" is not allowed`},
 		{NoUIText(Query{Permission: "bash", Patterns: []string{"make", "rm *.o"}}), `e.g. {"permission": {"bash": {"make": "allow", "rm \\*.o": "allow"}}}`},
-		{NoUIText(Query{Permission: "bash", Patterns: []string{"eval x"}, Opaque: true}), `cannot be checked before it runs`},
+		{NoUIText(Query{Permission: "bash", Patterns: []string{"eval x"}, Opaque: true}), `shell features the permission check does not follow`},
 		{DoomLoopText("read"), "read was called 3 times in a row with the same arguments"},
 	} {
 		if !strings.Contains(tt.got, tt.want) {
@@ -553,16 +553,26 @@ func TestShellRequests(t *testing.T) {
 			{Permission: "external_directory", Patterns: []string{"/home/u/*", filepath.Dir(ws) + "/*"}, Always: []string{"/home/u/*", filepath.Dir(ws) + "/*"}},
 			{Permission: "bash", Patterns: []string{"cat ~/x .*/y"}, Always: []string{`cat ~/x .\*/y`, "cat *"}},
 		}},
-		{"cd sub && echo > f", []Request{
-			{Permission: "edit", Patterns: []string{"f", "sub/f"}, Always: []string{"f", "sub/f"}},
+		{"cd sub && echo > f", []Request{ // && runs echo in sub only
+			{Permission: "edit", Patterns: []string{"sub/f"}, Always: []string{"sub/f"}},
 			{Permission: "bash", Patterns: []string{"cd sub", "echo"}, Always: []string{"cd sub", "cd *", "echo", "echo *"}},
 		}},
 		{"rm $f; eval x", []Request{
 			{Permission: "external_directory", Patterns: []string{"$f"}},
-			{Permission: "bash", Patterns: []string{"rm $f"}, Always: []string{"rm $f"}},
-			{Permission: "bash", Patterns: []string{"eval x"}, Opaque: true},
+			{Permission: "bash", Patterns: []string{"rm $f", "eval x", "x", "rm $f; eval x"}, Opaque: true, Reasons: []string{"eval runs text as code"}},
 		}},
-		{"X=1", nil},
+		{"cd link/.. && cat secret", []Request{ // bash's logical cd: back in the workspace
+			{Permission: "bash", Patterns: []string{"cd link/..", "cat secret"}, Always: []string{"cd link/..", "cd *", "cat secret", "cat *"}},
+		}},
+		{"cat link/../secret", []Request{ // the kernel: .. from where link leads
+			{Permission: "external_directory", Patterns: []string{filepath.Dir(outside) + "/*"}, Always: []string{filepath.Dir(outside) + "/*"}},
+			{Permission: "bash", Patterns: []string{"cat link/../secret"}, Always: []string{"cat link/../secret", "cat *"}},
+		}},
+		{"ln -s .. up && cat up/x", []Request{ // a link made in the line, from its own folder
+			{Permission: "external_directory", Patterns: []string{filepath.Dir(ws) + "/*"}, Always: []string{filepath.Dir(ws) + "/*"}},
+			{Permission: "bash", Patterns: []string{"ln -s .. up", "cat up/x"}, Always: []string{"ln -s .. up", "cat up/x", "cat *"}},
+		}},
+		{"x=1", nil},
 	}
 	for _, tt := range tests {
 		t.Run(tt.script, func(t *testing.T) {

@@ -21,18 +21,26 @@ type Request struct {
 	Always []string
 	// Opaque requests always ask (a deny still denies): see Query.Opaque.
 	Opaque bool
+	// ExactOnly are the patterns (of Patterns) that only a rule naming them exactly may
+	// allow, with why: see Query.ExactOnly.
+	ExactOnly map[string]string
+	// Reasons say why an Opaque request is opaque.
+	Reasons []string
 }
 
 // ShellRequests turns the analysis of a command line that runs in cwd into the requests the
 // bash tool makes, in this order:
 //
-//   - external_directory for every path, write target or cd target outside workspace (the
-//     folder + "/*", or for a file its parent folder + "/*"; symlinks resolved; relative
-//     paths are tried against cwd and against every cd target of the line), and for every
-//     Dynamic word as written (no always: it cannot be remembered);
+//   - external_directory for every path, write target or working folder outside
+//     workspace (the folder + "/*", or for a file its parent folder + "/*"), resolved as
+//     the kernel does from each folder the line may be in at that point (after its cd's),
+//     through the symlinks it creates; and for every Dynamic word as written (no always: it
+//     cannot be remembered);
 //   - edit for every write target (workspace-relative inside, absolute outside);
-//   - bash with one pattern per command, Always the union of the commands' Always;
-//   - bash, Opaque, with every Opaque text.
+//   - bash with one pattern per command, Always the union of the commands' Always, and
+//     ExactOnly the commands whose arguments do not fit their grammar; or, when the
+//     analysis does not fully understand the line, bash, Opaque, with the commands and
+//     the line (a deny rule on a command still denies; nothing may be remembered).
 //
 // A line with neither commands nor opaque text (a bare assignment) needs no bash request.
 // workspace must be a real (symlink-free) absolute path; home is used for ~ (empty: the
@@ -42,51 +50,39 @@ func ShellRequests(a *shell.Analysis, cwd, workspace, home string) []Request {
 		home, _ = os.UserHomeDir()
 	}
 	r := &resolver{workspace: filepath.Clean(workspace), home: home}
-	bases := []string{cwd}
-	for _, d := range a.Dirs {
-		for _, abs := range r.resolve(d, cwd) {
-			bases = appendNew(bases, abs)
-		}
-	}
-	var external, externalAlways, edits []string
+	var external, externalAlways, edits, dynamic []string
 	addExternal := func(folder string) {
 		p := strings.TrimSuffix(filepath.ToSlash(folder), "/") + "/*"
 		external = appendNew(external, p)
 		externalAlways = appendNew(externalAlways, Escape(strings.TrimSuffix(filepath.ToSlash(folder), "/"))+"/*")
 	}
-	for _, d := range a.Dirs {
-		for _, abs := range r.resolve(d, cwd) {
-			if !r.inside(abs) {
-				addExternal(abs)
+	cwds := r.cwds(a, cwd)
+	for _, c := range cwds {
+		for _, f := range c {
+			if !r.inside(f.real) {
+				addExternal(f.real)
 			}
 		}
 	}
-	check := func(p string) []string {
-		var all []string
-		for _, b := range bases {
-			for _, abs := range r.resolve(p, b) {
-				all = appendNew(all, abs)
-				if r.inside(abs) {
-					continue
-				}
-				if fi, err := os.Stat(abs); err == nil && fi.IsDir() {
-					addExternal(abs)
-				} else {
-					addExternal(filepath.Dir(abs))
+	links := r.links(a, cwds)
+	for _, u := range a.Uses {
+		for _, i := range u.At {
+			for _, base := range cwds[i] {
+				for _, abs := range r.resolve(u.Text, base.real, links, u.Maybe, u.Kind == shell.Create) {
+					if !r.inside(abs) {
+						if fi, err := os.Stat(abs); (err == nil && fi.IsDir()) || u.Kind == shell.Chdir {
+							addExternal(abs)
+						} else {
+							addExternal(filepath.Dir(abs))
+						}
+					}
+					if u.Kind == shell.Write {
+						edits = appendNew(edits, PathPattern(abs, r.workspace))
+					}
 				}
 			}
 		}
-		return all
 	}
-	for _, p := range a.Paths {
-		check(p)
-	}
-	for _, w := range a.Writes {
-		for _, abs := range check(w) {
-			edits = appendNew(edits, PathPattern(abs, r.workspace))
-		}
-	}
-	var dynamic []string
 	for _, d := range a.Dynamic {
 		dynamic = appendNew(dynamic, d)
 	}
@@ -104,18 +100,36 @@ func ShellRequests(a *shell.Analysis, cwd, workspace, home string) []Request {
 		}
 		out = append(out, Request{Permission: KeyEdit, Patterns: edits, Always: always})
 	}
+	if len(a.Opaque) > 0 {
+		// One ask for the line: its commands (so that a deny rule still denies) and the
+		// line itself, nothing offered to remember.
+		var pats []string
+		for _, c := range a.Commands {
+			pats = appendNew(pats, c.Text)
+		}
+		for _, o := range a.Opaque {
+			pats = appendNew(pats, o)
+		}
+		return append(out, Request{Permission: KeyBash, Patterns: pats, Opaque: true, Reasons: append([]string(nil), a.Reasons...)})
+	}
 	if len(a.Commands) > 0 {
 		var pats, always []string
+		var exact map[string]string
 		for _, c := range a.Commands {
 			pats = appendNew(pats, c.Text)
 			for _, al := range c.Always {
 				always = appendNew(always, al)
 			}
+			if c.Unsafe != "" {
+				if exact == nil {
+					exact = map[string]string{}
+				}
+				if _, seen := exact[c.Text]; !seen {
+					exact[c.Text] = c.Unsafe
+				}
+			}
 		}
-		out = append(out, Request{Permission: KeyBash, Patterns: pats, Always: always})
-	}
-	if len(a.Opaque) > 0 {
-		out = append(out, Request{Permission: KeyBash, Patterns: append([]string(nil), a.Opaque...), Opaque: true})
+		out = append(out, Request{Permission: KeyBash, Patterns: pats, Always: always, ExactOnly: exact})
 	}
 	return out
 }
@@ -150,11 +164,101 @@ func (r *resolver) inside(abs string) bool {
 	return ok
 }
 
+// folder is one place a working folder of the line may be: bash's logical path (what cd
+// .. goes up from) and where it really is.
+type folder struct{ logical, real string }
+
+// maxFolders bounds the places a working folder is tried in.
+const maxFolders = 16
+
+// cwds returns, for each Cwd of the analysis, where it may really be. bash's cd is logical:
+// "cd link/.." goes back to the folder holding link, and the folder it lands in is where
+// that textual path leads; where the kernel would resolve the path from the real folder
+// is tried too, since bash falls back to it.
+func (r *resolver) cwds(a *shell.Analysis, cwd string) [][]folder {
+	out := make([][]folder, len(a.Cwds))
+	for i, c := range a.Cwds {
+		if i == 0 || c.From < 0 || c.From >= i {
+			out[i] = []folder{{logical: cwd, real: cwd}}
+			continue
+		}
+		t := c.Text
+		if t == "~" || strings.HasPrefix(t, "~/") {
+			t = r.home + t[1:]
+		} else if strings.HasPrefix(t, "~") {
+			r.dynamic = appendNew(r.dynamic, t)
+			out[i] = out[c.From]
+			continue
+		}
+		var fs []folder
+		add := func(f folder) {
+			for _, g := range fs {
+				if g == f {
+					return
+				}
+			}
+			if len(fs) < maxFolders {
+				fs = append(fs, f)
+			}
+		}
+		for _, from := range out[c.From] {
+			phys, err := fspath.Resolve(from.real, t, nil)
+			if err != nil {
+				phys = filepath.Join(from.real, t)
+			}
+			if c.Physical {
+				add(folder{logical: phys, real: phys})
+				continue
+			}
+			logical := t
+			if !filepath.IsAbs(t) {
+				logical = filepath.Join(from.logical, t)
+			}
+			logical = filepath.Clean(logical)
+			real := realPath(logical)
+			add(folder{logical: logical, real: real})
+			if fi, err := os.Stat(real); err != nil || !fi.IsDir() {
+				// bash falls back to the physical path when the logical one is no folder.
+				add(folder{logical: phys, real: phys})
+			}
+		}
+		out[i] = fs
+	}
+	return out
+}
+
+// links returns where the symlinks the line creates would be, as real paths, with their
+// targets.
+func (r *resolver) links(a *shell.Analysis, cwds [][]folder) map[string]string {
+	if len(a.Links) == 0 {
+		return nil
+	}
+	m := map[string]string{}
+	for _, l := range a.Links {
+		for _, i := range l.At {
+			for _, base := range cwds[i] {
+				p := l.Path
+				if strings.HasPrefix(p, "~/") {
+					p = r.home + p[1:]
+				}
+				dir, err := fspath.Resolve(base.real, filepath.Dir(p), nil)
+				if err != nil {
+					continue
+				}
+				m[filepath.Join(dir, filepath.Base(p))] = l.Target
+			}
+		}
+	}
+	return m
+}
+
 // maxGlob bounds how many matches of a glob path are checked.
 const maxGlob = 256
 
-// resolve returns the real absolute paths p may name, relative paths taken from base.
-func (r *resolver) resolve(p, base string) []string {
+// resolve returns the real absolute paths p may name when used from the folder base, as
+// the kernel resolves them (with and without the symlinks the line creates). A maybe path
+// is one only if it names something that exists; else it yields nothing.
+func (r *resolver) resolve(p, base string, links map[string]string, maybe, create bool) []string {
 	if p == "" {
 		return nil
 	}
@@ -166,57 +270,86 @@ func (r *resolver) resolve(p, base string) []string {
 		}
 		p = r.home + rest
 	}
-	if !filepath.IsAbs(p) {
-		p = filepath.Join(base, p)
+	if maybe {
+		if _, err := os.Lstat(filepath.Join(base, p)); err != nil {
+			return nil
+		}
 	}
-	p = filepath.Clean(p)
+	var out []string
+	add := func(dir, p string, links map[string]string) {
+		abs, err := fspath.Resolve(dir, p, links)
+		if err != nil {
+			// A loop: the kernel would refuse it; say where it starts.
+			abs = filepath.Join(dir, p)
+		}
+		out = appendNew(out, abs)
+	}
+	if create {
+		// A new entry: its folder is resolved, the entry itself is not followed.
+		if dir, err := fspath.Resolve(base, filepath.Dir(p), nil); err == nil {
+			return []string{filepath.Join(dir, filepath.Base(p))}
+		}
+		return []string{filepath.Join(base, p)}
+	}
 	if !strings.ContainsAny(p, "*?[") {
-		return []string{realPath(p)}
+		add(base, p, nil)
+		if links != nil {
+			add(base, p, links)
+		}
+		return out
 	}
 	// A glob: where it could lead whatever it matches (a segment that can match ".." is
-	// taken as ".."; others as a child), and what it matches now (symlinks followed).
-	segs := strings.Split(p, string(filepath.Separator))
+	// taken as ".."; others as a child), and what it matches now, each match resolved.
+	segs := strings.Split(filepath.ToSlash(p), "/")
+	placeholder := make([]string, len(segs))
 	for i, s := range segs {
+		placeholder[i] = s
 		if strings.ContainsAny(s, "*?[") {
 			// Only a segment starting with a literal dot can match ".." (older bash's
 			// ".*"); "*" and "?" never match a leading dot.
 			if ok, _ := path.Match(s, ".."); ok && strings.HasPrefix(s, ".") {
-				segs[i] = ".."
+				placeholder[i] = ".."
 			} else {
-				segs[i] = "glob"
+				placeholder[i] = "glob"
 			}
 		}
 	}
-	out := []string{realPath(filepath.Clean(strings.Join(segs, string(filepath.Separator))))}
-	for _, m := range boundedGlob(p, maxGlob) {
-		out = appendNew(out, realPath(m))
+	add(base, strings.Join(placeholder, "/"), links)
+	for _, m := range globMatches(base, segs, maxGlob) {
+		add(base, m, links)
 	}
 	return out
 }
 
-// boundedGlob expands an absolute, clean glob pattern as the shell would (a leading dot is
-// matched only by a leading dot), looking at no more than budget directory entries in all,
-// so that "/*/*/*/*" costs little.
-func boundedGlob(pattern string, budget int) []string {
-	cur := []string{string(filepath.Separator)}
-	for _, seg := range strings.Split(pattern, string(filepath.Separator)) {
-		if seg == "" {
-			continue
-		}
-		var next []string
-		for _, dir := range cur {
+// globMatches expands the segments of a glob as the shell would (a leading dot is matched
+// only by a leading dot), from base, looking at no more than budget directory entries in
+// all, so that "/*/*/*/*" costs little. The matches are returned as paths relative to base
+// (or absolute), for Resolve to follow.
+func globMatches(base string, segs []string, budget int) []string {
+	type cand struct{ rel, dir string }
+	start := base
+	first := ""
+	if len(segs) > 0 && segs[0] == "" { // absolute
+		start, first = "/", "/"
+		segs = segs[1:]
+	}
+	cur := []cand{{rel: first, dir: start}}
+	for _, seg := range segs {
+		var next []cand
+		for _, c := range cur {
 			if !strings.ContainsAny(seg, "*?[") {
-				p := filepath.Join(dir, seg)
-				if _, err := os.Lstat(p); err == nil {
-					next = append(next, p)
+				d, err := fspath.Resolve(c.dir, seg, nil)
+				if err != nil {
+					continue
 				}
+				next = append(next, cand{rel: path.Join(c.rel, seg), dir: d})
 				continue
 			}
 			if budget <= 0 {
 				break
 			}
 			// Not os.Open: a FIFO where the pattern expects a folder would block it.
-			f, err := fsopen.OpenDir(dir)
+			f, err := fsopen.OpenDir(c.dir)
 			if err != nil {
 				continue
 			}
@@ -230,7 +363,11 @@ func boundedGlob(pattern string, budget int) []string {
 					continue
 				}
 				if ok, _ := path.Match(seg, name); ok {
-					next = append(next, filepath.Join(dir, name))
+					d, err := fspath.Resolve(c.dir, name, nil)
+					if err != nil {
+						continue
+					}
+					next = append(next, cand{rel: path.Join(c.rel, name), dir: d})
 				}
 			}
 		}
@@ -242,7 +379,11 @@ func boundedGlob(pattern string, budget int) []string {
 	if len(cur) > maxGlob {
 		cur = cur[:maxGlob]
 	}
-	return cur
+	out := make([]string, len(cur))
+	for i, c := range cur {
+		out[i] = c.rel
+	}
+	return out
 }
 
 // realPath is where abs really leads (fspath.Real), or abs itself when that cannot be told.
@@ -267,7 +408,7 @@ func (e *Engine) DecideShell(sessionID, agent, script, cwd, workspace string) Sh
 	reqs := ShellRequests(shell.Analyze(script), cwd, workspace, "")
 	sd := ShellDecision{Action: Allow, Requests: reqs}
 	for _, rq := range reqs {
-		d := e.Decide(Query{SessionID: sessionID, Agent: agent, Tool: KeyBash, Permission: rq.Permission, Patterns: rq.Patterns, Opaque: rq.Opaque})
+		d := e.Decide(Query{SessionID: sessionID, Agent: agent, Tool: KeyBash, Permission: rq.Permission, Patterns: rq.Patterns, Opaque: rq.Opaque, ExactOnly: rq.ExactOnly})
 		sd.Decisions = append(sd.Decisions, d)
 		if rank(d.Action) > rank(sd.Action) {
 			sd.Action = d.Action

@@ -89,9 +89,18 @@ func RejectedText(message string, q Query) string {
 func NoUIText(q Query) string {
 	if q.Opaque {
 		return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
-			"This command cannot be checked before it runs (eval, source of a variable, a command name in a variable, "+
-			"a variable that changes what runs, or text the shell parser rejects), so it always needs a person. "+
-			"Rewrite it as plain commands with literal names, or do the task with tools that are already allowed.", what(q))
+			"This command line uses shell features the permission check does not follow (control flow such as if/for/while, "+
+			"functions, eval or source, [[ ]] or (( )), declare/read/export of variables that change what runs, "+
+			"${...} with operators, or text the shell parser rejects), so it always needs a person. "+
+			"Rewrite it as plain commands joined by &&, ||, ; or |, with literal names and arguments, "+
+			"or do the task with tools that are already allowed.", what(q))
+	}
+	for _, p := range q.Patterns {
+		if why, ok := q.ExactOnly[p]; ok {
+			return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
+				"A rule allows commands like it, but not this one: %s. Run it without that (use the options a rule allows, "+
+				"or a dedicated tool), or ask the user to allow this exact command.", what(q), why)
+		}
 	}
 	example := fmt.Sprintf(`{"permission": {%q: "allow"}}`, q.Permission)
 	if n := len(q.Patterns); n > 0 && !(n == 1 && q.Patterns[0] == "*") {

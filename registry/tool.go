@@ -114,6 +114,10 @@ type AskRequest struct {
 	// unparseable line): no rule or remembered answer allows them, and an "always" answer
 	// is not offered.
 	Opaque bool
+	// ExactOnly are patterns that a rule or remembered answer with a wildcard does not
+	// allow (shell commands whose arguments do not fit their safe grammar), with why: see
+	// permission.Query.ExactOnly.
+	ExactOnly map[string]string
 }
 
 // Result is what a tool returns.

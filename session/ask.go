@@ -63,7 +63,7 @@ type askAnswer struct {
 // ask decides req for the call, asking the person when the rules say ask. It returns the
 // decision to record and nil when the call may proceed, or a *registry.PermissionError.
 func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
-	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque}
+	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque, ExactOnly: req.ExactOnly}
 	d := b.policy.Decide(q)
 	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now()}
 	switch d.Action {
@@ -93,6 +93,14 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 			req.Metadata = map[string]any{}
 		}
 		req.Metadata["untrustedRule"] = ruleInfo(d.Untrusted)
+	}
+	if d.Reason != "" {
+		if req.Metadata == nil {
+			req.Metadata = map[string]any{}
+		}
+		// Why a rule that matched could not allow it (an argument outside the command's
+		// safe grammar): the person reads it in the ask.
+		req.Metadata["reason"] = d.Reason
 	}
 	meta, err := json.Marshal(nonNilMap(req.Metadata))
 	if err != nil {

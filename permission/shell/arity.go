@@ -65,9 +65,14 @@ var destructiveSub = map[string]bool{
 	"eval": true, "shell": true, "ssh": true, "cp": true, "mv": true, "set": true, "unset": true, "sql": true,
 }
 
-// always returns the patterns an "always" answer may offer for the command ws.
-func always(ws []word) []string {
+// always returns the patterns an "always" answer may offer for the command ws: the exact
+// text, and the arity prefix unless the command is exact-only or its arguments are unsafe
+// (a prefix could not allow this very command again).
+func always(ws []word, unsafe bool) []string {
 	exact := Escape(join(ws))
+	if unsafe {
+		return []string{exact}
+	}
 	name := ws[0].text
 	n, key := 1, 1
 	prefix := name

@@ -1,6 +1,7 @@
 package shell
 
 import (
+	"path"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -27,18 +28,20 @@ func hiddenRunes(s string) bool {
 	return false
 }
 
-// optSpec describes a wrapper's options: which take a value, which are flags, how many
+// wrapSpec describes a wrapper's options: which take a value, which are flags, how many
 // positional words come before the wrapped command.
-type optSpec struct {
+type wrapSpec struct {
 	withArg  string // short options with a value, e.g. "nk"
 	flags    string // short options without one
 	longArg  []string
 	longFlag []string
-	// positional words before the command (timeout's duration).
+	// positional words before the command (timeout's duration, flock's file).
 	positional int
 }
 
-var wrappers = map[string]optSpec{
+// wrappers run the command that follows their options; it is reported as a command of its
+// own (and the wrapper is not: its options are checked here).
+var wrappers = map[string]wrapSpec{
 	"timeout": {withArg: "ks", flags: "v", longArg: []string{"kill-after", "signal"}, longFlag: []string{"preserve-status", "foreground", "verbose"}, positional: 1},
 	"nice":    {withArg: "n", longArg: []string{"adjustment"}},
 	"ionice":  {withArg: "cnp", flags: "tP", longArg: []string{"class", "classdata"}, longFlag: []string{"ignore"}},
@@ -54,6 +57,9 @@ var wrappers = map[string]optSpec{
 	"watch": {withArg: "nq", flags: "bcdegptwx",
 		longArg:  []string{"interval", "equexit", "differences"},
 		longFlag: []string{"beep", "color", "no-color", "chgexit", "errexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap"}},
+	"flock":   {withArg: "wEc", flags: "sxunoFv", longArg: []string{"timeout", "conflict-exit-code", "command"}, longFlag: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}, positional: 1},
+	"taskset": {flags: "apc", longFlag: []string{"all-tasks", "pid", "cpu-list"}, positional: 1},
+	"chrt":    {flags: "bdfiormRav", longFlag: []string{"batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "all-tasks", "verbose"}, positional: 1},
 	"sudo": {withArg: "CDghpRrtTUu", flags: "AbEeHiKklnPSsVv",
 		longArg:  []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
 		longFlag: []string{"askpass", "background", "preserve-env", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate"}},
@@ -71,13 +77,13 @@ var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true
 // splitOpts consumes the options of spec from ws and returns the index of the first word
 // after them (and after the positional words), the options seen (by name, with value), and
 // ok=false when an option is unknown or a value is missing or not static.
-func splitOpts(ws []word, spec optSpec) (int, map[string]string, bool) {
+func splitOpts(ws []word, spec wrapSpec) (int, map[string]string, bool) {
 	seen := map[string]string{}
 	i := 0
 	for i < len(ws) {
 		w := ws[i]
 		if !w.static {
-			if strings.HasPrefix(w.text, "-") {
+			if strings.HasPrefix(w.prefix, "-") || w.prefix == "" {
 				return 0, nil, false
 			}
 			break
@@ -166,205 +172,327 @@ func contains(list []string, s string) bool {
 	return false
 }
 
-// command handles the words of one simple command (or of the command a wrapper runs).
-func (s *scope) command(ws []word, raw string) {
+// sysDirs hold the system's programs: /usr/bin/env is env, /bin/bash is bash.
+var sysDirs = []string{"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/"}
+
+// opaqueBuiltins are bash builtins that change the shell itself or evaluate text or
+// values as code: a line that uses one is not understood.
+var opaqueBuiltins = map[string]string{
+	"eval": "eval runs text as code", "source": "source runs the commands of a file in this shell",
+	".": "source (.) runs the commands of a file in this shell", "alias": "alias changes what later names run",
+	"unalias": "unalias changes what later names run", "bind": "bind changes the shell's key bindings",
+	"enable": "enable turns builtins on and off or loads them from files", "hash": "hash binds names to programs",
+	"shopt": "shopt changes how the shell parses and runs later commands", "trap": "trap runs text as code later",
+	"declare":  "declare sets variables by name (and evaluates subscripts and -i values as code)",
+	"typeset":  "typeset sets variables by name (and evaluates subscripts and -i values as code)",
+	"local":    "local sets variables by name (and evaluates subscripts and -i values as code)",
+	"readonly": "readonly sets variables by name (and evaluates subscripts as code)",
+	"export":   "export sets variables for later commands (and evaluates subscripts as code)",
+	"let":      "let evaluates arithmetic, where bash runs code hidden in variable values",
+	"read":     "read assigns variables by name (and evaluates subscripts as code)",
+	"mapfile":  "mapfile assigns an array by name", "readarray": "readarray assigns an array by name",
+	"getopts": "getopts assigns variables by name", "unset": "unset removes variables or functions by name (and evaluates subscripts as code)",
+	"caller": "caller", "compgen": "compgen", "complete": "complete changes completion", "compopt": "compopt changes completion",
+	"fc": "fc runs commands from the history", "history": "history", "bg": "job control (bg)", "fg": "job control (fg)",
+	"disown": "job control (disown)", "suspend": "suspend", "logout": "logout", "break": "break (only in loops)",
+	"continue": "continue (only in loops)", "return": "return (only in functions)", "ulimit": "ulimit changes the shell's limits",
+	"umask": "umask changes the modes of files created later",
+}
+
+// command handles the words of one simple command (or of the command a wrapper runs) from
+// the folders at, and returns the folders the line may be in after it succeeded and after
+// it failed.
+func (s *scope) command(ws []word, at []int) (ok, fail []int) {
 	if len(ws) == 0 {
-		return
+		return at, at
 	}
 	name := ws[0]
 	if !name.static || name.glob || hiddenRunes(name.text) {
-		s.z.opaque(raw)
-		return
+		s.z.opaque("the command name " + name.raw + " is only known when the line runs (or hides characters)")
+		for _, w := range ws[1:] {
+			s.maybePath(w, at)
+		}
+		return at, at
 	}
 	n := name.text
-	for _, dir := range []string{"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/sbin/"} {
+	for _, dir := range sysDirs {
 		// /usr/bin/env, /bin/bash: the wrappers and shells are looked through by any name.
-		if b, ok := strings.CutPrefix(n, dir); ok && !strings.Contains(b, "/") && (wrappers[b].withArg != "" || wrappers[b].flags != "" || b == "nohup" || b == "env" || shells[b] || b == "su" || b == "find" || b == "command") {
+		if b, ok := strings.CutPrefix(n, dir); ok && !strings.Contains(b, "/") && (hasWrapSpec(b) || b == "env" || shells[b] || b == "su" || b == "find" || b == "command") {
 			n = b
 		}
 	}
 	args := ws[1:]
+	if why, ok := opaqueBuiltins[n]; ok {
+		return s.opaqueBuiltin(n, why, ws, at)
+	}
 	switch {
-	case n == "eval":
-		s.z.opaque(raw)
-		return
-	case n == "source" || n == ".":
-		if len(args) == 0 || !args[0].static || args[0].glob {
-			s.z.opaque(raw)
-			return
-		}
-		s.path(args[0])
-		s.emit(ws)
-		return
-	case n == "alias":
+	case n == "cd" || n == "pushd":
+		s.emit(ws, at)
+		physical := false
 		for _, a := range args {
-			if strings.Contains(a.text, "=") || !a.static {
-				s.z.opaque(raw)
-				return
+			if a.static && strings.HasPrefix(a.text, "-") && a.text != "-" && n == "cd" {
+				physical = physical || a.text != "--" && strings.Contains(a.text, "P")
+				continue
 			}
+			return s.chdir(a, at, physical), at
 		}
-	case n == "read" || n == "mapfile" || n == "readarray" || n == "printf" || n == "getopts" || n == "export" ||
-		n == "declare" || n == "typeset" || n == "local" || n == "readonly" || n == "hash" && hasArg(args, "-p"):
-		// Builtins that set variables by name (read PATH, printf -v PATH, builtin export
-		// LD_PRELOAD=x) or bind names to programs (hash -p /bin/rm ls).
-		declares := n == "export" || n == "declare" || n == "typeset" || n == "local" || n == "readonly"
-		for i, a := range args {
-			t := a.text
-			if n == "printf" {
-				// Only printf -v NAME / -vNAME assigns.
-				switch {
-				case t == "-v" && i+1 < len(args):
-					t = args[i+1].text
-				case strings.HasPrefix(t, "-v"):
-					t = t[2:]
-				default:
-					continue
-				}
-			}
-			name, _, _ := strings.Cut(t, "=")
-			if declares && !a.static || dangerousVar(strings.TrimSuffix(name, "+")) || n == "hash" {
-				s.z.opaque(raw)
-				return
-			}
+		if n == "pushd" {
+			s.z.unknownCwd = true // pushd alone swaps with the folder before
+			return at, at
+		}
+		return s.cd(word{text: "~", raw: "~", static: true, prefix: "~"}, at), at
+	case n == "popd":
+		s.emit(ws, at)
+		all := make([]int, len(s.z.a.Cwds))
+		for i := range all {
+			all[i] = i
+		}
+		return all, at
+	case n == "printf" && len(args) > 0 && strings.HasPrefix(args[0].prefix, "-v"):
+		return s.opaqueBuiltin(n, "printf -v assigns a variable by name (and evaluates subscripts as code)", ws, at)
+	case (n == "test" || n == "[") && testAssigns(args):
+		return s.opaqueBuiltin(n, n+" -v evaluates its operand's subscript as code", ws, at)
+	case n == "wait" && hasArg(args, "-p"):
+		return s.opaqueBuiltin(n, "wait -p assigns a variable by name", ws, at)
+	case n == "set":
+		if why := setUnsafe(args); why != "" {
+			return s.opaqueBuiltin(n, why, ws, at)
 		}
 	case n == "command":
 		i := 0
 		for i < len(args) && args[i].static && strings.HasPrefix(args[i].text, "-") && args[i].text != "--" {
 			if strings.ContainsAny(args[i].text, "vV") {
-				s.emit(ws) // command -v x describes x; it runs nothing
-				return
+				s.emit(ws, at) // command -v x describes x; it runs nothing
+				return at, at
 			}
 			i++
 		}
 		if i < len(args) && args[i].text == "--" {
 			i++
 		}
-		s.command(args[i:], raw)
-		return
+		return s.command(args[i:], at)
 	case n == "env":
-		s.env(ws, raw)
-		return
+		return s.env(ws, at)
 	case n == "su":
-		s.emit(ws)
+		s.emit(ws, at)
 		for i := 0; i < len(args); i++ {
 			t := args[i].text
 			switch {
 			case t == "-c" || t == "--command":
 				if i+1 < len(args) {
-					s.nested(args[i+1], raw)
+					s.nested(args[i+1], at)
 				}
-				return
+				return at, at
 			case strings.HasPrefix(t, "--command="):
-				a := args[i]
-				a.text = strings.TrimPrefix(t, "--command=")
-				s.nested(a, raw)
-				return
+				s.nested(withText(args[i], strings.TrimPrefix(t, "--command=")), at)
+				return at, at
 			}
 		}
-		return
-	case n == "trap":
-		if len(args) == 0 || (args[0].static && strings.HasPrefix(args[0].text, "-")) {
-			return
-		}
-		s.nested(args[0], raw)
-		return
+		return at, at
 	case n == "find":
-		s.find(ws, raw)
-		return
+		return s.find(ws, at)
 	case shells[n]:
-		s.shell(ws, raw)
-		return
+		return s.shell(ws, at)
 	}
 	if spec, ok := wrappers[n]; ok {
-		i, seen, ok := splitOpts(args, spec)
-		if !ok {
-			s.emit(ws) // options we do not know: the whole text asks
-			return
-		}
-		rest := args[i:]
-		if privileged[n] {
-			s.emit(ws)
-			if _, ok := seen["e"]; ok && n == "sudo" { // sudoedit: edits files
-				for _, a := range rest {
-					s.write(a)
-				}
-				return
-			}
-			if len(rest) == 0 {
-				return
-			}
-			if n == "runuser" {
-				if c, ok := seen["command"]; ok {
-					s.z.script(c, s.depth+1)
-					return
-				}
-			}
-			_, shell := seen["s"]
-			_, login := seen["i"]
-			if n == "sudo" && (shell || login) {
-				// sudo -s cmd args runs "cmd args" through the shell.
-				s.z.script(join(rest), s.depth+1)
-				return
-			}
-			s.command(rest, raw)
-			return
-		}
-		if n == "time" {
-			if o, ok := seen["o"]; ok {
-				s.pathText(args[0], o, true)
-			}
-			if o, ok := seen["output"]; ok {
-				s.pathText(args[0], o, true)
-			}
-		}
-		if n == "xargs" {
-			if a, ok := seen["a"]; ok {
-				s.pathText(args[0], a, false)
-			}
-			if a, ok := seen["arg-file"]; ok {
-				s.pathText(args[0], a, false)
-			}
-		}
-		if len(rest) == 0 {
-			if n == "exec" || n == "builtin" || n == "xargs" {
-				return // exec with redirections only; xargs runs echo
-			}
-			s.emit(ws)
-			return
-		}
-		if n == "watch" {
-			_, x := seen["x"]
-			_, exec := seen["exec"]
-			if !x && !exec {
-				s.z.script(join(rest), s.depth+1) // watch runs its words through sh -c
-				return
-			}
-		}
-		s.command(rest, raw)
-		return
+		return s.wrapper(n, spec, ws, at)
 	}
-	s.emit(ws)
+	return s.emit(ws, at)
 }
 
-// nested parses the script held in w (a -c string, a trap action).
-func (s *scope) nested(w word, raw string) {
-	if !w.static {
-		s.z.opaque(raw)
-		return
+func hasWrapSpec(name string) bool {
+	_, ok := wrappers[name]
+	return ok
+}
+
+// opaqueBuiltin makes the line opaque and still reports the command, so that deny rules
+// see it; eval's text is analysed for the same reason.
+func (s *scope) opaqueBuiltin(n, why string, ws []word, at []int) ([]int, []int) {
+	s.z.opaque(why)
+	s.emitUnchecked(ws, why)
+	if n == "eval" || n == "trap" {
+		var parts []string
+		for i, a := range ws[1:] {
+			if n == "trap" && i > 0 {
+				break
+			}
+			if !a.static {
+				return at, at
+			}
+			parts = append(parts, a.text)
+		}
+		s.z.unknownCwd = true
+		s.z.script(strings.Join(parts, " "), s.depth+1, at)
 	}
-	s.z.script(w.text, s.depth+1)
+	if n == "source" || n == "." {
+		if len(ws) > 1 {
+			s.path(ws[1], Read, at)
+		}
+		s.z.unknownCwd = true // the file may cd anywhere
+	}
+	return at, at
+}
+
+// testAssigns reports a test or [ that uses -v or -R (which evaluate a subscript).
+func testAssigns(args []word) bool {
+	for _, a := range args {
+		if a.static && (a.text == "-v" || a.text == "-R") || !a.static && (a.prefix == "-v" || a.prefix == "-R") {
+			return true
+		}
+	}
+	return false
+}
+
+// setUnsafe says why a set command is outside the subset: only the options that make the
+// shell stricter or noisier (-e -u -x -v -o pipefail ...) and -- (positional parameters)
+// are in it.
+func setUnsafe(args []word) string {
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if !a.static {
+			return "set with a value only known when the line runs"
+		}
+		t := a.text
+		if t == "--" || t == "-" {
+			return ""
+		}
+		if len(t) < 2 || t[0] != '-' && t[0] != '+' {
+			return ""
+		}
+		for _, c := range t[1:] {
+			switch c {
+			case 'e', 'u', 'x', 'v', 'C', 'f', 'n', 'E', 'h', 'B':
+			case 'o':
+				if i+1 >= len(args) {
+					return ""
+				}
+				i++
+				switch args[i].text {
+				case "pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob", "errtrace", "hashall", "braceexpand", "noexec":
+				default:
+					return "set -o " + args[i].text + " changes how the shell runs later commands"
+				}
+			default:
+				return "set -" + string(c) + " changes how the shell runs later commands"
+			}
+		}
+	}
+	return ""
+}
+
+// wrapper handles a command that runs another one after its options.
+func (s *scope) wrapper(n string, spec wrapSpec, ws []word, at []int) ([]int, []int) {
+	args := ws[1:]
+	i, seen, ok := splitOpts(args, spec)
+	if !ok {
+		return s.emit(ws, at) // options we do not know: the whole text asks
+	}
+	rest := args[i:]
+	if privileged[n] {
+		s.emitUnchecked(ws, n+" runs a command as another user")
+		if _, ok := seen["e"]; ok && n == "sudo" { // sudoedit: edits files
+			for _, a := range rest {
+				s.path(a, Write, at)
+			}
+			return at, at
+		}
+		if len(rest) == 0 {
+			return at, at
+		}
+		if n == "runuser" {
+			if c, ok := seen["command"]; ok {
+				s.z.script(c, s.depth+1, at)
+				return at, at
+			}
+		}
+		_, shell := seen["s"]
+		_, login := seen["i"]
+		if n == "sudo" && (shell || login) {
+			// sudo -s cmd args runs "cmd args" through the shell.
+			s.z.script(join(rest), s.depth+1, at)
+			return at, at
+		}
+		return s.command(rest, at)
+	}
+	switch n {
+	case "time":
+		for _, k := range []string{"o", "output"} {
+			if o, ok := seen[k]; ok {
+				s.path(withText(args[0], o), Write, at)
+			}
+		}
+	case "xargs":
+		for _, k := range []string{"a", "arg-file"} {
+			if a, ok := seen[k]; ok {
+				s.path(withText(args[0], a), Read, at)
+			}
+		}
+	case "flock":
+		if c, ok := seen["c"]; ok {
+			s.z.script(c, s.depth+1, at)
+			return at, at
+		}
+		if c, ok := seen["command"]; ok {
+			s.z.script(c, s.depth+1, at)
+			return at, at
+		}
+		if i > 0 {
+			s.path(args[i-1], Read, at) // the lock file
+		}
+	}
+	if len(rest) == 0 {
+		if n == "exec" || n == "builtin" || n == "xargs" {
+			return at, at // exec with redirections only; xargs runs echo
+		}
+		return s.emit(ws, at)
+	}
+	if n == "watch" {
+		_, x := seen["x"]
+		_, exec := seen["exec"]
+		if !x && !exec {
+			return s.z.script(join(rest), s.depth+1, at), at // watch runs its words through sh -c
+		}
+	}
+	if n == "builtin" {
+		if _, ok := opaqueBuiltins[rest[0].text]; !ok && !safeBuiltins[rest[0].text] {
+			s.z.opaque("builtin " + rest[0].text + " is not a builtin toolsd follows")
+		}
+	}
+	if n == "xargs" {
+		s.z.extra = "xargs"
+		s.dynamic("(the arguments xargs reads from its input)")
+	}
+	return s.command(rest, at)
+}
+
+// safeBuiltins are the builtins the analysis follows (besides the wrappers).
+var safeBuiltins = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "dirs": true, "echo": true, "printf": true, "pwd": true,
+	"true": true, "false": true, ":": true, "test": true, "[": true, "set": true, "exit": true,
+	"shift": true, "type": true, "wait": true, "kill": true, "jobs": true, "times": true, "help": true,
+	"command": true, "exec": true,
+}
+
+// nested parses the script held in w (a -c string).
+func (s *scope) nested(w word, at []int) []int {
+	if !w.static {
+		s.z.opaque("a shell runs text only known when the line runs: " + w.raw)
+		return at
+	}
+	return s.z.script(w.text, s.depth+1, at)
 }
 
 // shell handles sh/bash/zsh...: with -c the string is parsed; otherwise the shell runs a
-// file or reads commands from stdin, which is reported as the command itself.
-func (s *scope) shell(ws []word, raw string) {
+// file (reported as the command itself) or reads commands from its input (not understood).
+func (s *scope) shell(ws []word, at []int) ([]int, []int) {
 	args := ws[1:]
 	cmd := false
 	for i := 0; i < len(args); i++ {
 		a := args[i]
 		if !a.static {
-			s.z.opaque(raw)
-			return
+			s.z.opaque("a shell with an argument only known when the line runs: " + a.raw)
+			s.emitUnchecked(ws, "not understood")
+			return at, at
 		}
 		t := a.text
 		switch {
@@ -374,23 +502,24 @@ func (s *scope) shell(ws []word, raw string) {
 			}
 			if cmd {
 				if i < len(args) {
-					s.nested(args[i], raw)
+					s.nested(args[i], at)
 				} else {
-					s.z.opaque(raw)
+					s.z.opaque("a shell -c without a command")
 				}
-				return
+				return at, at
 			}
 			if i < len(args) {
-				s.path(args[i])
+				s.path(args[i], Read, at)
+				return s.emit(ws, at)
 			}
-			s.emit(ws)
-			return
+			s.z.opaque(ws[0].text + " runs commands read from its input, which no analysis sees")
+			s.emitUnchecked(ws, "not understood")
+			return at, at
 		case strings.HasPrefix(t, "--"):
 			switch t {
 			case "--login", "--noprofile", "--norc", "--posix", "--noediting", "--restricted", "--verbose":
 			default:
-				s.emit(ws) // --rcfile, --init-file, ...: not looked through
-				return
+				return s.emit(ws, at) // --rcfile, --init-file, ...: not looked through
 			}
 		default:
 			// -eux, -lc, -o pipefail, +o x, -O extglob
@@ -402,28 +531,30 @@ func (s *scope) shell(ws []word, raw string) {
 					i++ // the option's name
 				case 'e', 'u', 'x', 'v', 'l', 'f', 'h', 'B', 'C', 'E', 'H', 'P', 'T', 'a', 'b', 'k', 'm', 'n', 'p', 't':
 				default:
-					s.emit(ws) // -i, -s, and what we do not know: the whole text asks
-					return
+					return s.emit(ws, at) // -i, -s, and what we do not know: the whole text asks
 				}
 			}
 		}
 	}
 	if cmd {
-		s.z.opaque(raw)
-		return
+		s.z.opaque("a shell -c without a command")
+		return at, at
 	}
-	s.emit(ws) // a bare shell reads commands from stdin: curl x | sh
+	s.z.opaque(ws[0].text + " runs commands read from its input, which no analysis sees")
+	s.emitUnchecked(ws, "not understood")
+	return at, at
 }
 
 // env handles env [options] [NAME=value]... [command [args]].
-func (s *scope) env(ws []word, raw string) {
+func (s *scope) env(ws []word, at []int) ([]int, []int) {
 	args := ws[1:]
 	i := 0
 	for i < len(args) {
 		a := args[i]
 		if !a.static {
-			s.z.opaque(raw)
-			return
+			s.z.opaque("env with an argument only known when the line runs: " + a.raw)
+			s.emitUnchecked(ws, "not understood")
+			return at, at
 		}
 		t := a.text
 		if t == "--" {
@@ -445,48 +576,56 @@ func (s *scope) env(ws []word, raw string) {
 		}
 		if t == "-C" || t == "--chdir" {
 			if i+1 < len(args) {
-				s.dir(args[i+1])
+				s.path(args[i+1], Chdir, at)
+				at = s.cd(args[i+1], at)
 			}
 			i += 2
 			continue
 		}
 		if strings.HasPrefix(t, "--chdir=") || (strings.HasPrefix(t, "-C") && len(t) > 2) {
-			d := a
-			d.text = strings.TrimPrefix(strings.TrimPrefix(t, "--chdir="), "-C")
-			s.dir(d)
+			d := withText(a, strings.TrimPrefix(strings.TrimPrefix(t, "--chdir="), "-C"))
+			s.path(d, Chdir, at)
+			at = s.cd(d, at)
 			i++
 			continue
 		}
 		if strings.HasPrefix(t, "-") {
 			// -S/--split-string and what we do not know: no static reading.
-			s.z.opaque(raw)
-			return
+			s.z.opaque("env " + t + " is not an option the analysis follows")
+			s.emitUnchecked(ws, "not understood")
+			return at, at
 		}
 		break
 	}
 	for i < len(args) && args[i].static && strings.Contains(args[i].text, "=") && !strings.HasPrefix(args[i].text, "=") {
 		name, _, _ := strings.Cut(args[i].text, "=")
-		if dangerousVar(name) {
-			s.z.opaque(raw)
+		if why := assignable(name); why != "" {
+			s.z.opaque("it sets " + name + ", " + why)
 		}
 		i++
 	}
 	if i >= len(args) {
-		s.emit(ws[:1]) // prints the environment
-		return
+		s.emit(ws[:1], at) // prints the environment
+		return at, at
 	}
-	s.command(args[i:], raw)
+	return s.command(args[i:], at)
 }
 
-// find handles find [paths] [expression], its -exec family and its writing actions.
-func (s *scope) find(ws []word, raw string) {
-	s.emit(ws)
+// find handles find [options] [paths] [expression]: its start paths, the paths its tests
+// and actions name, and the commands of -exec, -execdir, -ok and -okdir, each reported as a
+// command of its own.
+func (s *scope) find(ws []word, at []int) ([]int, []int) {
+	c := s.emitUnchecked(ws, "")
 	args := ws[1:]
+	unsafe := func(why string) { s.markUnsafe(c, why) }
 	i := 0
 	// Options before the start paths: -H -L -P -D debugopts -Olevel.
 	for i < len(args) && args[i].static {
 		t := args[i].text
-		if t == "-H" || t == "-L" || t == "-P" || strings.HasPrefix(t, "-O") {
+		if t == "-L" || t == "-H" {
+			unsafe("find " + t + " follows symlinks, which may lead outside the workspace")
+			i++
+		} else if t == "-P" || strings.HasPrefix(t, "-O") {
 			i++
 		} else if t == "-D" {
 			i += 2
@@ -499,181 +638,432 @@ func (s *scope) find(ws []word, raw string) {
 		if args[i].static && (strings.HasPrefix(t, "-") || t == "(" || t == "!" || t == ")") {
 			break
 		}
-		s.path(args[i])
+		if !args[i].static && args[i].prefix == "" {
+			unsafe("a start path of find is only known when the line runs (" + args[i].raw + ")")
+		}
+		s.path(args[i], Read, at)
 	}
 	for ; i < len(args); i++ {
-		t := args[i].text
-		if !args[i].static {
+		a := args[i]
+		t := a.text
+		if !a.static {
+			if strings.HasPrefix(a.prefix, "-") || a.prefix == "" {
+				unsafe("a find expression only known when the line runs (" + a.raw + ")")
+			}
 			continue
 		}
-		switch t {
-		case "-exec", "-execdir", "-ok", "-okdir":
+		switch {
+		case t == "-exec" || t == "-execdir" || t == "-ok" || t == "-okdir":
 			j := i + 1
 			for j < len(args) && !(args[j].static && (args[j].text == ";" || args[j].text == "+" && j > i+1 && args[j-1].text == "{}")) {
 				j++
 			}
-			s.command(args[i+1:j], raw)
+			s.command(args[i+1:j], at)
 			i = j
-		case "-fprint", "-fprint0", "-fls", "-fprintf":
+		case t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf":
 			if i+1 < len(args) {
-				s.write(args[i+1])
+				s.path(args[i+1], Write, at)
 			}
-		case "-files0-from":
+			i++
+			if t == "-fprintf" {
+				i++
+			}
+		case t == "-files0-from" || t == "-newer" || t == "-anewer" || t == "-cnewer" || t == "-samefile" ||
+			strings.HasPrefix(t, "-newer") && len(t) == 8:
 			if i+1 < len(args) {
-				s.path(args[i+1])
+				s.path(args[i+1], Read, at)
 			}
+			i++
+		case t == "-delete":
+			unsafe("find -delete deletes what it finds")
+		case t == "-follow":
+			unsafe("find -follow follows symlinks, which may lead outside the workspace")
+		case findValue[t]:
+			i++ // the test's value: a pattern, a number, a type
+		case findFlag[t] || t == "(" || t == ")" || t == "!" || t == ",":
+		default:
+			unsafe(t + " is not a find expression toolsd knows to be safe")
 		}
 	}
+	return at, at
 }
 
-// fileCommands take paths as arguments: every argument that is not an option is a path,
-// and so is the value of an option written as --opt=value or -Xvalue with a path-like value.
-var fileCommands = map[string]bool{
-	"rm": true, "rmdir": true, "unlink": true, "shred": true, "cp": true, "mv": true, "install": true,
-	"ln": true, "link": true, "mkdir": true, "mkfifo": true, "mknod": true, "touch": true, "truncate": true,
-	"chmod": true, "chown": true, "chgrp": true, "chattr": true, "setfacl": true, "cat": true, "tac": true, "nl": true,
-	"head": true, "tail": true, "less": true, "more": true, "most": true, "bat": true, "batcat": true, "view": true,
-	"vi": true, "vim": true, "nvim": true, "nano": true, "emacs": true, "ed": true, "rsync": true, "scp": true,
-	"tar": true, "zip": true, "unzip": true, "gzip": true, "gunzip": true, "zcat": true, "bzip2": true,
-	"bunzip2": true, "xz": true, "unxz": true, "zstd": true, "7z": true, "sed": true, "awk": true, "gawk": true,
-	"grep": true, "egrep": true, "fgrep": true, "rg": true, "ag": true, "ls": true, "dir": true, "tree": true,
-	"stat": true, "file": true, "du": true, "wc": true, "sort": true, "uniq": true, "cut": true, "paste": true,
-	"join": true, "comm": true, "diff": true, "cmp": true, "patch": true, "readlink": true, "realpath": true,
-	"md5sum": true, "sha1sum": true, "sha256sum": true, "sha512sum": true, "cksum": true, "base64": true,
-	"xxd": true, "hexdump": true, "od": true, "strings": true, "iconv": true, "split": true, "csplit": true,
-	"source": true, "open": true, "xdg-open": true, "jq": true, "yq": true, "split-file": true, "shasum": true,
-	"lsattr": true, "getfacl": true, "fold": true, "fmt": true, "expand": true, "unexpand": true, "tr": false,
+// findValue are find's tests and options that take one value that is not a path.
+var findValue = set("-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype " +
+	"-size -mtime -mmin -atime -amin -ctime -cmin -used -perm -user -group -uid -gid -maxdepth -mindepth " +
+	"-links -inum -regextype -printf -fstype -context")
+
+// findFlag are find's tests, options and actions without a value that run and write nothing.
+var findFlag = set("-print -print0 -ls -prune -quit -depth -empty -readable -writable -executable -true -false " +
+	"-not -a -o -and -or -mount -xdev -nouser -nogroup -daystart -noleaf -ignore_readdir_race " +
+	"-noignore_readdir_race -warn -nowarn")
+
+func set(words string) map[string]bool {
+	m := map[string]bool{}
+	for _, w := range strings.Fields(words) {
+		m[w] = true
+	}
+	return m
 }
 
-// patternFirst commands take a pattern or script as their first non-option argument unless
-// an option gave it.
-var patternFirst = map[string]string{
-	"grep": "ef", "egrep": "ef", "fgrep": "ef", "rg": "ef", "ag": "", "sed": "ef", "awk": "f", "gawk": "f", "jq": "",
-}
-
-// emit reports ws as a command, with what it touches.
-func (s *scope) emit(ws []word) {
+// emitUnchecked reports ws as a command without checking its arguments against a grammar
+// (the caller does, or knows why they are unsafe), and returns its index in Commands.
+func (s *scope) emitUnchecked(ws []word, unsafe string) int {
 	name := cleanName(ws[0].text)
-	cws := append([]word{{text: name, raw: ws[0].raw, static: true}}, ws[1:]...)
-	c := Command{Text: join(cws), Name: name, Args: texts(ws[1:])}
-	c.Always = always(cws)
+	cws := append([]word{{text: name, raw: ws[0].raw, static: true, prefix: name}}, ws[1:]...)
+	c := Command{Text: join(cws), Name: name, Args: texts(ws[1:]), Unsafe: unsafe}
+	c.Always = always(cws, unsafe != "")
 	s.z.a.Commands = append(s.z.a.Commands, c)
-	s.touches(name, ws[1:])
+	return len(s.z.a.Commands) - 1
 }
 
-// touches records the paths, writes and directories of a command's arguments.
-func (s *scope) touches(name string, args []word) {
-	base := name
-	if i := strings.LastIndexByte(base, '/'); i >= 0 {
-		base = base[i+1:]
-	}
-	switch base {
-	case "cd", "pushd":
-		for _, a := range args {
-			if a.static && strings.HasPrefix(a.text, "-") && a.text != "-" {
-				continue
-			}
-			s.dir(a)
-			return
-		}
-		s.z.a.Dirs = appendUnique(s.z.a.Dirs, "~")
-		return
-	case "tee":
-		for _, a := range args {
-			if a.static && strings.HasPrefix(a.text, "-") {
-				continue
-			}
-			s.write(a)
-		}
-		return
-	case "dd":
-		for _, a := range args {
-			switch {
-			case strings.HasPrefix(a.text, "of="):
-				s.pathText(a, a.text[3:], true)
-			case strings.HasPrefix(a.text, "if="):
-				s.pathText(a, a.text[3:], false)
-			}
-		}
-		return
-	case "git", "make", "gmake":
-		for i, a := range args {
-			if a.text == "-C" && i+1 < len(args) {
-				s.dir(args[i+1])
-			} else if strings.HasPrefix(a.text, "--directory=") {
-				s.pathText(a, strings.TrimPrefix(a.text, "--directory="), false)
-			} else if base == "git" && strings.HasPrefix(a.text, "--output=") {
-				s.pathText(a, strings.TrimPrefix(a.text, "--output="), true)
-			} else if base == "git" && (strings.HasPrefix(a.text, "--git-dir=") || strings.HasPrefix(a.text, "--work-tree=")) {
-				_, v, _ := strings.Cut(a.text, "=")
-				s.pathText(a, v, false)
-			}
-		}
-		return
-	case "curl", "wget", "sort":
-		defer func() {
-			if base == "sort" {
-				s.filePaths(base, args)
-			}
-		}()
-		short := map[string]string{"curl": "-o", "wget": "-O", "sort": "-o"}[base]
-		long := map[string]string{"curl": "--output", "wget": "--output-document", "sort": "--output"}[base]
-		for i, a := range args {
-			switch {
-			case (a.text == short || a.text == long) && i+1 < len(args):
-				s.write(args[i+1])
-			case strings.HasPrefix(a.text, long+"="):
-				s.pathText(a, strings.TrimPrefix(a.text, long+"="), true)
-			case strings.HasPrefix(a.text, short) && len(a.text) > 2 && !strings.HasPrefix(a.text, "--"):
-				s.pathText(a, a.text[2:], true)
-			}
-		}
-		return
-	}
-	if fileCommands[base] {
-		s.filePaths(base, args)
+// markUnsafe records why the command at index i is unsafe (the first reason stays); it
+// then offers only its exact text.
+func (s *scope) markUnsafe(i int, why string) {
+	c := &s.z.a.Commands[i]
+	if c.Unsafe == "" {
+		c.Unsafe = why
+		c.Always = c.Always[:1]
 	}
 }
 
-// filePaths records the path arguments of a file command.
-func (s *scope) filePaths(base string, args []word) {
-	given, skipFirst := patternFirst[base]
-	dashdash, skipNext := false, false
+// emit reports ws as a command: its arguments are checked against the command's grammar,
+// its path words recorded.
+func (s *scope) emit(ws []word, at []int) ([]int, []int) {
+	name := cleanName(ws[0].text)
+	cws := append([]word{{text: name, raw: ws[0].raw, static: true, prefix: name}}, ws[1:]...)
+	extra := s.z.extra
+	s.z.extra = ""
+	unsafe := s.checkCommand(name, ws[1:], at)
+	if extra != "" && unsafe == "" {
+		unsafe = name + " gets more arguments from its input (" + extra + "), which no analysis sees"
+	}
+	c := Command{Text: join(cws), Name: name, Args: texts(ws[1:]), Unsafe: unsafe}
+	c.Always = always(cws, unsafe != "")
+	s.z.a.Commands = append(s.z.a.Commands, c)
+	if linkMaker(name, ws[1:]) {
+		s.z.linked = true
+	}
+	return at, at
+}
+
+// checkCommand checks the arguments of the command name against its grammar (through
+// subcommands and the programs a runner runs), records their path words, and says why they
+// are unsafe ("" when they fit).
+func (s *scope) checkCommand(name string, args []word, at []int) string {
+	if why := runsCommandsWhy(name, args); why != "" {
+		// Its words are still checked where they may be paths (vim *, less link/x).
+		s.checkArgs(name, defaultGrammar, args, at)
+		// A wrapper's command is reported too, so that a deny rule sees it (busybox rm x).
+		if skip, ok := innerCommand[path.Base(name)]; ok {
+			for i, a := range args {
+				if a.static && !strings.HasPrefix(a.text, "-") {
+					if skip > 0 {
+						skip--
+						continue
+					}
+					s.command(args[i:], at)
+					break
+				}
+			}
+		}
+		return why
+	}
+	if name == "ln" {
+		return s.ln(args, at)
+	}
+	if name == "dd" {
+		// dd's operands: if= is read, of= written; the rest are numbers and flags.
+		for _, a := range args {
+			switch {
+			case strings.HasPrefix(a.prefix, "of="):
+				s.path(withText(a, a.text[3:]), Write, at)
+			case strings.HasPrefix(a.prefix, "if="):
+				s.path(withText(a, a.text[3:]), Read, at)
+			case !a.static:
+				return "an operand of dd is only known when the line runs (" + a.raw + ")"
+			}
+		}
+		return ""
+	}
+	if (name == "chmod" || name == "chgrp" || name == "chown") && len(args) > 0 && chmodMode(args[0]) {
+		args = append([]word{withText(args[0], "MODE")}, args[1:]...)
+	}
+	key := name
+	if (name == "python" || name == "python3") && pyModule(args) >= 0 {
+		// python -m pytest -x: the module's grammar checks its words.
+		i := pyModule(args)
+		opts := *grammars[name]
+		opts.check = nil
+		if why, _, _ := s.checkArgs(name, &opts, args[:i], at); why != "" {
+			return why
+		}
+		if i+1 >= len(args) || !args[i+1].static {
+			return name + " -m runs a module only known when the line runs"
+		}
+		key, args = args[i+1].text, args[i+2:]
+	}
+	g := grammars[key]
+	if g == nil {
+		g = defaultGrammar
+	}
+	if name == "tar" && len(args) > 0 && args[0].static && !args[0].glob && oldStyleTar(args[0].text) {
+		// Old-style options: "tar xzf a.tgz" is "tar -x -z -f a.tgz".
+		args = append([]word{withText(args[0], "-"+args[0].text)}, args[1:]...)
+	}
+	unsafe := ""
+	for depth := 0; depth < 4; depth++ {
+		why, after, next := s.checkArgs(key, g, args, at)
+		if unsafe == "" {
+			unsafe = why
+		}
+		at = after
+		if next < 0 {
+			return unsafe
+		}
+		sub := args[next]
+		if !sub.static {
+			return firstOf(unsafe, key+" runs a subcommand only known when the line runs")
+		}
+		if g.runs {
+			// npx tsc --noEmit: tsc's own grammar checks the rest.
+			key = path.Base(sub.text)
+			g = grammars[key]
+			if g == nil {
+				g = defaultGrammar
+			}
+			if strings.Contains(sub.text, "/") {
+				s.path(sub, Read, at)
+			}
+		} else {
+			key += " " + sub.text
+			g = grammars[key]
+			if g == nil {
+				why := key + " is not a subcommand toolsd knows to be safe"
+				if e, ok := escapes[key]; ok {
+					why = key + " " + e
+				}
+				for _, a := range args[next+1:] {
+					s.maybePath(a, at)
+				}
+				return firstOf(unsafe, why)
+			}
+		}
+		args = args[next+1:]
+	}
+	return firstOf(unsafe, name+" nests subcommands deeper than toolsd follows")
+}
+
+// innerCommand are the runsCommands that take a command after their options (and after
+// this many positional words: chroot's folder, sg's group).
+var innerCommand = map[string]int{
+	"strace": 0, "ltrace": 0, "valgrind": 0, "busybox": 0, "toybox": 0, "unshare": 0, "nsenter": 0,
+	"setpriv": 0, "fakeroot": 0, "firejail": 0, "bwrap": 0, "proot": 0, "systemd-run": 0, "chronic": 0,
+	"unbuffer": 0, "prlimit": 0, "numactl": 0, "catchsegv": 0, "xvfb-run": 0, "dbus-run-session": 0,
+	"chroot": 1, "sg": 1, "parallel": 0, "entr": 0,
+}
+
+// runsCommandsWhy says why the command name (or name and first word) runs commands no
+// grammar can check ("" when it is not one of runsCommands).
+func runsCommandsWhy(name string, args []word) string {
+	base := path.Base(name)
+	if why, ok := runsCommands[base]; ok {
+		return base + " " + why
+	}
 	for _, a := range args {
-		t := a.text
-		if skipNext {
-			skipNext = false
-			continue
-		}
-		if !dashdash && a.static && t == "--" {
-			dashdash = true
-			continue
-		}
-		if !dashdash && a.static && len(t) > 1 && t[0] == '-' {
-			if strings.HasPrefix(t, "--") {
-				if _, v, ok := strings.Cut(t, "="); ok && looksLikePath(v) {
-					s.pathText(a, v, false)
-				}
-				if name, _, _ := strings.Cut(t[2:], "="); name == "regexp" || name == "file" || name == "expression" {
-					skipFirst = false
-				}
-				continue
+		if a.static && !strings.HasPrefix(a.text, "-") {
+			if why, ok := runsCommands[base+" "+a.text]; ok {
+				return base + " " + a.text + " " + why
 			}
-			if given != "" && strings.ContainsAny(t[1:2], given) {
-				skipFirst = false
-				skipNext = len(t) == 2 // -e PATTERN
-			}
-			if len(t) > 2 && looksLikePath(t[2:]) && strings.ContainsAny(t[2:3], "/~.") {
-				s.pathText(a, t[2:], false)
-			}
-			continue
+			break
 		}
-		if skipFirst {
-			skipFirst = false
-			continue
-		}
-		s.path(a)
 	}
+	return ""
+}
+
+// oldStyleTar reports tar's first word as old-style options ("xzf"): letters only.
+func oldStyleTar(t string) bool {
+	if t == "" {
+		return false
+	}
+	for i := 0; i < len(t); i++ {
+		if !(t[i] >= 'a' && t[i] <= 'z' || t[i] >= 'A' && t[i] <= 'Z') {
+			return false
+		}
+	}
+	return true
+}
+
+// pyModule returns the index of python's -m among its options, or -1.
+func pyModule(args []word) int {
+	for i, a := range args {
+		if !a.static || !strings.HasPrefix(a.text, "-") || a.text == "--" {
+			return -1
+		}
+		if a.text == "-m" {
+			return i
+		}
+	}
+	return -1
+}
+
+func firstOf(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// chmodMode reports a chmod mode that looks like an option (-x, -rw): chmod takes it as
+// the mode.
+func chmodMode(w word) bool {
+	if !w.static || len(w.text) < 2 || w.text[0] != '-' {
+		return false
+	}
+	for _, c := range w.text[1:] {
+		if !strings.ContainsRune("rwxXstugo,+-=", c) {
+			return false
+		}
+	}
+	return true
+}
+
+// ln checks ln's arguments; a symbolic link is recorded as a Link (its target is resolved
+// from the link's folder, when a later command goes through it), a hard link's targets as
+// paths it reads.
+func (s *scope) ln(args []word, at []int) string {
+	why, _, _ := s.checkArgs("ln", grammars["ln"], args, at)
+	symbolic := false
+	targetDir := ""
+	var pos []word
+	dashdash := false
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		t := a.text
+		switch {
+		case !dashdash && t == "--":
+			dashdash = true
+		case !dashdash && (t == "-t" || t == "--target-directory") && i+1 < len(args):
+			targetDir = args[i+1].text
+			s.path(args[i+1], Read, at)
+			i++
+		case !dashdash && strings.HasPrefix(t, "--target-directory="):
+			targetDir = strings.TrimPrefix(t, "--target-directory=")
+			s.path(withText(a, targetDir), Read, at)
+		case !dashdash && strings.HasPrefix(t, "--"):
+			symbolic = symbolic || t == "--symbolic"
+		case !dashdash && len(t) > 1 && t[0] == '-':
+			symbolic = symbolic || strings.ContainsRune(t, 's')
+		default:
+			pos = append(pos, a)
+		}
+	}
+	if len(pos) == 0 {
+		return why
+	}
+	targets, links := pos, []string(nil)
+	switch {
+	case targetDir != "":
+		for _, t := range targets {
+			links = append(links, targetDir+"/"+path.Base(t.text))
+		}
+	case len(pos) == 1:
+		links = []string{path.Base(pos[0].text)}
+	case len(pos) == 2:
+		targets = pos[:1]
+		// The second word is the link, or a folder the link goes in.
+		links = []string{pos[1].text, pos[1].text + "/" + path.Base(pos[0].text)}
+		s.path(pos[1], Create, at)
+	default:
+		targets = pos[:len(pos)-1]
+		for _, t := range targets {
+			links = append(links, pos[len(pos)-1].text+"/"+path.Base(t.text))
+		}
+		s.path(pos[len(pos)-1], Create, at)
+	}
+	for _, t := range targets {
+		if !symbolic {
+			s.path(t, Read, at) // a hard link to a file outside is a way to write it
+			continue
+		}
+		if !t.static {
+			s.z.linked = true
+			continue
+		}
+		for _, l := range links {
+			s.z.a.Links = append(s.z.a.Links, Link{Path: l, Target: t.text, At: at})
+		}
+	}
+	return why
+}
+
+// linkMaker reports a command that can create or move symlinks in the workspace in ways the
+// analysis does not model (ln -s is modelled): paths used after it are only known when the
+// line runs.
+func linkMaker(name string, args []word) bool {
+	sub := ""
+	for _, a := range args {
+		if a.static && !strings.HasPrefix(a.text, "-") {
+			sub = a.text
+			break
+		}
+	}
+	switch name {
+	case "mv", "unzip", "cpio", "rsync", "7z", "7za", "bsdtar":
+		return true
+	case "cp":
+		for _, a := range args {
+			t := a.text
+			if strings.HasPrefix(t, "--") {
+				if t == "--recursive" || t == "--archive" || t == "--no-dereference" || t == "--symbolic-link" || t == "--link" || strings.HasPrefix(t, "--preserve") {
+					return true
+				}
+			} else if strings.HasPrefix(t, "-") && strings.ContainsAny(t, "rRadPsl") {
+				return true
+			}
+		}
+	case "tar":
+		for _, a := range args {
+			t := a.text
+			if t == "--extract" || t == "--get" || strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--") && strings.Contains(t, "x") ||
+				a == args[0] && !strings.HasPrefix(t, "-") && strings.Contains(t, "x") {
+				return true
+			}
+		}
+	case "git":
+		switch sub {
+		case "checkout", "switch", "restore", "reset", "stash", "apply", "am", "merge", "pull", "rebase",
+			"cherry-pick", "revert", "worktree", "submodule", "clone", "read-tree", "checkout-index":
+			return true
+		}
+	}
+	return false
+}
+
+// maybePath records a word that is a path if it looks like one, or if it names something
+// that exists (checked when the line's requests are built).
+func (s *scope) maybePath(w word, at []int) {
+	if !w.static {
+		if looksLikePath(w.prefix) {
+			s.dynamic(w.raw)
+		}
+		return
+	}
+	if name, val, ok := strings.Cut(w.text, "="); ok && isShellName(name) {
+		// make CC=/tmp/x, go run . -- out=dir: the value is what may be a path.
+		if looksLikePath(val) {
+			s.path(withText(w, val), Read, at)
+		}
+		return
+	}
+	if looksLikePath(w.text) || w.glob {
+		s.path(w, Read, at)
+		return
+	}
+	if w.text == "" || s.z.linked || s.z.unknownCwd {
+		return
+	}
+	s.z.a.Uses = append(s.z.a.Uses, Use{Text: w.text, Kind: Read, At: at, Maybe: true})
 }
 
 func looksLikePath(v string) bool {

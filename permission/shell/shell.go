@@ -1,39 +1,3 @@
-// Package shell parses a shell command line into the simple commands it would really run,
-// the paths it would write or touch, and the parts no parser can see through.
-//
-// The parser is mvdan.cc/sh/v3/syntax (bash dialect). Every simple command anywhere in the
-// tree counts: in pipelines and lists (| && || ; & newline), subshells and { } groups,
-// command and process substitutions (also inside double quotes, arguments, assignments,
-// parameter expansions, redirection targets and here-document bodies), function bodies,
-// if/while/until/for/select/case bodies, [[ ]] and (( )), coproc and time. The strings run by
-// bash/sh/zsh/dash/ksh -c, trap, watch and su -c are parsed in turn (up to a depth limit), and
-// the wrappers env, sudo, doas, pkexec, timeout, nice, ionice, nohup, time, command, exec,
-// builtin, stdbuf, setsid, xargs, watch and find -exec/-execdir/-ok/-okdir are looked
-// through: the command they run is reported as a command of its own. The privilege wrappers
-// (sudo, doas, su, pkexec, runuser) are reported too, with their whole text.
-//
-// A call of a function the script defines is reported like any other command (a call before
-// the definition runs the real program), and so is the function's body.
-//
-// What no static reading can decide lands in Analysis.Opaque, as written: eval, source or .
-// of a non-literal file, a command name with an expansion, a glob or a brace expansion
-// ($CMD args, "$(x)" y, /bin/r? x, {rm,x}), a command name with invisible or spacing
-// characters, an alias definition, hash -p, an assignment to a variable that changes what
-// runs (PATH, LD_*, DYLD_*, BASH_ENV, ENV, GIT_*, PAGER, EDITOR, HOME, PYTHONPATH,
-// NODE_OPTIONS, ...) whether by NAME=x, export, declare, a nameref, read, printf -v or env,
-// a quoted "$(" or backquote in a script that also evaluates text as arithmetic or prompt
-// strings (the a[$(cmd)] injection), nesting deeper than the limit, and anything the parser
-// rejects (which includes "((cmd); (cmd))", parsed as arithmetic).
-//
-// Command.Text is what permission patterns are matched against: the words after quote
-// removal ('git' "status" and git\ status both give "git status"), joined by single
-// spaces; comments, line continuations and assignments before the command are left out;
-// expansions in arguments are kept as written ("git status $(date)"). Nothing is
-// normalised beyond that: a fullwidth or otherwise non-ASCII name stays as it is, so it
-// matches no ASCII rule. A command name containing a slash is cleaned ("ls/../../bin/rm"
-// becomes "../bin/rm", "./x" stays "./x") so that it cannot pass for a bare name. Options
-// before a subcommand stay where they are: "git -c core.pager=x status" does not match
-// "git status*".
 package shell
 
 import (
@@ -51,55 +15,110 @@ type Command struct {
 	Name string
 	Args []string
 	// Always are the patterns an "always" answer could allow, narrowest first: the exact
-	// text (escaped, so that a literal * in it matches only itself), then the arity prefix
-	// with " *" ("git status *", "npm run build *"). Destructive commands (rm, mv, dd,
-	// chmod, sudo, interpreters, curl, "x delete", ...) offer only the exact text.
+	// text (escaped, so that a literal * in it matches only itself), then, for a command
+	// whose arguments are Safe, the arity prefix with " *" ("git status *", "npm run build
+	// *"). Destructive commands (rm, mv, dd, chmod, sudo, interpreters, curl, "x delete",
+	// ...) offer only the exact text.
 	Always []string
+	// Unsafe says why the command's arguments do not fit the grammar toolsd knows to be
+	// safe for it (an option that runs code or is not known, a value only known at run
+	// time, ...); empty when they do. A rule or an "always" answer with a wildcard does
+	// not allow an unsafe command: only one that names it exactly does (or the rule "*").
+	Unsafe string
+}
+
+// UseKind is what a command does with a path.
+type UseKind uint8
+
+// The kinds of path use.
+const (
+	Read   UseKind = iota // reads it (or lists it, or runs it)
+	Write                 // writes it: a redirection, tee, an output option
+	Chdir                 // works in it: git -C, make -C, env -C (cd itself makes a Cwd)
+	Create                // makes an entry there without following it (ln's link)
+)
+
+// Use is one path word of the line: as written after quote removal, what is done with it,
+// and the working folders it may be resolved from.
+type Use struct {
+	Text string
+	Kind UseKind
+	// At are indices into Analysis.Cwds: the line may be in any of these folders when the
+	// word is used.
+	At []int
+	// Maybe marks a word that is a path only if it names something that exists (an
+	// argument of a command that takes paths and other words alike: git log main src).
+	Maybe bool
+}
+
+// Cwd is a working folder the line can be in: Cwds[0] is the folder the line starts in,
+// every other one is a cd (or pushd) from another Cwd.
+type Cwd struct {
+	From int    // the Cwd the cd ran in; -1 for the start
+	Text string // the cd target after quote removal; "~" for a bare cd
+	// Physical: cd -P (or git -C, make -C: a chdir), resolved as the kernel does; bash's
+	// own cd is logical ("link/.." is the folder holding link).
+	Physical bool
+}
+
+// Link is a symbolic link the line creates (ln -s) before later commands use paths
+// through it: Path is resolved from the Cwd it was made in, Target from the link's own
+// folder (as the kernel does).
+type Link struct {
+	Path, Target string
+	At           []int
 }
 
 // Analysis is what a command line would do.
 type Analysis struct {
 	Commands []Command
-	// Writes are the targets of redirections and tee (and dd of=, curl -o, sort -o, find
-	// -fprint) that write, as written after quote removal. /dev/null, /dev/stdout,
-	// /dev/stderr, /dev/tty and /dev/fd/N are left out.
-	Writes []string
-	// Paths are the path arguments of file commands (rm, cp, mv, cat, ls, find, grep, ...)
-	// and the sources of input redirections, as written after quote removal.
-	Paths []string
-	// Dirs are the directories the line changes into (cd, pushd, git -C, make -C, env -C),
-	// as written; "~" for a bare cd.
-	Dirs []string
-	// Dynamic are path words (of Writes, Paths or Dirs) whose value is only known when the
-	// line runs ($f, ~user, a brace expansion, cd -), as written. They are not in Writes,
-	// Paths or Dirs.
+	// Uses are the path words of the line: arguments of file commands, option values that
+	// name files, redirection targets, git -C folders, with the folders they resolve from.
+	Uses []Use
+	Cwds []Cwd
+	// Links are the symlinks ln -s makes; paths used after them may lead through them.
+	Links []Link
+	// Dynamic are path words whose value or folder is only known when the line runs ($f,
+	// ~user, a brace expansion, a path after cd $d or after a command that can create
+	// links), as written. They are not in Uses.
 	Dynamic []string
-	// Opaque holds text no parser can see through (eval, source of a variable, an
-	// unparseable line): it always asks, with the raw text.
+	// Opaque holds the line when it is not fully understood (a construct outside the
+	// safe subset, text the parser rejects, code hidden where bash evaluates values): it
+	// always asks, with the raw text, and nothing may remember it. The commands found in
+	// it are still in Commands, so that deny rules still deny.
 	Opaque []string
+	// Reasons say why the line is opaque, in words for the person and the model.
+	Reasons []string
 }
 
 // maxDepth bounds the nesting of -c strings (bash -c "sh -c '...'").
 const maxDepth = 8
 
-// Analyze parses script. It never fails: what it cannot parse lands in Opaque.
+// maxCwds bounds the working folders tracked; past it, relative paths are Dynamic.
+const maxCwds = 64
+
+// Analyze parses script. It never fails: what it cannot understand makes the line Opaque.
 func Analyze(script string) *Analysis {
-	z := &analyzer{a: &Analysis{}}
-	z.script(script, 0)
-	if z.sawEval && z.sawQuotedSubst {
-		z.opaque(script)
+	z := &analyzer{a: &Analysis{Cwds: []Cwd{{From: -1}}}, root: script}
+	z.script(script, 0, []int{0})
+	if len(z.a.Reasons) > 0 {
+		z.a.Opaque = []string{script}
 	}
 	return z.a
 }
 
 type analyzer struct {
 	a      *Analysis
+	root   string
 	parser *syntax.Parser
-	// sawEval: the line evaluates text as code in a way that runs substitutions found in
-	// variable values (arithmetic contexts, [[ ]], ${x@P}).
-	sawEval bool
-	// sawQuotedSubst: a quoted or escaped "$(" or backquote, i.e. code kept as data.
-	sawQuotedSubst bool
+	// linked: a command that can create links (cp -a, tar x, git checkout, ...) ran
+	// before: paths used from here on may lead anywhere.
+	linked bool
+	// unknownCwd: a cd to a folder only known at run time came before.
+	unknownCwd bool
+	// extra names what gives the next emitted command more arguments than it shows
+	// (xargs).
+	extra string
 }
 
 // scope is one parsed script: the top line or a -c string.
@@ -109,14 +128,15 @@ type scope struct {
 	depth int
 }
 
-func (z *analyzer) opaque(s string) {
-	z.a.Opaque = appendUnique(z.a.Opaque, s)
+// opaque records why the line cannot be fully understood.
+func (z *analyzer) opaque(reason string) {
+	z.a.Reasons = appendUnique(z.a.Reasons, reason)
 }
 
-func (z *analyzer) script(src string, depth int) {
+func (z *analyzer) script(src string, depth int, at []int) []int {
 	if depth > maxDepth {
-		z.opaque(src)
-		return
+		z.opaque("shell strings nested more than 8 deep")
+		return at
 	}
 	if z.parser == nil {
 		z.parser = syntax.NewParser(syntax.Variant(syntax.LangBash))
@@ -125,80 +145,202 @@ func (z *analyzer) script(src string, depth int) {
 	// parse again.
 	f, err := z.parser.Parse(strings.NewReader(src), "")
 	if err != nil {
-		z.opaque(src)
-		return
+		z.opaque("the shell parser rejects it: " + err.Error())
+		return at
 	}
-	// Calls of functions the script defines are reported like any command: a call before
-	// the definition runs the real program ("rm -rf ~; rm() { :; }").
 	s := &scope{z: z, src: src, depth: depth}
-	syntax.Walk(f, s.visit)
+	return s.stmts(f.Stmts, at)
 }
 
-func (s *scope) visit(n syntax.Node) bool {
-	switch n := n.(type) {
-	case *syntax.Stmt:
-		for _, r := range n.Redirs {
-			s.redirect(r)
-		}
+// stmts runs a list of statements in sequence: each may start in any folder the previous
+// one may have left the line in.
+func (s *scope) stmts(list []*syntax.Stmt, at []int) []int {
+	for _, st := range list {
+		ok, fail := s.stmt(st, at)
+		at = union(ok, fail)
+	}
+	return at
+}
+
+// stmt evaluates one statement starting in the folders at, and returns the folders the
+// line may be in after it succeeded and after it failed.
+func (s *scope) stmt(st *syntax.Stmt, at []int) (ok, fail []int) {
+	if st.Coprocess || st.Disown {
+		s.z.opaque("a coprocess")
+	}
+	// The command first (its commands are reported before those of its redirections),
+	// the redirections opened in the folder the statement starts in.
+	ok, fail = at, at
+	if st.Cmd != nil {
+		ok, fail = s.cmd(st.Cmd, at)
+	}
+	for _, r := range st.Redirs {
+		s.redirect(r, at)
+	}
+	if st.Cmd == nil {
+		return at, at
+	}
+	if st.Background {
+		// A background job runs in a subshell: its cd does not move the line.
+		return at, at
+	}
+	if st.Negated {
+		ok, fail = fail, ok
+	}
+	return ok, fail
+}
+
+func (s *scope) cmd(c syntax.Command, at []int) (ok, fail []int) {
+	switch c := c.(type) {
 	case *syntax.CallExpr:
-		s.call(n)
+		return s.call(c, at)
+	case *syntax.BinaryCmd:
+		switch c.Op {
+		case syntax.AndStmt:
+			lok, lfail := s.stmt(c.X, at)
+			rok, rfail := s.stmt(c.Y, lok)
+			return rok, union(lfail, rfail)
+		case syntax.OrStmt:
+			lok, lfail := s.stmt(c.X, at)
+			rok, rfail := s.stmt(c.Y, lfail)
+			return union(lok, rok), rfail
+		default: // | and |&: every part runs in a subshell
+			s.stmt(c.X, at)
+			s.stmt(c.Y, at)
+			return at, at
+		}
+	case *syntax.Subshell:
+		s.stmts(c.Stmts, at)
+		return at, at
+	case *syntax.Block:
+		after := s.stmts(c.Stmts, at)
+		return after, after
+	case *syntax.TimeClause:
+		if c.Stmt == nil {
+			return at, at
+		}
+		return s.stmt(c.Stmt, at)
 	case *syntax.DeclClause:
-		s.decl(n)
-	case *syntax.Assign:
-		if n.Name != nil && dangerousVar(n.Name.Value) {
-			s.z.opaque(slice(s.src, n.Pos(), n.End()))
+		if s.safeExport(c, at) {
+			return at, at
 		}
-	case *syntax.WordIter:
-		if n.Name != nil && dangerousVar(n.Name.Value) {
-			s.z.opaque(slice(s.src, n.Pos(), n.End()))
+	}
+	// Everything else is outside the subset the analysis follows: control flow, function
+	// definitions, arithmetic and test commands, declarations. Their commands are still
+	// found (so that deny rules still deny), from a folder no longer known.
+	s.z.opaque(constructReason(c))
+	s.blind(c)
+	return at, at
+}
+
+// safeExport reports an export of assignments only, to names known to be harmless (export
+// CI=true); their values are analysed like any word.
+func (s *scope) safeExport(d *syntax.DeclClause, at []int) bool {
+	if d.Variant == nil || d.Variant.Value != "export" || len(d.Args) == 0 {
+		return false
+	}
+	for _, a := range d.Args {
+		if a.Naked || a.Name == nil || a.Index != nil || a.Array != nil || assignable(a.Name.Value) != "" {
+			return false
 		}
-	case *syntax.ArithmExp, *syntax.ArithmCmd, *syntax.LetClause, *syntax.TestClause, *syntax.CStyleLoop:
-		s.z.sawEval = true
-	case *syntax.ParamExp:
-		if n.Index != nil || n.Slice != nil || n.Excl || (n.Exp != nil && n.Exp.Op == syntax.OtherParamOps) {
-			s.z.sawEval = true
-		}
-	case *syntax.SglQuoted:
-		if strings.Contains(n.Value, "$(") || strings.Contains(n.Value, "`") {
-			s.z.sawQuotedSubst = true
-		}
-	case *syntax.Lit:
-		if strings.Contains(n.Value, "$(") || strings.Contains(n.Value, "`") {
-			s.z.sawQuotedSubst = true
+	}
+	for _, a := range d.Args {
+		if a.Value != nil {
+			s.word(a.Value, at)
 		}
 	}
 	return true
 }
 
+// constructReason names a construct outside the subset.
+func constructReason(c syntax.Command) string {
+	switch c := c.(type) {
+	case *syntax.IfClause, *syntax.WhileClause, *syntax.ForClause, *syntax.CaseClause:
+		return "control flow (if, for, while, case): the analysis follows only plain command lists"
+	case *syntax.FuncDecl:
+		return "a function definition"
+	case *syntax.ArithmCmd, *syntax.LetClause:
+		return "arithmetic evaluation (( )) or let, where bash runs code hidden in variable values"
+	case *syntax.TestClause:
+		return "[[ ]], where bash evaluates variable values as arithmetic (and runs code hidden in them)"
+	case *syntax.DeclClause:
+		v := "declare"
+		if c.Variant != nil {
+			v = c.Variant.Value
+		}
+		return v + ", which sets variables by name (and evaluates subscripts and -i values as code)"
+	case *syntax.CoprocClause:
+		return "a coprocess"
+	}
+	return "a shell construct the analysis does not follow"
+}
+
+// blind finds the commands of a subtree the analysis does not follow, so that deny rules
+// still see them; their paths are Dynamic.
+func (s *scope) blind(n syntax.Node) {
+	saved := s.z.unknownCwd
+	s.z.unknownCwd = true
+	syntax.Walk(n, func(n syntax.Node) bool {
+		switch n := n.(type) {
+		case *syntax.CallExpr:
+			s.call(n, []int{0})
+			return false
+		case *syntax.Redirect:
+			s.redirect(n, []int{0})
+			return false
+		case *syntax.DeclClause:
+			// declare x=$(cmd): the substitutions still run.
+			for _, a := range n.Args {
+				if a.Value != nil {
+					s.word(a.Value, []int{0})
+				}
+			}
+			return false
+		case *syntax.CmdSubst:
+			s.stmts(n.Stmts, []int{0})
+			return false
+		case *syntax.ProcSubst:
+			s.stmts(n.Stmts, []int{0})
+			return false
+		}
+		return true
+	})
+	s.z.unknownCwd = saved
+}
+
 // redirect records what a redirection reads or writes.
-func (s *scope) redirect(r *syntax.Redirect) {
+func (s *scope) redirect(r *syntax.Redirect, at []int) {
+	if r.N != nil && !isFD(r.N.Value) {
+		s.z.opaque("a redirection to a named file descriptor ({var}>file), which assigns a variable")
+	}
 	if r.Word == nil {
 		return
 	}
+	if r.Hdoc != nil {
+		s.word(r.Hdoc, at)
+	}
 	switch r.Op {
-	case syntax.Hdoc, syntax.DashHdoc, syntax.WordHdoc:
+	case syntax.Hdoc, syntax.DashHdoc:
+		return
+	case syntax.WordHdoc:
+		s.word(r.Word, at)
 		return
 	}
-	w := render(s.src, r.Word)
+	w := s.word(r.Word, at)
 	switch r.Op {
-	case syntax.RdrOut, syntax.AppOut, syntax.RdrClob, syntax.AppClob, syntax.RdrAll,
-		syntax.RdrAllClob, syntax.AppAll, syntax.AppAllClob:
-		s.write(w)
-	case syntax.RdrInOut:
-		s.write(w)
 	case syntax.RdrIn:
-		s.path(w)
+		s.path(w, Read, at)
 	case syntax.DplOut, syntax.DplIn:
 		if w.static && isFD(w.text) {
 			return
 		}
 		if r.Op == syntax.DplOut {
-			s.write(w)
+			s.path(w, Write, at)
 		} else {
-			s.path(w)
+			s.path(w, Read, at)
 		}
-	default:
-		s.write(w)
+	default: // > >> >| &> &>> <> and what else writes
+		s.path(w, Write, at)
 	}
 }
 
@@ -212,49 +354,30 @@ func isFD(s string) bool {
 	return true
 }
 
-func (s *scope) write(w word) {
-	if !w.static || w.glob {
-		s.z.a.Dynamic = appendUnique(s.z.a.Dynamic, w.raw)
+// path records a path word used from the folders at.
+func (s *scope) path(w word, kind UseKind, at []int) {
+	if w.static && !w.glob {
+		switch w.text {
+		case "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom":
+			return
+		}
+		if fd, ok := strings.CutPrefix(w.text, "/dev/fd/"); ok && fd != "" && isFD(fd) {
+			return // an fd the line opened (with a redirection that was checked) or inherited
+		}
+	}
+	if !w.static || braceGlob(w) || w.text == "" {
+		s.dynamic(w.raw)
 		return
 	}
-	switch w.text {
-	case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty":
+	if s.z.linked || s.z.unknownCwd && !strings.HasPrefix(w.text, "/") && !strings.HasPrefix(w.text, "~") {
+		s.dynamic(w.raw)
 		return
 	}
-	if fd, ok := strings.CutPrefix(w.text, "/dev/fd/"); ok && fd != "" && isFD(fd) {
-		return // an fd the line opened (with a redirection that was checked) or inherited
-	}
-	s.z.a.Writes = appendUnique(s.z.a.Writes, w.text)
+	s.z.a.Uses = append(s.z.a.Uses, Use{Text: w.text, Kind: kind, At: at})
 }
 
-func (s *scope) path(w word) {
-	if !w.static || braceGlob(w) {
-		s.z.a.Dynamic = appendUnique(s.z.a.Dynamic, w.raw)
-		return
-	}
-	switch w.text {
-	case "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty":
-		return
-	}
-	s.z.a.Paths = appendUnique(s.z.a.Paths, w.text)
-}
-
-// pathText records a path given as text (the value of of=, --file=).
-func (s *scope) pathText(w word, text string, write bool) {
-	w.text = text
-	if write {
-		s.write(w)
-	} else {
-		s.path(w)
-	}
-}
-
-func (s *scope) dir(w word) {
-	if !w.static || braceGlob(w) || w.text == "-" {
-		s.z.a.Dynamic = appendUnique(s.z.a.Dynamic, w.raw)
-		return
-	}
-	s.z.a.Dirs = appendUnique(s.z.a.Dirs, w.text)
+func (s *scope) dynamic(raw string) {
+	s.z.a.Dynamic = appendUnique(s.z.a.Dynamic, raw)
 }
 
 // braceGlob reports a word the shell may brace-expand: its text is not one path.
@@ -262,54 +385,190 @@ func braceGlob(w word) bool {
 	return w.glob && strings.Contains(w.text, "{")
 }
 
-// call handles one simple command.
-func (s *scope) call(c *syntax.CallExpr) {
-	if len(c.Args) == 0 {
-		return // assignments only; dangerous names are caught by visit
+// cd records a change of folder from the folders at, and returns the folders the line may
+// then be in.
+func (s *scope) cd(w word, at []int) []int { return s.chdir(w, at, false) }
+
+// chdir is cd, or with physical a chdir(2) (cd -P, git -C, make -C).
+func (s *scope) chdir(w word, at []int, physical bool) []int {
+	if !w.static || braceGlob(w) || w.glob || w.text == "-" || s.z.linked {
+		s.dynamic(w.raw)
+		s.z.unknownCwd = true
+		return at
 	}
-	ws := make([]word, len(c.Args))
-	for i, a := range c.Args {
-		ws[i] = render(s.src, a)
+	if s.z.unknownCwd && !strings.HasPrefix(w.text, "/") && !strings.HasPrefix(w.text, "~") {
+		s.dynamic(w.raw)
+		return at
 	}
-	raw := slice(s.src, c.Pos(), c.End())
-	s.command(ws, raw)
+	var out []int
+	for _, from := range at {
+		if len(s.z.a.Cwds) >= maxCwds {
+			s.dynamic(w.raw)
+			s.z.unknownCwd = true
+			return at
+		}
+		s.z.a.Cwds = append(s.z.a.Cwds, Cwd{From: from, Text: w.text, Physical: physical})
+		out = append(out, len(s.z.a.Cwds)-1)
+	}
+	return out
 }
 
-// decl handles declare, local, export, readonly, typeset and nameref.
-func (s *scope) decl(d *syntax.DeclClause) {
-	// A nameref (declare -n r=PATH, nameref r=PATH) makes later "r=x" assign PATH.
-	nameref := d.Variant != nil && d.Variant.Value == "nameref"
-	for _, a := range d.Args {
-		if a.Naked && a.Name == nil && a.Value != nil {
-			if w := render(s.src, a.Value); strings.HasPrefix(w.text, "-") && strings.Contains(w.text, "n") {
-				nameref = true
-			}
+// call handles one simple command: its assignments, then the command.
+func (s *scope) call(c *syntax.CallExpr, at []int) (ok, fail []int) {
+	ok, fail = at, at
+	if len(c.Args) > 0 {
+		ws := make([]word, len(c.Args))
+		for i, a := range c.Args {
+			ws[i] = render(s.src, a)
+		}
+		ok, fail = s.command(ws, at)
+	}
+	// The substitutions in the words run before the command, from the same folder; their
+	// commands are reported after it.
+	for _, a := range c.Assigns {
+		s.assign(a, at, len(c.Args) > 0)
+	}
+	for _, a := range c.Args {
+		s.expansions(a, at)
+	}
+	return ok, fail
+}
+
+// assign checks one assignment: before a command (exported to it) or on its own.
+func (s *scope) assign(a *syntax.Assign, at []int, prefix bool) {
+	if a.Value != nil {
+		s.word(a.Value, at)
+	}
+	if a.Array != nil {
+		s.z.opaque("an array assignment, whose subscripts bash evaluates as code")
+		s.blind(a.Array)
+		return
+	}
+	if a.Index != nil {
+		s.z.opaque("an assignment to an array element, whose subscript bash evaluates as code")
+		return
+	}
+	if a.Naked || a.Name == nil {
+		return
+	}
+	if why := assignable(a.Name.Value); why != "" {
+		s.z.opaque("it sets " + a.Name.Value + ", " + why)
+	}
+}
+
+// word renders a word, checks its expansions against the subset, and analyses the
+// commands in its substitutions (which run in a subshell, from the folders at).
+func (s *scope) word(w *syntax.Word, at []int) word {
+	s.expansions(w, at)
+	return render(s.src, w)
+}
+
+// expansions checks the expansions of a word against the subset and analyses the commands
+// of its substitutions.
+func (s *scope) expansions(w *syntax.Word, at []int) {
+	for _, p := range w.Parts {
+		if _, lit := p.(*syntax.Lit); !lit {
+			s.part(p, at)
 		}
 	}
-	for _, a := range d.Args {
-		if nameref && a.Name != nil && a.Value != nil {
-			if w := render(s.src, a.Value); !w.static || dangerousVar(w.text) {
-				s.z.opaque(slice(s.src, d.Pos(), d.End()))
-				return
-			}
+}
+
+func (s *scope) part(p syntax.WordPart, at []int) {
+	switch p := p.(type) {
+	case *syntax.DblQuoted:
+		for _, q := range p.Parts {
+			s.part(q, at)
 		}
-		if a.Name != nil {
-			continue // visit checks named assignments
+	case *syntax.ParamExp:
+		if why := paramReason(p); why != "" {
+			s.z.opaque(why)
 		}
-		if a.Value != nil {
-			w := render(s.src, a.Value)
-			if !w.static {
-				// "export $X": the name is only known at run time.
-				s.z.opaque(slice(s.src, d.Pos(), d.End()))
-				return
+		// ${x:-$(cmd)}: what the expansion holds still runs.
+		syntax.Walk(p, func(n syntax.Node) bool {
+			switch n := n.(type) {
+			case *syntax.CmdSubst:
+				s.stmts(n.Stmts, at)
+				return false
+			case *syntax.ProcSubst:
+				s.stmts(n.Stmts, at)
+				return false
 			}
-			name, _, _ := strings.Cut(w.text, "=")
-			if dangerousVar(name) {
-				s.z.opaque(slice(s.src, d.Pos(), d.End()))
-				return
-			}
+			return true
+		})
+	case *syntax.CmdSubst:
+		s.stmts(p.Stmts, at)
+	case *syntax.ProcSubst:
+		s.stmts(p.Stmts, at)
+	case *syntax.ArithmExp:
+		if !literalArithm(p.X) {
+			s.z.opaque("arithmetic $(( )) with variables, which bash evaluates as code")
+			s.blind(p)
 		}
+	case *syntax.ExtGlob:
+		// A pattern: the word is a glob (render says so).
 	}
+}
+
+// paramReason says why a parameter expansion is outside the subset: only $name and
+// ${name} (and the special parameters) are in it. ${x@P} and ${!x} evaluate a value as
+// code or as a name, subscripts and slices as arithmetic; the other operators are left
+// out for simplicity.
+func paramReason(p *syntax.ParamExp) string {
+	switch {
+	case p.Excl:
+		return "indirect expansion ${!x}, which evaluates a variable's value as a name (and runs code hidden in it)"
+	case p.Index != nil:
+		return "an array subscript ${a[i]}, which bash evaluates as code"
+	case p.Slice != nil:
+		return "a substring ${x:i:n}, whose offsets bash evaluates as code"
+	case p.Exp != nil && p.Exp.Op == syntax.OtherParamOps:
+		return "the expansion ${x@...}, which can evaluate a value as a prompt (and run code hidden in it)"
+	case p.Length:
+		return ""
+	case p.Repl != nil || p.Exp != nil || p.Names != 0 || p.Width || p.IsSet || len(p.Modifiers) > 0 || p.NestedParam != nil || p.Flags != nil:
+		return "a parameter expansion with an operator (${x...}): only $name and ${name} are followed"
+	}
+	return ""
+}
+
+// literalArithm reports an arithmetic expression of numbers and operators only: with a
+// variable in it, bash would evaluate the variable's value as code.
+func literalArithm(x syntax.ArithmExpr) bool {
+	switch x := x.(type) {
+	case nil:
+		return true
+	case *syntax.BinaryArithm:
+		switch x.Op {
+		case syntax.Assgn, syntax.AddAssgn, syntax.SubAssgn, syntax.MulAssgn, syntax.QuoAssgn,
+			syntax.RemAssgn, syntax.AndAssgn, syntax.OrAssgn, syntax.XorAssgn, syntax.ShlAssgn, syntax.ShrAssgn:
+			return false
+		}
+		return literalArithm(x.X) && literalArithm(x.Y)
+	case *syntax.UnaryArithm:
+		if x.Op == syntax.Inc || x.Op == syntax.Dec {
+			return false
+		}
+		return literalArithm(x.X)
+	case *syntax.ParenArithm:
+		return literalArithm(x.X)
+	case *syntax.Word:
+		if len(x.Parts) != 1 {
+			return false
+		}
+		l, ok := x.Parts[0].(*syntax.Lit)
+		if !ok || l.Value == "" {
+			return false
+		}
+		for i := 0; i < len(l.Value); i++ {
+			c := l.Value[i]
+			if !(c >= '0' && c <= '9' || c == 'x' || c == 'X' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F' || c == '#') {
+				return false
+			}
+		}
+		// A name made only of hex letters ("abc") is a variable, not a number.
+		return l.Value[0] >= '0' && l.Value[0] <= '9'
+	}
+	return false
 }
 
 func appendUnique(list []string, s string) []string {
@@ -319,6 +578,21 @@ func appendUnique(list []string, s string) []string {
 		}
 	}
 	return append(list, s)
+}
+
+// union returns the folders in a or b, in order, once each.
+func union(a, b []int) []int {
+	out := append([]int(nil), a...)
+	for _, x := range b {
+		seen := false
+		for _, y := range out {
+			seen = seen || x == y
+		}
+		if !seen {
+			out = append(out, x)
+		}
+	}
+	return out
 }
 
 // cleanName cleans a command name with a slash so that it cannot pass for a bare name.
@@ -331,25 +605,4 @@ func cleanName(name string) string {
 		c = "./" + c
 	}
 	return c
-}
-
-// dangerousVar reports variables whose value changes what a later command runs or loads.
-func dangerousVar(name string) bool {
-	switch name {
-	case "PATH", "BASH_ENV", "ENV", "SHELLOPTS", "BASHOPTS", "PS4", "PROMPT_COMMAND", "CDPATH",
-		"HOME", "XDG_CONFIG_HOME", "PAGER", "MANPAGER", "SYSTEMD_PAGER", "EDITOR", "VISUAL",
-		"LESSOPEN", "LESSCLOSE", "NODE_OPTIONS", "NODE_PATH", "CLASSPATH", "JAVA_TOOL_OPTIONS",
-		"_JAVA_OPTIONS", "JDK_JAVA_OPTIONS", "GOFLAGS", "RUSTC_WRAPPER", "RUSTC", "CC", "CXX",
-		"SSH_ASKPASS", "SUDO_ASKPASS", "GCONV_PATH", "IFS", "BASH_XTRACEFD", "TMOUT",
-		"HISTFILE", "INPUTRC", "ZDOTDIR", "MAKEFLAGS", "MFLAGS", "GLOBIGNORE", "BASH_LOADABLES_PATH",
-		"SHELL", "TERMINFO", "LOCPATH", "NLSPATH", "MALLOC_CONF", "OPENSSL_CONF", "CURL_HOME",
-		"WGETRC", "PIP_CONFIG_FILE", "NPM_CONFIG_USERCONFIG", "DOCKER_HOST", "KUBECONFIG":
-		return true
-	}
-	for _, p := range []string{"LD_", "DYLD_", "GIT_", "BASH_FUNC_", "PYTHON", "PERL", "RUBY", "npm_config_", "NPM_CONFIG_", "CARGO_", "GEM_", "BUNDLE_"} {
-		if strings.HasPrefix(name, p) {
-			return true
-		}
-	}
-	return false
 }

@@ -20,16 +20,29 @@ type word struct {
 	// glob reports unquoted pattern characters (* ? [ or a brace expansion, an extglob):
 	// the shell may turn the word into other words.
 	glob bool
+	// prefix is the literal start of text, before any expansion or pattern character:
+	// what the word is sure to begin with ("--file=" in --file=$f). For a static word
+	// without pattern characters it is text.
+	prefix string
 }
 
 // render turns w into a word; src is the source the word's positions refer to.
 func render(src string, w *syntax.Word) word {
 	var b strings.Builder
 	out := word{raw: slice(src, w.Pos(), w.End()), static: true}
+	prefixEnd := -1 // where the literal start of the text ends, once known
+	stop := func() {
+		if prefixEnd < 0 {
+			prefixEnd = b.Len()
+		}
+	}
 	for _, p := range w.Parts {
 		switch p := p.(type) {
 		case *syntax.Lit:
 			s, glob := unescapeUnquoted(p.Value)
+			if glob && prefixEnd < 0 {
+				prefixEnd = b.Len() + globStart(p.Value)
+			}
 			b.WriteString(s)
 			out.glob = out.glob || glob
 		case *syntax.SglQuoted:
@@ -44,18 +57,25 @@ func render(src string, w *syntax.Word) word {
 					b.WriteString(unescapeDouble(l.Value))
 					continue
 				}
+				stop()
 				out.static = false
 				b.WriteString(slice(src, q.Pos(), q.End()))
 			}
 		case *syntax.ExtGlob:
+			stop()
 			out.glob = true
 			b.WriteString(slice(src, p.Pos(), p.End()))
 		default: // ParamExp, CmdSubst, ArithmExp, ProcSubst, BraceExp
+			stop()
 			out.static = false
 			b.WriteString(slice(src, p.Pos(), p.End()))
 		}
 	}
 	out.text = b.String()
+	out.prefix = out.text
+	if prefixEnd >= 0 && prefixEnd <= len(out.text) {
+		out.prefix = out.text[:prefixEnd]
+	}
 	return out
 }
 
@@ -115,6 +135,26 @@ func unescapeUnquoted(s string) (string, bool) {
 		b.WriteByte(c)
 	}
 	return b.String(), glob
+}
+
+// globStart returns how many bytes of the unescaped form of an unquoted literal come
+// before its first unescaped pattern character (a conservative count: escapes before it
+// make the prefix shorter, never longer).
+func globStart(s string) int {
+	n := 0
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if c == '\\' && i+1 < len(s) {
+			i++
+			n++
+			continue
+		}
+		if strings.IndexByte("*?[{", c) >= 0 {
+			return n
+		}
+		n++
+	}
+	return n
 }
 
 // unescapeDouble removes the escapes that double quotes honour: \$ \` \" \\ and \newline.

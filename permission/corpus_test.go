@@ -1,0 +1,95 @@
+package permission
+
+import (
+	"bufio"
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestOrdinaryCorpus: safety must not turn into an ask for everything. testdata/corpus holds
+// ordinary agent shell lines (builds, tests, git inspection, search, formatting) and the
+// rules a careful user writes; each line is marked with what the analysis decided before
+// it required a line to be fully understood ("+" ran without an ask, "-" asked). Now:
+// nothing that asked runs without an ask, and at least 90% of what ran still runs; every
+// line that now asks is listed with why (docs/permissions.md explains the classes).
+func TestOrdinaryCorpus(t *testing.T) {
+	ws, err := filepath.EvalSymlinks(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile("testdata/corpus/rules.json")
+	if err != nil {
+		t.Fatal(err)
+	}
+	rs, err := ParseConfig(json.RawMessage(raw), "user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	e, err := NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetLayer(LayerUser, rs); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.Open("testdata/corpus/ordinary.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	var before, still, lines int
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || strings.HasPrefix(l, "#") {
+			continue
+		}
+		mark, line, ok := strings.Cut(l, " ")
+		if !ok || (mark != "+" && mark != "-") {
+			t.Fatalf("corpus line %q: want + or - first", l)
+		}
+		lines++
+		d := e.DecideShell("s", "", line, ws, ws)
+		if mark == "-" {
+			if d.Action == Allow {
+				t.Errorf("%q asked before and runs without an ask now", line)
+			}
+			continue
+		}
+		before++
+		if d.Action == Allow {
+			still++
+			continue
+		}
+		t.Logf("now asks: %-50q %s", line, why(d))
+	}
+	if lines < 200 {
+		t.Fatalf("the corpus has %d lines, want at least 200", lines)
+	}
+	t.Logf("%d of %d lines that ran without an ask still do (%.1f%%)", still, before, 100*float64(still)/float64(before))
+	if still*10 < before*9 {
+		t.Fatalf("only %d of %d ordinary lines that ran without an ask still do: want at least 90%%", still, before)
+	}
+}
+
+// why says why a shell decision asks, for the log.
+func why(d ShellDecision) string {
+	for i, r := range d.Requests {
+		dec := d.Decisions[i]
+		if dec.Action == Allow {
+			continue
+		}
+		switch {
+		case r.Opaque:
+			return "opaque: " + strings.Join(r.Reasons, "; ")
+		case dec.Reason != "":
+			return "unsafe: " + dec.Reason
+		default:
+			return r.Permission + " " + strings.Join(dec.Asks, ", ")
+		}
+	}
+	return ""
+}

@@ -1,0 +1,538 @@
+package shell
+
+import (
+	"fmt"
+	"strings"
+)
+
+// A grammar is what toolsd knows to be safe in a command's arguments: the options that run
+// no code, reach no path outside what is checked, and change nothing about how later
+// commands are found; and what its positional words are. The tables are in grammars.go,
+// written in a small notation (see parseGrammar) and reviewed against GTFOBins.
+type grammar struct {
+	short map[byte]optSpec
+	long  map[string]optSpec
+	// digits accepts -NUM (head -20, grep -3).
+	digits bool
+	// style "go": options are -name or --name, with =value or the next word (the flag
+	// package); no clusters.
+	goStyle bool
+	// first is the kind of the first positional word (grep's pattern, sed's script) unless
+	// an option gave it (an option whose kind is vPat or vPatFile).
+	first    vkind
+	hasFirst bool
+	args     vkind
+	// max is the most positional words (0: no limit); extra is their kind past max... no:
+	// more than max makes the command unsafe.
+	max int
+	// sub: the first positional word names a subcommand, whose grammar is "name sub".
+	sub bool
+	// runs: the first positional word names a program run with the rest of the words,
+	// checked with that program's grammar (npx tsc --noEmit, python -m pytest -x).
+	runs bool
+	// anyOpts: options are not checked one by one (the tool was reviewed as one whose
+	// options only choose among the project's own code and files); their values are
+	// checked as paths when they may be paths.
+	anyOpts bool
+	// stop: options end at the first positional word (POSIX order: env, xargs, ssh).
+	stop bool
+	// globSafe: no option of the program, listed or not, runs code or reaches a path that
+	// is not checked, so a glob that expands to a file named like an option (-rf.txt) is
+	// harmless (ls *.go).
+	globSafe bool
+	// globSuffix: a glob whose fixed ending holds a character no short option has
+	// ("*.go": ".") cannot expand to an option cluster, and no long option of the program
+	// does harm whatever its value (ls, grep): such a glob is harmless.
+	globSuffix bool
+	// check is a further check of the whole argument list; it returns why it is unsafe.
+	check func(args []word) string
+	// markedLong and markedShort are the options written with "!": known escapes, whose
+	// values are still checked.
+	markedLong  map[string]bool
+	markedShort map[byte]bool
+}
+
+// optSpec is one option of a grammar.
+type optSpec struct {
+	arg      bool  // takes a value
+	optional bool  // the value only attached (-uno, --color=auto)
+	kind     vkind // what the value is
+	// escape: the option is known to run code or reach outside; the text says how.
+	escape string
+}
+
+// vkind is what a word is to its command.
+type vkind uint8
+
+const (
+	vText     vkind = iota // any text; never a path
+	vAuto                  // a path if it looks like one or names an existing file
+	vPath                  // a path it reads (or lists, or runs)
+	vWrite                 // a path it writes content the line controls into (an edit)
+	vOut                   // a path a tool makes its own output in (a binary, a profile)
+	vDir                   // a folder it works in (cd for the words after it)
+	vNum                   // a number
+	vPat                   // the pattern (the first positional is then a path)
+	vPatFile               // a file holding the pattern
+	vSed                   // a sed script
+	vAwk                   // an awk program
+	vLdflags               // go's -ldflags
+	vNone                  // no positional words at all
+	vText2                 // two words of text (jq --arg name value)
+	vNamePath              // a name then a path (jq --slurpfile name file)
+	vOptNum                // make -j [N]: an optional number as the next word
+)
+
+var kinds = map[string]vkind{
+	"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
+	"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
+	"text2": vText2, "namepath": vNamePath, "optnum": vOptNum,
+}
+
+// parseGrammar reads the notation of grammars.go: words separated by spaces.
+//
+//	-abc          short flags a, b and c
+//	-n:num        a short option with a value of that kind (attached or the next word)
+//	-u?:text      a short option whose value is only attached (-uno)
+//	--name        a long flag
+//	--name:kind   a long option with a value (--name=v or --name v)
+//	--name?:kind  a long option whose value is only attached (--color=auto)
+//	#             -NUM is accepted
+//	args:kind     the kind of every positional word (default auto)
+//	first:kind    the kind of the first positional word
+//	max:N         at most N positional words
+//	sub runs anyopts stop go globsafe globsuffix   see grammar
+//	@group        the options of a named group
+//
+// An option may end in "!": it is a known escape (its text is in escapes), and its value is
+// still checked (a path value is asked for when it lies outside).
+func parseGrammar(spec string, groups map[string]string) *grammar {
+	g := &grammar{short: map[byte]optSpec{}, long: map[string]optSpec{}, args: vAuto,
+		markedLong: map[string]bool{}, markedShort: map[byte]bool{}}
+	var add func(spec string)
+	add = func(spec string) {
+		for _, tok := range strings.Fields(spec) {
+			marked := strings.HasSuffix(tok, "!") && strings.HasPrefix(tok, "-")
+			tok = strings.TrimSuffix(tok, "!")
+			switch {
+			case strings.HasPrefix(tok, "@"):
+				grp, ok := groups[tok[1:]]
+				if !ok {
+					panic("shell: unknown grammar group " + tok)
+				}
+				add(grp)
+			case tok == "#":
+				g.digits = true
+			case tok == "sub":
+				g.sub = true
+			case tok == "runs":
+				g.runs = true
+			case tok == "anyopts":
+				g.anyOpts = true
+			case tok == "stop":
+				g.stop = true
+			case tok == "go":
+				g.goStyle = true
+			case tok == "globsafe":
+				g.globSafe = true
+			case tok == "globsuffix":
+				g.globSuffix = true
+			case strings.HasPrefix(tok, "args:"):
+				g.args = kind(tok[5:])
+			case strings.HasPrefix(tok, "first:"):
+				g.first, g.hasFirst = kind(tok[6:]), true
+			case strings.HasPrefix(tok, "max:"):
+				fmt.Sscan(tok[4:], &g.max)
+			case strings.HasPrefix(tok, "--"):
+				name, k, hasArg := strings.Cut(tok[2:], ":")
+				o := optSpec{arg: hasArg}
+				if hasArg {
+					o.kind = kind(k)
+					if strings.HasSuffix(name, "?") {
+						name, o.optional = strings.TrimSuffix(name, "?"), true
+					}
+				}
+				g.long[name] = o
+				if marked {
+					g.markedLong[name] = true
+				}
+			case strings.HasPrefix(tok, "-") && len(tok) > 1:
+				if name, k, hasArg := strings.Cut(tok[1:], ":"); hasArg {
+					o := optSpec{arg: true, kind: kind(k)}
+					if strings.HasSuffix(name, "?") {
+						name, o.optional = strings.TrimSuffix(name, "?"), true
+					}
+					if g.goStyle {
+						g.long[name] = o
+						if marked {
+							g.markedLong[name] = true
+						}
+					} else {
+						g.short[name[0]] = o
+						if marked {
+							g.markedShort[name[0]] = true
+						}
+					}
+					continue
+				}
+				if g.goStyle {
+					g.long[tok[1:]] = optSpec{}
+					if marked {
+						g.markedLong[tok[1:]] = true
+					}
+					continue
+				}
+				for i := 1; i < len(tok); i++ {
+					g.short[tok[i]] = optSpec{}
+					if marked {
+						g.markedShort[tok[i]] = true
+					}
+				}
+			default:
+				panic("shell: bad grammar word " + tok)
+			}
+		}
+	}
+	add(spec)
+	return g
+}
+
+func kind(s string) vkind {
+	k, ok := kinds[strings.TrimSuffix(s, "!")]
+	if !ok {
+		panic("shell: unknown grammar kind " + s)
+	}
+	return k
+}
+
+// argCheck is the state of one command's arguments being checked against its grammar.
+type argCheck struct {
+	s    *scope
+	name string // the command, as its grammar is named ("git status")
+	g    *grammar
+	at   []int
+	// unsafe is the first reason found.
+	unsafe string
+}
+
+func (c *argCheck) fail(format string, a ...any) {
+	if c.unsafe == "" {
+		c.unsafe = fmt.Sprintf(format, a...)
+	}
+}
+
+// value handles an option's or a positional word's value of kind k.
+func (c *argCheck) value(w word, k vkind) {
+	switch k {
+	case vPath, vPatFile:
+		c.s.path(w, Read, c.at)
+	case vWrite:
+		c.s.path(w, Write, c.at)
+	case vOut:
+		c.s.path(w, Create, c.at)
+	case vDir:
+		c.s.path(w, Chdir, c.at)
+		c.at = c.s.chdir(w, c.at, true)
+	case vAuto:
+		c.s.maybePath(w, c.at)
+	case vSed:
+		if !w.static {
+			c.fail("the sed script of %s is only known when the line runs", c.name)
+		} else if why := sedUnsafe(w.text); why != "" {
+			c.fail("the sed script %s: %s", quoteWord(w.text), why)
+		}
+	case vAwk:
+		if !w.static {
+			c.fail("the awk program of %s is only known when the line runs", c.name)
+		} else if why := awkUnsafe(w.text); why != "" {
+			c.fail("the awk program %s: %s", quoteWord(w.text), why)
+		}
+	case vLdflags:
+		if !w.static || !safeLdflags(w.text) {
+			c.fail("-ldflags other than -s, -w and -X name=value can name a linker or plugins to run")
+		}
+	}
+}
+
+// checkArgs checks ws (the words after the command's name, or after its subcommand)
+// against g, records the path words, and returns why the command is unsafe ("" when its
+// arguments fit the grammar), the folders the rest of the line is in, and for a grammar
+// with subcommands or a runner, the index in ws of the subcommand or program.
+func (s *scope) checkArgs(name string, g *grammar, ws []word, at []int) (unsafe string, atAfter []int, next int) {
+	c := &argCheck{s: s, name: name, g: g, at: at}
+	next = -1
+	dashdash := false
+	positional := 0
+	firstGiven := false
+	allText := g.args == vText && (!g.hasFirst || g.first == vText) && !g.sub && !g.runs
+	for i := 0; i < len(ws); i++ {
+		w := ws[i]
+		isOpt := !dashdash && len(w.prefix) > 1 && w.prefix[0] == '-' || !dashdash && w.static && len(w.text) > 1 && w.text[0] == '-'
+		if g.stop && positional > 0 {
+			isOpt = false
+		}
+		if !dashdash && w.static && w.text == "--" {
+			dashdash = true
+			continue
+		}
+		if isOpt {
+			i = c.option(ws, i, &firstGiven)
+			continue
+		}
+		if !w.static && w.prefix == "" && !dashdash && !allText && !(w.glob && (g.globSafe || g.globSuffix && optionProofSuffix(w.text))) {
+			// "$x", $(cmd), *.go: whatever it turns into may start with "-".
+			c.fail("an argument of %s is only known when the line runs (%s), and could be an option", name, w.raw)
+		}
+		if w.glob && !dashdash && !allText && !g.globSafe && !(g.globSuffix && optionProofSuffix(w.text)) && (w.text == "" || strings.IndexByte("*?[", w.text[0]) >= 0) {
+			c.fail("the pattern %s could match a file named like an option of %s (write ./%s)", w.raw, name, w.raw)
+		}
+		if (g.sub || g.runs) && positional == 0 {
+			return c.unsafe, c.at, i
+		}
+		k := g.args
+		if g.hasFirst && positional == 0 && !firstGiven {
+			k = g.first
+		}
+		if k == vNone {
+			c.fail("%s takes no arguments toolsd knows to be safe (%s)", name, w.raw)
+		}
+		c.value(w, k)
+		positional++
+		if g.max > 0 && positional > g.max {
+			c.fail("%s with more than %d arguments", name, g.max)
+		}
+	}
+	if g.check != nil {
+		if why := g.check(ws); why != "" {
+			c.fail("%s", why)
+		}
+	}
+	return c.unsafe, c.at, next
+}
+
+// option checks the option at ws[i] and returns the index of its last word.
+func (c *argCheck) option(ws []word, i int, firstGiven *bool) int {
+	w := ws[i]
+	g := c.g
+	t := w.text
+	if !w.static {
+		t = w.prefix
+	}
+	long := strings.HasPrefix(t, "--") || g.goStyle
+	if long {
+		body := strings.TrimLeft(t, "-")
+		name, val, hasVal := strings.Cut(body, "=")
+		if !w.static && !hasVal {
+			c.fail("an option of %s is only known when the line runs (%s)", c.name, w.raw)
+			return i
+		}
+		if !w.static {
+			val = strings.TrimPrefix(w.text, t[:len(t)-len(body)]+name+"=")
+		}
+		o, ok := g.long[name]
+		if !ok {
+			// Not in the grammar: its value is still checked where it may be a path (a
+			// rule "*" allows the command as it is, but not its paths).
+			if hasVal {
+				c.s.maybePath(withText(w, val), c.at)
+			}
+			if !g.anyOpts {
+				c.unknown("--"+name, "-"+name)
+			}
+			return i
+		}
+		if o.escape != "" {
+			c.fail("%s %s %s", c.name, "--"+name, o.escape)
+		}
+		if !o.arg {
+			if hasVal && !g.goStyle {
+				c.fail("--%s of %s takes no value", name, c.name)
+			}
+			return i
+		}
+		vw := withText(w, val)
+		if !hasVal {
+			if o.optional {
+				return i
+			}
+			if o.kind == vOptNum {
+				if i+1 < len(ws) && ws[i+1].static && isNumber(ws[i+1].text) {
+					return i + 1
+				}
+				return i
+			}
+			if i+1 >= len(ws) {
+				c.fail("--%s of %s needs a value", name, c.name)
+				return i
+			}
+			i++
+			vw = ws[i]
+		}
+		i = c.optValue(ws, i, vw, o, firstGiven)
+		return i
+	}
+	// A cluster of short options, the last of which may take a value.
+	if g.digits && w.static && isNumber(t[1:]) {
+		return i
+	}
+	for j := 1; j < len(t); j++ {
+		ch := t[j]
+		o, ok := g.short[ch]
+		if !ok {
+			// Not in the grammar: what follows it in the word may be its value (-o/etc/x).
+			if rest := w.text[min(j+1, len(w.text)):]; w.static && looksLikePath(rest) {
+				c.s.maybePath(withText(w, rest), c.at)
+			}
+			if !g.anyOpts {
+				c.unknown("-"+string(ch), "")
+			}
+			return i
+		}
+		if o.escape != "" {
+			c.fail("%s -%c %s", c.name, ch, o.escape)
+		}
+		if !o.arg {
+			continue
+		}
+		if j+1 < len(t) || !w.static && j+1 == len(t) && len(w.text) > len(t) {
+			// The value is attached: -n5, -e's/a/b/'.
+			vw := withText(w, w.text[j+1:])
+			if j+1 == len(t) {
+				vw = withText(w, w.text[len(t):])
+			}
+			return c.optValue(ws, i, vw, o, firstGiven)
+		}
+		if o.optional {
+			return i
+		}
+		if o.kind == vOptNum {
+			if i+1 < len(ws) && ws[i+1].static && isNumber(ws[i+1].text) {
+				return i + 1
+			}
+			return i
+		}
+		if !w.static {
+			c.fail("an option of %s is only known when the line runs (%s)", c.name, w.raw)
+			return i
+		}
+		if i+1 >= len(ws) {
+			c.fail("-%c of %s needs a value", ch, c.name)
+			return i
+		}
+		return c.optValue(ws, i+1, ws[i+1], o, firstGiven)
+	}
+	if !w.static {
+		c.fail("an option of %s is only known when the line runs (%s)", c.name, w.raw)
+	}
+	return i
+}
+
+// optValue handles the value vw of option o (ws[i] is the value's last word so far).
+func (c *argCheck) optValue(ws []word, i int, vw word, o optSpec, firstGiven *bool) int {
+	switch o.kind {
+	case vPat, vSed, vAwk:
+		*firstGiven = true
+	case vPatFile:
+		*firstGiven = true
+		c.value(vw, vPath)
+		return i
+	case vText2:
+		if i+1 >= len(ws) {
+			c.fail("an option of %s needs two values", c.name)
+			return i
+		}
+		return i + 1
+	case vNamePath:
+		if i+1 >= len(ws) {
+			c.fail("an option of %s needs a name and a file", c.name)
+			return i
+		}
+		c.value(ws[i+1], vPath)
+		return i + 1
+	}
+	if !vw.static && o.kind != vText && o.kind != vNum && o.kind != vPat {
+		if o.kind == vPath || o.kind == vWrite || o.kind == vOut || o.kind == vDir || o.kind == vAuto {
+			c.value(vw, o.kind) // recorded as Dynamic
+			return i
+		}
+		c.fail("a value of %s is only known when the line runs (%s)", c.name, vw.raw)
+		return i
+	}
+	c.value(vw, o.kind)
+	return i
+}
+
+// unknown fails on an option the grammar does not list, naming a known escape when there
+// is one.
+func (c *argCheck) unknown(opt, alt string) {
+	for _, o := range []string{opt, alt} {
+		if o == "" {
+			continue
+		}
+		if why, ok := escapes[c.name+" "+o]; ok {
+			c.fail("%s %s %s", c.name, o, why)
+			return
+		}
+		if sp := strings.IndexByte(c.name, ' '); sp > 0 {
+			if why, ok := escapes[c.name[:sp]+" "+o]; ok {
+				c.fail("%s %s %s", c.name[:sp], o, why)
+				return
+			}
+		}
+	}
+	c.fail("%s is not an option of %s that toolsd knows to be safe", opt, c.name)
+}
+
+// withText returns w with another text (an option's value taken from the option word).
+func withText(w word, text string) word {
+	w.text = text
+	if !w.static {
+		// The value holds the expansion.
+		w.prefix = ""
+	} else {
+		w.prefix = text
+	}
+	return w
+}
+
+// optionProofSuffix reports a glob whose fixed ending (after its last pattern character)
+// holds a character that is no short option's, so that no expansion is an option cluster.
+func optionProofSuffix(glob string) bool {
+	i := strings.LastIndexAny(glob, "*?]}")
+	return i >= 0 && strings.ContainsAny(glob[i+1:], "./,=+@:~%")
+}
+
+func isNumber(s string) bool {
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// safeLdflags accepts -ldflags made only of -s, -w and -X name=value.
+func safeLdflags(v string) bool {
+	f := strings.Fields(v)
+	for i := 0; i < len(f); i++ {
+		switch {
+		case f[i] == "-s" || f[i] == "-w":
+		case f[i] == "-X" && i+1 < len(f) && strings.Contains(f[i+1], "="):
+			i++
+		case strings.HasPrefix(f[i], "-X=") && strings.Contains(f[i][3:], "="):
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+func quoteWord(s string) string {
+	if len(s) > 60 {
+		s = s[:57] + "..."
+	}
+	return "'" + s + "'"
+}
