@@ -25,8 +25,8 @@ func TestResolve(t *testing.T) {
 	must(os.MkdirAll(filepath.Join(out, "deep", "er"), 0o755))
 	must(os.Mkdir(filepath.Join(dir, "sub"), 0o755))
 	must(os.Symlink(filepath.Join(out, "deep", "er"), filepath.Join(dir, "link"))) // absolute, outside
-	must(os.Symlink("sub", filepath.Join(dir, "rel")))                              // relative, inside
-	must(os.Symlink("../..", filepath.Join(dir, "sub", "up2")))                     // relative to its own folder
+	must(os.Symlink("sub", filepath.Join(dir, "rel")))                             // relative, inside
+	must(os.Symlink("../..", filepath.Join(dir, "sub", "up2")))                    // relative to its own folder
 	must(os.Symlink("loop", filepath.Join(dir, "loop")))
 	cases := []struct {
 		from, p string
