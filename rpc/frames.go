@@ -20,7 +20,8 @@ const maxHeader = 4096
 // idPeek is how much of an oversized body is kept to find the request id to answer.
 const idPeek = 64 << 10
 
-// maxIDBytes bounds a request id as written on the wire.
+// maxIDBytes bounds a request id as written on the wire, and the ids a request names
+// (sessionID, callID, …).
 const maxIDBytes = 1024
 
 // headerToken is what a resynchronisation looks for, in any ASCII case: the name of the one

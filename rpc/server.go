@@ -384,6 +384,17 @@ func (s *server) call(ctx context.Context, method string, params json.RawMessage
 	return h(s, ctx, b, params)
 }
 
+// checkIDs refuses ids (given as name, value pairs) longer than maxIDBytes: a client names
+// sessions, messages, calls and outputs, and some of those names become store keys.
+func checkIDs(nameValues ...string) error {
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		if n := len(nameValues[i+1]); n > maxIDBytes {
+			return jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: %s is %d bytes long; an id is at most %d bytes", nameValues[i], n, maxIDBytes)
+		}
+	}
+	return nil
+}
+
 func decodeParams(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return nil

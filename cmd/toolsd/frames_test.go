@@ -238,8 +238,9 @@ func TestGarbageNeverSwallowsTheNextFrame(t *testing.T) {
 	}
 }
 
-// Request ids the daemon cannot take are answered with -32600, with the id when it is a
-// string or a number, else null.
+// Request ids the daemon cannot take are answered with -32600 (with the id when it is a
+// string or a number, else null), and ids a request names that are too long for the store
+// with -32602.
 func TestBadIDs(t *testing.T) {
 	c := startRaw(t)
 	ws := t.TempDir()
@@ -260,6 +261,8 @@ func TestBadIDs(t *testing.T) {
 		{"object", `{"a":1}`, `{}`, -32600, false},
 		{"array", `[1]`, `{}`, -32600, false},
 		{"bool", `true`, `{}`, -32600, false},
+		{"huge callID", `"c"`, `{"sessionID":"s","messageID":"m","callID":"` + long + `","tool":"read","args":{"filePath":"."}}`, -32602, true},
+		{"huge sessionID", `"s"`, `{"sessionID":"` + long + `","messageID":"m","callID":"c","tool":"read","args":{"filePath":"."}}`, -32602, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
