@@ -11,6 +11,8 @@ import (
 	"sync/atomic"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
 )
 
 // maxHeader bounds a header block (every line and the blank line that ends it); LSP headers
@@ -79,9 +81,30 @@ func newFrameReader(in io.Reader, size int, limit *atomic.Int64, reply func([]by
 	return &frameReader{in: bufio.NewReaderSize(in, size), limit: limit, reply: reply}
 }
 
-// frame is one frame as handed to the library.
+// frameKind says how the flow control treats a frame.
+type frameKind uint8
+
+const (
+	// framePass is a notification, a response, or a request answered on the read loop that
+	// may overtake held-back requests (permission/reply, permission/list).
+	framePass frameKind = iota
+	// frameCall is a request handled concurrently with the ones after it: it takes one of
+	// the connection's in-flight slots.
+	frameCall
+	// frameOrdered is initialize or shutdown: answered on the read loop, in wire order.
+	frameOrdered
+	// frameCancel is $/cancelRequest; key names the request it cancels.
+	frameCancel
+	// frameExit is the exit notification.
+	frameExit
+)
+
+// frame is one frame as handed to the library, with what the flow control needs to know.
 type frame struct {
 	data []byte // "Content-Length: N\r\n\r\n" and the body
+	kind frameKind
+	id   json.RawMessage // a request's id as written
+	key  string          // idKey of a request's id, or of the id a $/cancelRequest names
 }
 
 // frameError rejects one frame.
@@ -521,8 +544,8 @@ func (l *jsonLex) scan(p []byte) int {
 	return -1
 }
 
-// classify checks a body that is valid JSON as a JSON-RPC message; a message it refuses
-// comes back as the body of the error reply.
+// classify checks a body that is valid JSON as a JSON-RPC message and says how the flow
+// control treats it; a message it refuses comes back as the body of the error reply.
 func classify(body []byte) (*frame, []byte) {
 	switch firstByte(body) {
 	case '[':
@@ -536,17 +559,39 @@ func classify(body []byte) (*frame, []byte) {
 		id, msg := envelopeProblem(body)
 		return nil, errorBody(id, jsonrpc2.InvalidRequest, "invalid JSON-RPC message: "+msg)
 	}
+	f := &frame{data: canonical(body), kind: framePass}
 	switch v.Kind {
 	case jsonrpc2.MessageViewCall:
+		f.id = append(json.RawMessage(nil), v.IDRaw...)
 		if len(v.IDRaw) > maxIDBytes {
-			return nil, errorBody(append(json.RawMessage(nil), v.IDRaw...), jsonrpc2.InvalidRequest, fmt.Sprintf("invalid request: its id is %d bytes long; an id is at most %d bytes", len(v.IDRaw), maxIDBytes))
+			return nil, errorBody(f.id, jsonrpc2.InvalidRequest, fmt.Sprintf("invalid request: its id is %d bytes long; an id is at most %d bytes", len(v.IDRaw), maxIDBytes))
+		}
+		id, _ := v.ID.ID()
+		f.key = idKey(id)
+		method, _ := v.MethodString()
+		switch {
+		case method == protocol.MethodInitialize || method == protocol.MethodShutdown:
+			f.kind = frameOrdered
+		case inline(method):
+			f.kind = framePass
+		default:
+			f.kind = frameCall
 		}
 	case jsonrpc2.MessageViewNotification:
 		if v.IDRaw != nil {
 			return nil, errorBody(nil, jsonrpc2.InvalidRequest, `invalid request: its id is null; a request's id is a string or an integer (a notification has no "id" member, and gets no answer)`)
 		}
+		switch method, _ := v.MethodString(); method {
+		case protocol.MethodCancelRequest:
+			var p protocol.CancelRequestParams
+			if json.Unmarshal(v.Params, &p) == nil {
+				f.kind, f.key = frameCancel, rawIDKey(p.ID)
+			}
+		case protocol.MethodExit:
+			f.kind = frameExit
+		}
 	}
-	return &frame{data: canonical(body)}, nil
+	return f, nil
 }
 
 // canonical frames a body with the one header the library needs.

@@ -3,33 +3,85 @@ package rpc
 import (
 	"context"
 	"io"
+	"log/slog"
 	"sync"
 	"sync/atomic"
+
+	"github.com/toolsd/toolsd/protocol"
 )
 
-// guard sits between stdin and the JSON-RPC library's header framer: the library reads the
-// good frames of a frameReader through it, which answers and skips the bad ones.
+// Flow control: the bounds of one connection.
+const (
+	// maxInFlight is how many requests one connection may have in flight: read, and not yet
+	// answered (the answer written). initialize, shutdown, permission/reply and
+	// permission/list, which are answered on the read loop before the next frame is read,
+	// do not count.
+	maxInFlight = 64
+	// maxHeld and maxHeldBytes bound the requests read ahead and held back while
+	// maxInFlight are in flight; past either, reading stops.
+	maxHeld      = 1024
+	maxHeldBytes = 16 << 20
+)
+
+// guard sits between the connection's input and the JSON-RPC library's header framer. A
+// reader goroutine reads the input with a frameReader, which answers and skips bad frames;
+// the library reads the good frames through guard.Read, which applies the connection's
+// flow control:
 //
-// Read is called only by the library's read goroutine. Writes of error frames go through
-// the library's stream so they never interleave with its own frames.
+//   - At most maxInFlight requests are in flight. The next request is held back until an
+//     answer has been written; so a client that sends requests without reading the answers
+//     makes the daemon stop reading, and neither the answers nor the work waiting to be
+//     answered grow past the bound.
+//   - While requests are held back the guard reads on, and lets through what must not wait
+//     behind them: $/cancelRequest (a request it names that is still held back is answered
+//     -32800 here and dropped), exit (unless a shutdown is held back: it then keeps its
+//     place behind it), permission/reply and permission/list (which free the calls that
+//     wait for a person), and other notifications.
+//   - It holds back at most maxHeld requests (maxHeldBytes). Past that it stops reading
+//     until an answer is written.
+//   - Once an answer cannot be written, nothing more will be: it holds nothing back any
+//     more, so the input is read to its end (the library refuses the requests without
+//     running them), which ends the server.
+//
+// Read is called by the library's read loop, one call at a time. Write is the library's
+// stream output; the frameReader's error frames go through the library's stream too, so
+// they never interleave with its own frames.
 type guard struct {
 	out   io.Writer
 	close func() error
-	limit atomic.Int64 // bytes; the settings may change it after initialize
+	limit atomic.Int64 // the message limit in bytes; the settings may change it after initialize
+	done  <-chan struct{}
+	log   *slog.Logger
 
-	// reply writes one error frame; set once the stream exists.
+	// reply writes one frame body; set before the first Read.
 	reply func(body []byte)
-	// onEnd is called once when stdin ends or fails.
-	onEnd func(err error)
-
-	reader  *frameReader
-	pending []byte // a frame being handed out
+	// onEnd is called once when the input ends or fails.
+	onEnd   func(err error)
 	endOnce sync.Once
+
+	reader    *frameReader
+	startOnce sync.Once
+	frames    chan *frame   // from the reader goroutine
+	inputDone chan struct{} // closed when the reader goroutine has ended; readErr is set
+	readErr   error
+
+	slots slots
+	// writeFailed is closed when a write to the output has failed.
+	writeFailed chan struct{}
+	failOnce    sync.Once
+
+	// Owned by Read.
+	pending   []byte   // a frame being handed out
+	held      []*frame // requests held back, in wire order
+	heldBytes int
+	paused    bool // reading stopped: the held requests are at their bound
 }
 
-func newGuard(in io.Reader, out io.Writer, closeFn func() error, limit int) *guard {
-	g := &guard{out: out, close: closeFn}
+func newGuard(ctx context.Context, in io.Reader, out io.Writer, closeFn func() error, limit int, log *slog.Logger) *guard {
+	g := &guard{out: out, close: closeFn, done: ctx.Done(), log: log, frames: make(chan *frame), inputDone: make(chan struct{}), writeFailed: make(chan struct{})}
 	g.limit.Store(int64(limit))
+	g.slots.max = maxInFlight
+	g.slots.freed = make(chan struct{}, 1)
 	g.reader = newFrameReader(in, 64<<10, &g.limit, func(b []byte) {
 		if g.reply != nil {
 			g.reply(b)
@@ -38,12 +90,58 @@ func newGuard(in io.Reader, out io.Writer, closeFn func() error, limit int) *gua
 	return g
 }
 
-func (g *guard) Write(p []byte) (int, error) { return g.out.Write(p) }
-func (g *guard) Close() error                { return g.close() }
+func (g *guard) Write(p []byte) (int, error) {
+	n, err := g.out.Write(p)
+	if err != nil {
+		g.failOnce.Do(func() { close(g.writeFailed) })
+	}
+	return n, err
+}
+
+func (g *guard) Close() error { return g.close() }
+
+// writesFailed reports whether a write to the output has failed.
+func (g *guard) writesFailed() bool {
+	select {
+	case <-g.writeFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire takes an in-flight slot; once writes have failed it always succeeds (and may
+// exceed the bound), which keeps the count balanced for requests still handled.
+func (g *guard) acquire() bool {
+	return g.slots.tryAcquire() || g.writesFailed() && g.slots.force()
+}
+
+// readLoop is the reader goroutine: it hands good frames to Read until the input ends.
+func (g *guard) readLoop() {
+	defer close(g.inputDone)
+	for {
+		f, err := g.reader.next()
+		if err != nil {
+			g.readErr = err
+			return
+		}
+		select {
+		case g.frames <- f:
+		case <-g.done:
+			g.readErr = context.Canceled
+			return
+		}
+	}
+}
+
+// start starts the reader goroutine; it ends when the input ends or fails, or when the
+// connection's context is done and it has a frame to hand over.
+func (g *guard) start() { g.startOnce.Do(func() { go g.readLoop() }) }
 
 func (g *guard) Read(p []byte) (int, error) {
+	g.start()
 	for len(g.pending) == 0 {
-		f, err := g.reader.next()
+		frame, err := g.next()
 		if err != nil {
 			g.endOnce.Do(func() {
 				if g.onEnd != nil {
@@ -52,11 +150,161 @@ func (g *guard) Read(p []byte) (int, error) {
 			})
 			return 0, err
 		}
-		g.pending = f.data
+		g.pending = frame
 	}
 	n := copy(p, g.pending)
 	g.pending = g.pending[n:]
 	return n, nil
+}
+
+// next returns the next frame to hand to the library.
+func (g *guard) next() ([]byte, error) {
+	for {
+		if out := g.admit(); out != nil {
+			return out, nil
+		}
+		frames := g.frames
+		if len(g.held) >= maxHeld || g.heldBytes >= maxHeldBytes {
+			frames = nil
+			if !g.paused {
+				g.paused = true
+				g.log.Info("reading paused: the client has not read enough answers", "inFlight", g.slots.inUse(), "heldBack", len(g.held), "maxInFlight", maxInFlight)
+			}
+		}
+		var freed, failed <-chan struct{}
+		if len(g.held) > 0 {
+			freed, failed = g.slots.freed, g.writeFailed
+		}
+		select {
+		case f := <-frames:
+			if g.paused {
+				g.paused = false
+				g.log.Debug("reading resumed")
+			}
+			if out := g.route(f); out != nil {
+				return out, nil
+			}
+		case <-freed:
+		case <-failed:
+		case <-g.inputDone:
+			// End of input: everything is cancelled; what is held back is dropped.
+			return nil, g.readErr
+		case <-g.done:
+			return nil, io.EOF
+		}
+	}
+}
+
+// admit hands out the first held request if it may go now.
+func (g *guard) admit() []byte {
+	if len(g.held) == 0 {
+		return nil
+	}
+	f := g.held[0]
+	if f.kind == frameCall && !g.acquire() {
+		return nil
+	}
+	g.held[0] = nil
+	g.held = g.held[1:]
+	g.heldBytes -= len(f.data)
+	if len(g.held) == 0 {
+		g.held = nil
+	}
+	return f.data
+}
+
+// route decides about a frame just read: it returns it to be handed out now, or holds it
+// back (or answers it) and returns nil.
+func (g *guard) route(f *frame) []byte {
+	switch f.kind {
+	case frameCancel:
+		for i, h := range g.held {
+			if h.id != nil && h.key == f.key {
+				g.held = append(g.held[:i], g.held[i+1:]...)
+				g.heldBytes -= len(h.data)
+				g.send(errorBody(h.id, protocol.CodeRequestCancelled, "request cancelled"))
+				return nil
+			}
+		}
+		return f.data
+	case frameExit:
+		for _, h := range g.held {
+			if h.kind == frameOrdered {
+				g.hold(f)
+				return nil
+			}
+		}
+		return f.data
+	case frameOrdered:
+		if len(g.held) == 0 {
+			return f.data
+		}
+	case frameCall:
+		if len(g.held) == 0 && g.acquire() {
+			return f.data
+		}
+	default:
+		return f.data
+	}
+	g.hold(f)
+	return nil
+}
+
+func (g *guard) hold(f *frame) {
+	g.held = append(g.held, f)
+	g.heldBytes += len(f.data)
+}
+
+func (g *guard) send(body []byte) {
+	if g.reply != nil {
+		g.reply(body)
+	}
+}
+
+// release ends one request's hold on an in-flight slot; the server calls it once the answer
+// is written.
+func (g *guard) release() { g.slots.release() }
+
+// slots counts a connection's requests in flight. Safe for concurrent use.
+type slots struct {
+	mu    sync.Mutex // guards n
+	n     int
+	max   int
+	freed chan struct{} // signalled (capacity 1) when a slot is released
+}
+
+func (s *slots) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n >= s.max {
+		return false
+	}
+	s.n++
+	return true
+}
+
+// force takes a slot beyond the bound.
+func (s *slots) force() bool {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	return true
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.n--
+	s.mu.Unlock()
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *slots) inUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // frameWriter is the library stream's exported raw-frame write.

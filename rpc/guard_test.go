@@ -2,7 +2,9 @@ package rpc
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
@@ -43,7 +45,7 @@ func TestGuardFrames(t *testing.T) {
 	in := "Content-Length: 3\r\n\r\n{x}" + // invalid JSON
 		"Content-Length: " + itoa(int64(len(good))) + "\r\nContent-Type: application/json\r\n\r\n" + good
 	var replies []string
-	g := newGuard(strings.NewReader(in), io.Discard, func() error { return nil }, 1024)
+	g := newGuard(context.Background(), strings.NewReader(in), io.Discard, func() error { return nil }, 1024, slog.New(slog.DiscardHandler))
 	g.reply = func(b []byte) { replies = append(replies, string(b)) }
 	out, err := io.ReadAll(g)
 	if err != nil {
