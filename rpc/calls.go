@@ -12,6 +12,9 @@ func (s *server) listCalls(_ context.Context, b Backend, p protocol.CallsListPar
 	if p.Limit < 0 {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: limit must be positive")
 	}
+	if err := checkIDs("sessionID", p.SessionID); err != nil {
+		return nil, err
+	}
 	return b.ListCalls(p)
 }
 
@@ -19,12 +22,18 @@ func (s *server) getCall(_ context.Context, b Backend, p protocol.CallsGetParams
 	if p.CallID == "" {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: callID is required")
 	}
+	if err := checkIDs("callID", p.CallID, "sessionID", p.SessionID); err != nil {
+		return nil, err
+	}
 	return b.GetCall(p)
 }
 
 func (s *server) readOutput(_ context.Context, b Backend, p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	if p.OutputID == "" {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: outputID is required")
+	}
+	if err := checkIDs("outputID", p.OutputID); err != nil {
+		return nil, err
 	}
 	if p.Offset < 0 || p.Limit < 0 {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: offset and limit must not be negative")

@@ -1,63 +1,145 @@
 package rpc
 
 import (
-	"bufio"
-	"bytes"
 	"context"
-	"encoding/json"
-	"errors"
-	"fmt"
 	"io"
-	"strconv"
-	"strings"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 
-	"go.lsp.dev/jsonrpc2"
+	"github.com/toolsd/toolsd/protocol"
 )
 
-// maxHeaderLine bounds one header line; LSP headers are a few dozen bytes.
-const maxHeaderLine = 4096
+// Flow control: the bounds of one connection.
+const (
+	// maxInFlight is how many requests one connection may have in flight: read, and not yet
+	// answered (the answer written). initialize, shutdown, permission/reply and
+	// permission/list, which are answered on the read loop before the next frame is read,
+	// do not count.
+	maxInFlight = 64
+	// maxHeld and maxHeldBytes bound the requests read ahead and held back while
+	// maxInFlight are in flight; past either, reading stops.
+	maxHeld      = 1024
+	maxHeldBytes = 16 << 20
+)
 
-// idPeek is how much of an oversized body is read to find the request id to answer.
-const idPeek = 64 << 10
-
-// guard sits between stdin and the JSON-RPC library's header framer. It reads the raw byte
-// stream frame by frame and passes on only frames the library can take without failing the
-// connection: a well-formed header, a body within the message limit, valid JSON and a valid
-// JSON-RPC envelope. Every other frame is answered here with a JSON-RPC error (carrying the
-// request id when one can be found) and skipped, so the daemon keeps serving. The body of an
-// oversized frame is discarded as it streams in; its size is never allocated.
+// guard sits between the connection's input and the JSON-RPC library's header framer. A
+// reader goroutine reads the input with a frameReader, which answers and skips bad frames;
+// the library reads the good frames through guard.Read, which applies the connection's
+// flow control:
 //
-// Read is called only by the library's read goroutine. Writes of error frames go through
-// the library's stream so they never interleave with its own frames.
+//   - At most maxInFlight requests are in flight. The next request is held back until an
+//     answer has been written; so a client that sends requests without reading the answers
+//     makes the daemon stop reading, and neither the answers nor the work waiting to be
+//     answered grow past the bound.
+//   - While requests are held back the guard reads on, and lets through what must not wait
+//     behind them: $/cancelRequest (a request it names that is still held back is answered
+//     -32800 here and dropped), exit (unless a shutdown is held back: it then keeps its
+//     place behind it), permission/reply and permission/list (which free the calls that
+//     wait for a person), and other notifications.
+//   - It holds back at most maxHeld requests (maxHeldBytes). Past that it stops reading
+//     until an answer is written.
+//   - Once an answer cannot be written, nothing more will be: it holds nothing back any
+//     more, so the input is read to its end (the library refuses the requests without
+//     running them), which ends the server.
+//
+// Read is called by the library's read loop, one call at a time. Write is the library's
+// stream output; the frameReader's error frames go through the library's stream too, so
+// they never interleave with its own frames.
 type guard struct {
-	in    *bufio.Reader
 	out   io.Writer
 	close func() error
-	limit atomic.Int64 // bytes; the settings may change it after initialize
+	limit atomic.Int64 // the message limit in bytes; the settings may change it after initialize
+	done  <-chan struct{}
+	log   *slog.Logger
 
-	// reply writes one error frame; set once the stream exists.
+	// reply writes one frame body; set before the first Read.
 	reply func(body []byte)
-	// onEnd is called once when stdin ends or fails.
-	onEnd func(err error)
-
-	pending []byte // a canonical frame being handed out
-	body    []byte // reused body buffer
-	resync  bool   // skipping input after a malformed header
+	// onEnd is called once when the input ends or fails.
+	onEnd   func(err error)
 	endOnce sync.Once
+
+	reader    *frameReader
+	startOnce sync.Once
+	frames    chan *frame   // from the reader goroutine
+	inputDone chan struct{} // closed when the reader goroutine has ended; readErr is set
+	readErr   error
+
+	slots slots
+	// writeFailed is closed when a write to the output has failed.
+	writeFailed chan struct{}
+	failOnce    sync.Once
+
+	// Owned by Read.
+	pending   []byte   // a frame being handed out
+	held      []*frame // requests held back, in wire order
+	heldBytes int
+	paused    bool // reading stopped: the held requests are at their bound
 }
 
-func newGuard(in io.Reader, out io.Writer, closeFn func() error, limit int) *guard {
-	g := &guard{in: bufio.NewReaderSize(in, 64<<10), out: out, close: closeFn}
+func newGuard(ctx context.Context, in io.Reader, out io.Writer, closeFn func() error, limit int, log *slog.Logger) *guard {
+	g := &guard{out: out, close: closeFn, done: ctx.Done(), log: log, frames: make(chan *frame), inputDone: make(chan struct{}), writeFailed: make(chan struct{})}
 	g.limit.Store(int64(limit))
+	g.slots.max = maxInFlight
+	g.slots.freed = make(chan struct{}, 1)
+	g.reader = newFrameReader(in, 64<<10, &g.limit, func(b []byte) {
+		if g.reply != nil {
+			g.reply(b)
+		}
+	})
 	return g
 }
 
-func (g *guard) Write(p []byte) (int, error) { return g.out.Write(p) }
-func (g *guard) Close() error                { return g.close() }
+func (g *guard) Write(p []byte) (int, error) {
+	n, err := g.out.Write(p)
+	if err != nil {
+		g.failOnce.Do(func() { close(g.writeFailed) })
+	}
+	return n, err
+}
+
+func (g *guard) Close() error { return g.close() }
+
+// writesFailed reports whether a write to the output has failed.
+func (g *guard) writesFailed() bool {
+	select {
+	case <-g.writeFailed:
+		return true
+	default:
+		return false
+	}
+}
+
+// acquire takes an in-flight slot; once writes have failed it always succeeds (and may
+// exceed the bound), which keeps the count balanced for requests still handled.
+func (g *guard) acquire() bool {
+	return g.slots.tryAcquire() || g.writesFailed() && g.slots.force()
+}
+
+// readLoop is the reader goroutine: it hands good frames to Read until the input ends.
+func (g *guard) readLoop() {
+	defer close(g.inputDone)
+	for {
+		f, err := g.reader.next()
+		if err != nil {
+			g.readErr = err
+			return
+		}
+		select {
+		case g.frames <- f:
+		case <-g.done:
+			g.readErr = context.Canceled
+			return
+		}
+	}
+}
+
+// start starts the reader goroutine; it ends when the input ends or fails, or when the
+// connection's context is done and it has a frame to hand over.
+func (g *guard) start() { g.startOnce.Do(func() { go g.readLoop() }) }
 
 func (g *guard) Read(p []byte) (int, error) {
+	g.start()
 	for len(g.pending) == 0 {
 		frame, err := g.next()
 		if err != nil {
@@ -75,221 +157,154 @@ func (g *guard) Read(p []byte) (int, error) {
 	return n, nil
 }
 
-// next returns the next good frame, header included.
+// next returns the next frame to hand to the library.
 func (g *guard) next() ([]byte, error) {
 	for {
-		n, err := g.header()
-		if err != nil {
-			var he *headerError
-			if errors.As(err, &he) {
-				g.fail(nil, jsonrpc2.ParseError, he.msg)
-				g.resync = true
-				continue
-			}
-			return nil, err
+		if out := g.admit(); out != nil {
+			return out, nil
 		}
-		if limit := g.limit.Load(); int64(n) > limit {
-			peek, err := g.discard(n)
-			if err != nil {
-				return nil, err
+		frames := g.frames
+		if len(g.held) >= maxHeld || g.heldBytes >= maxHeldBytes {
+			frames = nil
+			if !g.paused {
+				g.paused = true
+				g.log.Info("reading paused: the client has not read enough answers", "inFlight", g.slots.inUse(), "heldBack", len(g.held), "maxInFlight", maxInFlight)
 			}
-			g.fail(findID(peek), jsonrpc2.InvalidRequest, fmt.Sprintf("message of %d bytes exceeds the limit of %d bytes; it was not read (send smaller arguments, or raise limits.maxMessageBytes or --max-message)", n, limit))
-			continue
 		}
-		if cap(g.body) < n {
-			g.body = make([]byte, n)
+		var freed, failed <-chan struct{}
+		if len(g.held) > 0 {
+			freed, failed = g.slots.freed, g.writeFailed
 		}
-		body := g.body[:n]
-		if _, err := io.ReadFull(g.in, body); err != nil {
-			if errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
+		select {
+		case f := <-frames:
+			if g.paused {
+				g.paused = false
+				g.log.Debug("reading resumed")
 			}
-			return nil, err
-		}
-		if code, msg := check(body); msg != "" {
-			g.fail(findID(body), code, msg)
-			continue
-		}
-		frame := make([]byte, 0, n+32)
-		frame = append(frame, "Content-Length: "...)
-		frame = strconv.AppendInt(frame, int64(n), 10)
-		frame = append(frame, "\r\n\r\n"...)
-		frame = append(frame, body...)
-		if cap(g.body) > 1<<20 {
-			g.body = nil // do not keep a large buffer for small messages to come
-		}
-		return frame, nil
-	}
-}
-
-type headerError struct{ msg string }
-
-func (e *headerError) Error() string { return e.msg }
-
-// header reads a header block and returns its Content-Length. After a malformed header it
-// first skips input up to the next line that starts a header.
-func (g *guard) header() (int, error) {
-	length := -1
-	first := true
-	for {
-		line, err := g.line()
-		if err != nil {
-			if errors.Is(err, bufio.ErrBufferFull) {
-				if g.resync {
-					continue
-				}
-				return 0, &headerError{"header line too long: expected \"Content-Length: N\\r\\n\\r\\n\" framing"}
+			if out := g.route(f); out != nil {
+				return out, nil
 			}
-			if errors.Is(err, io.EOF) && !first {
-				err = io.ErrUnexpectedEOF
-			}
-			return 0, err
-		}
-		trimmed := strings.TrimRight(string(line), "\r\n")
-		if g.resync {
-			// Skip to the next header: the garbage may run into it on the same line.
-			i := strings.Index(strings.ToLower(trimmed), "content-length:")
-			if i < 0 {
-				continue
-			}
-			trimmed = trimmed[i:]
-			g.resync = false
-		}
-		if trimmed == "" {
-			if first {
-				continue // stray blank line between frames
-			}
-			if length < 0 {
-				return 0, &headerError{"header without Content-Length"}
-			}
-			return length, nil
-		}
-		first = false
-		name, value, ok := strings.Cut(trimmed, ":")
-		if !ok {
-			return 0, &headerError{fmt.Sprintf("malformed header line %q: expected \"Name: value\"", clip(trimmed, 80))}
-		}
-		if strings.EqualFold(strings.TrimSpace(name), "Content-Length") {
-			v, err := strconv.ParseInt(strings.TrimSpace(value), 10, 64)
-			if err != nil || v <= 0 {
-				return 0, &headerError{fmt.Sprintf("invalid Content-Length %q: expected a positive number of bytes", clip(strings.TrimSpace(value), 40))}
-			}
-			if v > 1<<40 {
-				v = 1 << 40
-			}
-			length = int(v)
+		case <-freed:
+		case <-failed:
+		case <-g.inputDone:
+			// End of input: everything is cancelled; what is held back is dropped.
+			return nil, g.readErr
+		case <-g.done:
+			return nil, io.EOF
 		}
 	}
 }
 
-// line reads one line of at most maxHeaderLine bytes. A longer one is consumed (up to the
-// reader's buffer) and reported as bufio.ErrBufferFull.
-func (g *guard) line() ([]byte, error) {
-	b, err := g.in.ReadSlice('\n')
-	if errors.Is(err, bufio.ErrBufferFull) || (err == nil && len(b) > maxHeaderLine) {
-		return nil, bufio.ErrBufferFull
-	}
-	return b, err
-}
-
-// discard skips an n-byte body, returning its first bytes.
-func (g *guard) discard(n int) ([]byte, error) {
-	peek := make([]byte, min(n, idPeek))
-	if _, err := io.ReadFull(g.in, peek); err != nil {
-		return nil, io.ErrUnexpectedEOF
-	}
-	if _, err := io.CopyN(io.Discard, g.in, int64(n-len(peek))); err != nil {
-		return nil, io.ErrUnexpectedEOF
-	}
-	return peek, nil
-}
-
-func (g *guard) fail(id *jsonrpc2.ID, code jsonrpc2.Code, msg string) {
-	if g.reply == nil {
-		return
-	}
-	var rid jsonrpc2.ID
-	if id != nil {
-		rid = *id
-	}
-	g.reply(jsonrpc2.AppendResponse(nil, rid, nil, jsonrpc2.NewError(code, msg)))
-}
-
-// check validates a body the way the library's read loop will see it.
-func check(body []byte) (jsonrpc2.Code, string) {
-	if !json.Valid(body) {
-		return jsonrpc2.ParseError, "invalid JSON: " + jsonError(body)
-	}
-	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	switch {
-	case len(trimmed) > 0 && trimmed[0] == '[':
-		if _, err := jsonrpc2.ParseRequests(body); err != nil {
-			return jsonrpc2.InvalidRequest, "invalid batch: " + err.Error()
-		}
-	case len(trimmed) > 0 && trimmed[0] == '{':
-		if _, err := jsonrpc2.DecodeMessage(body); err != nil {
-			return jsonrpc2.InvalidRequest, "invalid JSON-RPC message: " + err.Error()
-		}
-	default:
-		return jsonrpc2.InvalidRequest, "a JSON-RPC message must be a JSON object (or a batch array)"
-	}
-	return 0, ""
-}
-
-func jsonError(body []byte) string {
-	var v any
-	err := json.Unmarshal(body, &v)
-	if err == nil {
-		return "malformed"
-	}
-	return err.Error()
-}
-
-// findID extracts the top-level "id" of a possibly truncated or invalid JSON object, reading
-// members in order and stopping at the first it cannot skip.
-func findID(body []byte) *jsonrpc2.ID {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.UseNumber()
-	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
+// admit hands out the first held request if it may go now.
+func (g *guard) admit() []byte {
+	if len(g.held) == 0 {
 		return nil
 	}
-	for dec.More() {
-		kt, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		key, _ := kt.(string)
-		if key != "id" {
-			var skip json.RawMessage
-			if dec.Decode(&skip) != nil {
+	f := g.held[0]
+	if f.kind == frameCall && !g.acquire() {
+		return nil
+	}
+	g.held[0] = nil
+	g.held = g.held[1:]
+	g.heldBytes -= len(f.data)
+	if len(g.held) == 0 {
+		g.held = nil
+	}
+	return f.data
+}
+
+// route decides about a frame just read: it returns it to be handed out now, or holds it
+// back (or answers it) and returns nil.
+func (g *guard) route(f *frame) []byte {
+	switch f.kind {
+	case frameCancel:
+		for i, h := range g.held {
+			if h.id != nil && h.key == f.key {
+				g.held = append(g.held[:i], g.held[i+1:]...)
+				g.heldBytes -= len(h.data)
+				g.send(errorBody(h.id, protocol.CodeRequestCancelled, "request cancelled"))
 				return nil
 			}
-			continue
 		}
-		vt, err := dec.Token()
-		if err != nil {
-			return nil
-		}
-		switch v := vt.(type) {
-		case json.Number:
-			if n, err := v.Int64(); err == nil {
-				id := jsonrpc2.NewNumberID(n)
-				return &id
+		return f.data
+	case frameExit:
+		for _, h := range g.held {
+			if h.kind == frameOrdered {
+				g.hold(f)
+				return nil
 			}
-		case string:
-			id := jsonrpc2.NewStringID(v)
-			return &id
 		}
-		return nil
+		return f.data
+	case frameOrdered:
+		if len(g.held) == 0 {
+			return f.data
+		}
+	case frameCall:
+		if len(g.held) == 0 && g.acquire() {
+			return f.data
+		}
+	default:
+		return f.data
 	}
+	g.hold(f)
 	return nil
 }
 
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
+func (g *guard) hold(f *frame) {
+	g.held = append(g.held, f)
+	g.heldBytes += len(f.data)
+}
+
+func (g *guard) send(body []byte) {
+	if g.reply != nil {
+		g.reply(body)
 	}
-	return s[:n] + "..."
+}
+
+// release ends one request's hold on an in-flight slot; the server calls it once the answer
+// is written.
+func (g *guard) release() { g.slots.release() }
+
+// slots counts a connection's requests in flight. Safe for concurrent use.
+type slots struct {
+	mu    sync.Mutex // guards n
+	n     int
+	max   int
+	freed chan struct{} // signalled (capacity 1) when a slot is released
+}
+
+func (s *slots) tryAcquire() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.n >= s.max {
+		return false
+	}
+	s.n++
+	return true
+}
+
+// force takes a slot beyond the bound.
+func (s *slots) force() bool {
+	s.mu.Lock()
+	s.n++
+	s.mu.Unlock()
+	return true
+}
+
+func (s *slots) release() {
+	s.mu.Lock()
+	s.n--
+	s.mu.Unlock()
+	select {
+	case s.freed <- struct{}{}:
+	default:
+	}
+}
+
+func (s *slots) inUse() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.n
 }
 
 // frameWriter is the library stream's exported raw-frame write.

@@ -2,12 +2,13 @@ package rpc
 
 import (
 	"bytes"
+	"context"
 	"io"
+	"log/slog"
 	"strconv"
 	"strings"
 	"testing"
 
-	"go.lsp.dev/jsonrpc2"
 	"go.uber.org/goleak"
 )
 
@@ -17,8 +18,10 @@ func TestFindID(t *testing.T) {
 	cases := []struct{ body, want string }{
 		{`{"jsonrpc":"2.0","id":7,"method":"x"}`, "7"},
 		{`{"id":"abc","params":{`, `"abc"`},
+		{`{"id":123456789012345678901234567890,"params":{`, `123456789012345678901234567890`},
 		{`{"jsonrpc":"2.0","params":{"a":"` + strings.Repeat("x", 100), "none"},
 		{`{"method":"x","id":null}`, "none"},
+		{`{"method":"x","id":{"a":1}}`, "none"},
 		{`[1,2]`, "none"},
 		{`garbage`, "none"},
 	}
@@ -26,20 +29,12 @@ func TestFindID(t *testing.T) {
 		id := findID([]byte(c.body))
 		got := "none"
 		if id != nil {
-			got = fmtID(*id)
+			got = string(id)
 		}
 		if got != c.want {
 			t.Errorf("findID(%.40q) = %s, want %s", c.body, got, c.want)
 		}
 	}
-}
-
-func fmtID(id jsonrpc2.ID) string {
-	if n, ok := id.Number(); ok {
-		return itoa(n)
-	}
-	s, _ := id.StringValue()
-	return strconv.Quote(s)
 }
 
 func itoa(n int64) string { return strconv.FormatInt(n, 10) }
@@ -50,7 +45,7 @@ func TestGuardFrames(t *testing.T) {
 	in := "Content-Length: 3\r\n\r\n{x}" + // invalid JSON
 		"Content-Length: " + itoa(int64(len(good))) + "\r\nContent-Type: application/json\r\n\r\n" + good
 	var replies []string
-	g := newGuard(strings.NewReader(in), io.Discard, func() error { return nil }, 1024)
+	g := newGuard(context.Background(), strings.NewReader(in), io.Discard, func() error { return nil }, 1024, slog.New(slog.DiscardHandler))
 	g.reply = func(b []byte) { replies = append(replies, string(b)) }
 	out, err := io.ReadAll(g)
 	if err != nil {

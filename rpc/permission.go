@@ -12,6 +12,9 @@ func (s *server) reply(_ context.Context, b Backend, p protocol.ReplyParams) (*p
 	if p.ID == "" {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: id (the ask's id from permission/asked) is required")
 	}
+	if err := checkIDs("id", p.ID); err != nil {
+		return nil, err
+	}
 	return b.Reply(p)
 }
 

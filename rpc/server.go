@@ -3,7 +3,8 @@
 //
 // It wraps go.lsp.dev/jsonrpc2 v1.0.1 and fixes what that library leaves to its users (see
 // the design's JSONRPC.md): a guard in front of the framer answers malformed and oversized
-// frames without failing the connection; end of input cancels every running call and ends
+// frames without failing the connection, resynchronises after garbage, and bounds the
+// requests in flight on the connection; end of input cancels every running call and ends
 // the server; $/cancelRequest and tools/cancel cancel a call, which is answered -32800;
 // every error carries a real code; a panic fails only its own request; handlers that wait
 // run concurrently so permission/reply can answer an ask that a tools/execute waits on.
@@ -134,7 +135,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 	s := &server{opts: opts, log: opts.Logger.With("component", "rpc"), ctx: ctx, cancel: cancel, reqs: map[string]*request{}, exit: make(chan int, 1), fixedLimit: fixedLimit}
 
 	ended := make(chan error, 1)
-	g := newGuard(in, out, closeFn, opts.MaxMessage)
+	g := newGuard(ctx, in, out, closeFn, opts.MaxMessage, s.log)
 	s.guard = g
 	g.onEnd = func(err error) {
 		// End of stdin: the editor is gone. Cancel everything at once; the read loop
@@ -151,6 +152,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 			}
 		}
 	}
+	g.start()
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
 	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
 		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, p)
@@ -204,6 +206,13 @@ func (s *server) teardown() {
 	case <-done:
 	case <-time.After(2 * time.Second):
 		s.log.Warn("connection did not close in time; exiting anyway")
+		return
+	}
+	// Closing the connection closed the input: the guard's reader ends.
+	select {
+	case <-s.guard.inputDone:
+	case <-time.After(2 * time.Second):
+		s.log.Warn("input did not close in time; exiting anyway")
 	}
 }
 
@@ -293,9 +302,16 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 		s.notification(ctx, method, params)
 		return nil, nil
 	}
-	// initialize and shutdown change the lifecycle state and run in wire order; every
-	// other request runs concurrently with the ones after it.
-	if method != protocol.MethodInitialize && method != protocol.MethodShutdown {
+	// A request answered on the read loop holds it until its answer is written; every
+	// other request runs concurrently with the ones after it, and holds one of the
+	// connection's in-flight slots until its answer is written. The library writes the
+	// answer after the handler returns, then cancels the request's context.
+	if !inline(method) {
+		answered := ctx.Done()
+		go func() {
+			<-answered
+			s.guard.release()
+		}()
 		jsonrpc2.Async(ctx)
 	}
 	// The library pools the request context and recycles it when the handler returns, so
@@ -335,6 +351,17 @@ func (s *server) notification(ctx context.Context, method string, params json.Ra
 	default:
 		s.log.Debug("ignoring notification", "method", method)
 	}
+}
+
+// inline reports whether a request is answered on the read loop, in wire order, before the
+// next frame is read: the lifecycle, and the quick requests that free calls waiting for a
+// person (the guard lets them overtake requests it holds back).
+func inline(method string) bool {
+	switch method {
+	case protocol.MethodInitialize, protocol.MethodShutdown, protocol.MethodPermissionReply, protocol.MethodPermissionList:
+		return true
+	}
+	return false
 }
 
 // handlers maps methods (other than the lifecycle) to their handlers.
@@ -382,6 +409,17 @@ func (s *server) call(ctx context.Context, method string, params json.RawMessage
 		return nil, jsonrpc2.Errorf(jsonrpc2.MethodNotFound, "method not found: %s", method)
 	}
 	return h(s, ctx, b, params)
+}
+
+// checkIDs refuses ids (given as name, value pairs) longer than maxIDBytes: a client names
+// sessions, messages, calls and outputs, and some of those names become store keys.
+func checkIDs(nameValues ...string) error {
+	for i := 0; i+1 < len(nameValues); i += 2 {
+		if n := len(nameValues[i+1]); n > maxIDBytes {
+			return jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: %s is %d bytes long; an id is at most %d bytes", nameValues[i], n, maxIDBytes)
+		}
+	}
+	return nil
 }
 
 func decodeParams(raw json.RawMessage, v any) error {

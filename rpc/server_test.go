@@ -6,7 +6,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,17 +22,37 @@ import (
 // its context ends.
 type fakeBackend struct {
 	panicResolve atomic.Bool
+	resolveBytes int // the size of a tool description in Resolve's result
 	executing    chan struct{}
 	closed       atomic.Bool
+
+	mu         sync.Mutex // guards started, running, maxRunning
+	started    []string   // callIDs, in the order Execute was called
+	running    int
+	maxRunning int
 }
 
 func (f *fakeBackend) Resolve(protocol.ResolveParams) protocol.ResolveResult {
 	if f.panicResolve.Load() {
 		panic("resolve exploded")
 	}
-	return protocol.ResolveResult{Tools: []protocol.ToolInfo{}, Diagnostics: []protocol.Diagnostic{}}
+	tools := []protocol.ToolInfo{}
+	if f.resolveBytes > 0 {
+		tools = append(tools, protocol.ToolInfo{ID: "t", Description: strings.Repeat("d", f.resolveBytes)})
+	}
+	return protocol.ResolveResult{Tools: tools, Diagnostics: []protocol.Diagnostic{}}
 }
 func (f *fakeBackend) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
+	f.mu.Lock()
+	f.started = append(f.started, p.CallID)
+	f.running++
+	f.maxRunning = max(f.maxRunning, f.running)
+	f.mu.Unlock()
+	defer func() {
+		f.mu.Lock()
+		f.running--
+		f.mu.Unlock()
+	}()
 	f.executing <- struct{}{}
 	<-ctx.Done()
 	return nil, ctx.Err()
@@ -57,22 +79,30 @@ func (f *fakeBackend) Close() error          { f.closed.Store(true); return nil 
 // serve runs Serve on in-process pipes with an independent client.
 func serve(t *testing.T) (*sg.Conn, *fakeBackend, io.Closer, <-chan int) {
 	t.Helper()
-	cr, sw := io.Pipe() // server -> client
-	sr, cw := io.Pipe() // client -> server
 	fb := &fakeBackend{executing: make(chan struct{}, 1)}
-	code := make(chan int, 1)
-	go func() {
-		code <- Serve(context.Background(), sr, sw, func() error { _ = sr.Close(); return sw.Close() }, Options{
-			Version: "test",
-			Open:    func(context.Context, protocol.InitializeParams, Notifier) (Backend, error) { return fb, nil },
-		})
-	}()
+	cr, cw, code := serveRaw(t, fb, nil)
 	conn := sg.NewConn(context.Background(), sg.NewBufferedStream(struct {
 		io.Reader
 		io.WriteCloser
 	}{cr, cw}, sg.VSCodeObjectCodec{}), sg.HandlerWithError(func(context.Context, *sg.Conn, *sg.Request) (any, error) { return nil, nil }))
 	t.Cleanup(func() { _ = conn.Close() })
 	return conn, fb, cw, code
+}
+
+// serveRaw runs Serve on in-process pipes and returns the client's ends.
+func serveRaw(t *testing.T, fb *fakeBackend, log *slog.Logger) (io.ReadCloser, io.WriteCloser, <-chan int) {
+	t.Helper()
+	cr, sw := io.Pipe() // server -> client
+	sr, cw := io.Pipe() // client -> server
+	code := make(chan int, 1)
+	go func() {
+		code <- Serve(context.Background(), sr, sw, func() error { _ = sr.Close(); return sw.Close() }, Options{
+			Version: "test",
+			Logger:  log,
+			Open:    func(context.Context, protocol.InitializeParams, Notifier) (Backend, error) { return fb, nil },
+		})
+	}()
+	return cr, cw, code
 }
 
 func code(err error) int64 {

@@ -191,3 +191,92 @@ func TestMessageLimitFromSettings(t *testing.T) {
 		t.Fatalf("after an oversized message: %v", err)
 	}
 }
+
+// Garbage of any class before a request never swallows it: the daemon answers the request
+// (and stays up: a garbage header once crashed it).
+func TestGarbageNeverSwallowsTheNextFrame(t *testing.T) {
+	c := startRaw(t, "--max-message", "4096")
+	ws := t.TempDir()
+	c.send(frame(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"workspaceFolder":` + strconv.Quote(ws) + `}}`))
+	if r := c.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r)
+	}
+	garbage := map[string]string{
+		"non-ASCII that grows when lower-cased": "garbage\r\n" + strings.Repeat("Ⱥ", 40) + "content-length: 5",
+		"invalid UTF-8":                         "garbage\r\n" + strings.Repeat("\xff", 40) + "Content-Length",
+		"without a newline":                     "garbage",
+		"odd case":                              "cOnTeNt-LeNgTh: x\r\n",
+		"lookalike":                             "Content-Length\u212a: 3\r\n\r\n",
+		"header that never ends":                "Content-Length: 5\r\n" + strings.Repeat("X-A: b\r\n", 1000),
+		"bare CR":                               "Content-Length: 5\r\r",
+		"LF only":                               "garbage\n\n",
+		"a length covering the next frame":      "Content-Length: 200\r\n\r\n",
+		"an oversized length covering it":       "Content-Length: 100000\r\n\r\n\"",
+		"a frame cut short":                     "Content-Length: 300\r\n\r\n" + `{"jsonrpc":"2.0","id":"cut","method":`,
+	}
+	id := 0
+	for name, g := range garbage {
+		t.Run(name, func(t *testing.T) {
+			defer func(parent *testing.T) { c.t = parent }(c.t)
+			c.t = t
+			id++
+			c.send(g + frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"permission/list"}`, id)))
+			for range 5 {
+				r := c.next()
+				if string(r.ID) == strconv.Itoa(id) {
+					if r.Error != nil {
+						t.Fatalf("the request after the garbage failed: %+v", r.Error)
+					}
+					return
+				}
+				if r.Error == nil {
+					t.Fatalf("unexpected answer %+v", r)
+				}
+			}
+			t.Fatal("the request after the garbage was not answered")
+		})
+	}
+}
+
+// Request ids the daemon cannot take are answered with -32600 (with the id when it is a
+// string or a number, else null), and ids a request names that are too long for the store
+// with -32602.
+func TestBadIDs(t *testing.T) {
+	c := startRaw(t)
+	ws := t.TempDir()
+	c.send(frame(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"workspaceFolder":` + strconv.Quote(ws) + `}}`))
+	if r := c.next(); r.Error != nil {
+		t.Fatalf("initialize: %+v", r)
+	}
+	long := strings.Repeat("x", 40000)
+	cases := []struct {
+		name, id, params string
+		code             int
+		echo             bool
+	}{
+		{"null", `null`, `{}`, -32600, false},
+		{"huge number", `123456789012345678901234567890`, `{}`, -32600, true},
+		{"fraction", `1.5`, `{}`, -32600, true},
+		{"huge string", strconv.Quote(long), `{}`, -32600, true},
+		{"object", `{"a":1}`, `{}`, -32600, false},
+		{"array", `[1]`, `{}`, -32600, false},
+		{"bool", `true`, `{}`, -32600, false},
+		{"huge callID", `"c"`, `{"sessionID":"s","messageID":"m","callID":"` + long + `","tool":"read","args":{"filePath":"."}}`, -32602, true},
+		{"huge sessionID", `"s"`, `{"sessionID":"` + long + `","messageID":"m","callID":"c","tool":"read","args":{"filePath":"."}}`, -32602, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			defer func(parent *testing.T) { c.t = parent }(c.t)
+			c.t = t
+			c.send(frame(`{"jsonrpc":"2.0","id":` + tc.id + `,"method":"tools/execute","params":` + tc.params + `}`))
+			r := c.next()
+			wantID := "null"
+			if tc.echo {
+				wantID = tc.id
+			}
+			if r.Error == nil || r.Error.Code != tc.code || string(r.ID) != wantID {
+				t.Fatalf("got %+v id %.40s, want code %d id %.40s", r.Error, r.ID, tc.code, wantID)
+			}
+		})
+	}
+}
