@@ -193,7 +193,7 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	}
 
 	start := time.Now()
-	err := proc.Run(cmd)
+	cut, err := proc.Run(cmd)
 	dur := time.Since(start)
 	close(stopProgress)
 	progressWG.Wait()
@@ -225,6 +225,14 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 			note.WriteByte('\n')
 		}
 	}
+	if cut {
+		meta["outputCut"] = true
+		sep()
+		note.WriteString(outputCutNote)
+		if code != 0 || timedOut {
+			note.WriteByte('\n')
+		}
+	}
 	switch {
 	case timedOut:
 		sep()
@@ -235,11 +243,15 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	case code != 0:
 		sep()
 		fmt.Fprintf(&note, "[exit code %d]", code)
-	case n == 0:
+	case n == 0 && !cut:
 		note.WriteString("(no output)")
 	}
 	return &registry.Result{Title: title, Output: note.String(), Metadata: meta}, nil
 }
+
+// outputCutNote ends the output of a command whose output pipe something outside its process
+// tree still held after it ended (proc.Run stopped reading).
+const outputCutNote = "[output cut here: the command ended, but a process outside its process tree still held its output open, so reading stopped and whatever that process wrote later was not read. Every process the command starts is killed when it ends; one that holds the output after that was given it by a program outside the call (a service manager, a daemon it asked) or could not be killed. Send the output of such processes to a file (... > log 2>&1)]"
 
 // askBash asks for everything a command line would touch, as permission.ShellRequests
 // lists it: folders outside the workspace (and path words only known at run time), files

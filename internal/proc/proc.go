@@ -7,6 +7,10 @@
 // GuardPath to its own executable: the process is then started through a small guard (the
 // hidden "__guard" mode of the toolsd binary, see RunGuard) that leads the group, receives
 // SIGTERM from the kernel when the daemon dies (PR_SET_PDEATHSIG), and kills the group.
+//
+// Run reads a command's output to its end. Once the group is gone no writer of the output
+// pipe is left, so the end comes; only when something outside the group still holds the
+// pipe does Run stop reading early, and it says so.
 package proc
 
 import (
@@ -20,6 +24,8 @@ import (
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // GuardArg is the first argument that makes the toolsd binary run as a guard.
@@ -81,18 +87,18 @@ func KillGroup(cmd *exec.Cmd) {
 	}
 }
 
-// drainTimeout bounds how long Run reads what is left in the output pipes after the group
-// was killed (a process that left the group may still hold them).
-const drainTimeout = time.Second
-
 // Run starts cmd (from Command), waits for its leader, kills what the leader left behind in
-// its group, and returns once the output is copied. Stdout and Stderr that are not files go
-// through pipes Run owns rather than exec's, so that a background process still holding
-// them (`server &`) does not keep Run waiting: it is killed with the group as soon as the
-// leader exits.
-func Run(cmd *exec.Cmd) error {
-	var copies sync.WaitGroup
-	var readers, writers []*os.File
+// its group, and returns once its output is copied, with the command's error from Wait.
+// Stdout and Stderr that are not files go through pipes Run owns rather than exec's, and Run
+// reads them to their end: once the group is gone, the pipes have no writer left and the end
+// comes, however long Stdout and Stderr take to accept it. Only if something outside the
+// group still holds a pipe does Run stop reading before the end, once that pipe has stayed
+// empty for drainIdle (or drainMax after the group ended, if it keeps writing); then cut is
+// true, and whatever the pipe got after that point was not read.
+func Run(cmd *exec.Cmd) (cut bool, err error) {
+	var pipes []*outPipe
+	var writers []*os.File
+	ended := make(chan struct{}, 2) // one send per copy that ends
 	plumb := func(w io.Writer) (io.Writer, error) {
 		if w == nil {
 			return nil, nil
@@ -104,17 +110,20 @@ func Run(cmd *exec.Cmd) error {
 		if err != nil {
 			return nil, err
 		}
-		readers, writers = append(readers, pr), append(writers, pw)
-		copies.Add(1)
-		go func() {
-			defer copies.Done()
-			_, _ = io.Copy(w, pr)
-		}()
+		p := &outPipe{r: pr, done: make(chan struct{})}
+		pipes, writers = append(pipes, p), append(writers, pw)
+		go p.copy(w, ended)
 		return pw, nil
 	}
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
 			_ = f.Close()
+		}
+	}
+	abort := func() {
+		for _, p := range pipes {
+			_ = p.r.Close()
+			<-p.done
 		}
 	}
 	shared := sameWriter(cmd.Stdout, cmd.Stderr)
@@ -129,32 +138,147 @@ func Run(cmd *exec.Cmd) error {
 	cmd.Stdout = out
 	if err != nil {
 		closeAll(writers)
-		closeAll(readers)
-		copies.Wait()
-		return err
+		abort()
+		return false, err
 	}
 	err = cmd.Start()
 	closeAll(writers) // the child has its copies
 	if err != nil {
-		closeAll(readers)
-		copies.Wait()
-		return err
+		abort()
+		return false, err
 	}
 	err = cmd.Wait()
 	KillGroup(cmd)
-	drained := make(chan struct{})
-	go func() {
-		copies.Wait()
-		close(drained)
+	return drain(pipes, ended), err
+}
+
+// Variables for the tests; nothing else sets them.
+var (
+	// drainIdle is how long Run keeps reading an output pipe that has stayed empty, after
+	// the command's tree is gone, while something outside the tree still holds it open.
+	drainIdle = time.Second
+	// drainMax bounds how long Run keeps reading, after the tree is gone, a pipe that
+	// something outside the tree keeps writing to.
+	drainMax = 5 * time.Second
+	// drainTick is how often Run looks at such a pipe.
+	drainTick = 50 * time.Millisecond
+)
+
+// outPipe is the read end of an output pipe Run owns and the goroutine that copies it.
+type outPipe struct {
+	r    *os.File
+	n    atomic.Int64  // bytes read so far
+	done chan struct{} // closed when the copy has ended
+}
+
+// copy copies the pipe to w until the pipe ends or is closed, then closes done and sends on
+// ended. After an error from w it keeps reading and drops what it reads, so that the writers
+// never block on a full pipe.
+func (p *outPipe) copy(w io.Writer, ended chan<- struct{}) {
+	defer func() {
+		close(p.done)
+		ended <- struct{}{}
 	}()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		closeAll(readers) // unblocks the copies
-		<-drained
+	buf := make([]byte, 32<<10)
+	var werr error
+	for {
+		n, err := p.r.Read(buf)
+		if n > 0 {
+			p.n.Add(int64(n))
+			if werr == nil {
+				_, werr = w.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
-	closeAll(readers)
-	return err
+}
+
+// state reports how many bytes wait in the pipe, and whether any process still holds its
+// write end (a pipe without writers reports POLLHUP; its reader then gets EOF after the
+// data).
+func (p *outPipe) state() (pending int, writers bool) {
+	rc, err := p.r.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	writers = true
+	if rc.Control(func(fd uintptr) {
+		// TIOCINQ is FIONREAD: the bytes waiting in the pipe.
+		pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		// No events asked for: only POLLHUP and POLLERR come back.
+		pfd := []unix.PollFd{{Fd: int32(fd)}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+			writers = false
+		}
+	}) != nil {
+		return 0, false
+	}
+	return pending, writers
+}
+
+// drain waits until every pipe is read to its end, after the command's tree is gone (its
+// group, or everything under its guard), and closes them. A pipe without writers is read to the end however long that takes (the
+// copy's writer may be slow under load): the end is certain. A pipe that something outside
+// the tree still holds is closed once it has stayed empty for drainIdle, or drainMax after
+// the tree ended; drain then reports the output as cut.
+func drain(pipes []*outPipe, ended <-chan struct{}) (cut bool) {
+	start := time.Now()
+	type watch struct {
+		p          *outPipe
+		last       int64     // bytes read at the last look
+		lastChange time.Time // when the pipe last had data or gave some
+		certain    bool      // no writer is left: the end will come
+	}
+	var open []*watch
+	for _, p := range pipes {
+		open = append(open, &watch{p: p, last: p.n.Load(), lastChange: start})
+	}
+	var tick *time.Ticker
+	for {
+		rest := open[:0]
+		for _, w := range open {
+			select {
+			case <-w.p.done:
+				continue
+			default:
+			}
+			if tick != nil && !w.certain { // a look at the pipe, once per tick
+				now := time.Now()
+				pending, writers := w.p.state()
+				if n := w.p.n.Load(); pending > 0 || n != w.last {
+					w.last, w.lastChange = n, now
+				}
+				switch {
+				case !writers:
+					w.certain = true
+				case now.Sub(w.lastChange) >= drainIdle || now.Sub(start) >= drainMax:
+					_ = w.p.r.Close() // the copy's pending Read fails; what it read is kept
+					<-w.p.done
+					cut = true
+					continue
+				}
+			}
+			rest = append(rest, w)
+		}
+		open = rest
+		if len(open) == 0 {
+			break
+		}
+		if tick == nil {
+			tick = time.NewTicker(drainTick)
+			defer tick.Stop()
+		}
+		select {
+		case <-ended:
+		case <-tick.C:
+		}
+	}
+	for _, p := range pipes {
+		_ = p.r.Close()
+	}
+	return cut
 }
 
 // sameWriter reports whether a and b are the same writer (false for writers that cannot be
