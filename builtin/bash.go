@@ -25,7 +25,8 @@ const bashDescription = `Runs a shell command with bash -c and returns its outpu
 Usage:
 - The command runs in the workspace root, or in workdir (relative to the workspace, or absolute). Use workdir instead of "cd <dir> && ...".
 - It has no terminal and no input: stdin is empty, so anything that waits for input (a prompt, a pager, an editor, "git commit" without -m) fails at once instead of hanging. Pass flags that make commands non-interactive (-y, --yes, --no-edit).
-- timeout is in milliseconds: %[1]d by default, at most %[2]d. When it runs out, the command and everything it started are killed and the output says so. Start servers and other long-lived processes in the background with output to a file, or they are killed when the command ends.
+- timeout is in milliseconds: %[1]d by default, at most %[2]d. When it runs out, the command and everything it started are killed and the output says so.
+- Every process the command starts is killed when the command ends, also one started in the background, with nohup or setsid, or as a daemon: nothing outlives the call. To try a server, start it, use it and stop it in one command (./server >server.log 2>&1 & sleep 1; curl -s localhost:8080; kill %%1).
 - A non-zero exit code is not an error: the output ends with "[exit code N]" and the metadata has the code.
 - Long output is cut to its head and tail before you see it; the note names a toolsd://output/<id> path to read or grep the rest.
 - Quote paths with spaces in double quotes. Chain dependent commands with &&; use ; only when a failure should not stop the rest.

@@ -6,6 +6,7 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"errors"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -205,6 +206,31 @@ func TestExitCode(t *testing.T) {
 	}
 }
 
+// Through the guard a command's exit code comes back as it is, a death by signal as 128+N,
+// a program that does not exist as 127.
+func TestGuardExitCode(t *testing.T) {
+	useGuard(t)
+	cases := []struct {
+		argv []string
+		want int
+	}{
+		{[]string{"sh", "-c", "exit 0"}, 0},
+		{[]string{"sh", "-c", "exit 3"}, 3},
+		{[]string{"sh", "-c", "kill -TERM $$"}, 128 + int(syscall.SIGTERM)},
+		{[]string{"sh", "-c", "kill -KILL $$"}, 128 + int(syscall.SIGKILL)},
+		{[]string{"/no/such/program"}, 127},
+	}
+	for _, c := range cases {
+		cmd := Command(context.Background(), 0, c.argv[0], c.argv[1:]...)
+		var out strings.Builder
+		cmd.Stdout, cmd.Stderr = &out, &out
+		_, err := Run(cmd)
+		if got := ExitCode(err); got != c.want {
+			t.Errorf("%q: exit code %d, want %d (output %q)", c.argv, got, c.want, out.String())
+		}
+	}
+}
+
 // A background process holding the output does not keep Run waiting: it dies with the
 // tree when the command exits, and what it wrote before is kept.
 func TestRunDoesNotWaitForBackgroundHolders(t *testing.T) {
@@ -238,6 +264,150 @@ func TestRunDoesNotWaitForBackgroundHolders(t *testing.T) {
 // end before its child has spoken.
 func handshake(detach, child string) string {
 	return `f=$(mktemp -u) && mkfifo "$f" || exit 1; ` + detach + ` sh -c 'echo $$; echo >"$1"; ` + child + `' sh "$f" & read x <"$f"; rm -f "$f"`
+}
+
+// The ways a command's descendant leaves its process group, its session or its parent.
+// Each script prints the pids of what it leaves running, lines of them, then ends.
+var escapes = []struct {
+	name, script string
+	lines        int
+}{
+	{"setsid", `setsid sleep 120 & echo $!`, 1},
+	{"setsid holding the output", handshake("setsid", "exec sleep 120"), 1},
+	{"double fork", `(sleep 120 >/dev/null 2>&1 & echo $!)`, 1},
+	{"double fork holding the output", `(sleep 120 & echo $!)`, 1},
+	{"nohup", `nohup sleep 120 >/dev/null 2>&1 & echo $!`, 1},
+	{"daemon", `(setsid sh -c 'cd /; exec sleep 120' </dev/null >/dev/null 2>&1 & echo $!)`, 1},
+	{"daemon that forks again", `setsid sh -c '(sleep 120 & echo $!); sleep 120 & echo $!' </dev/null`, 2},
+	{"new process group", `sh -c 'set -m; sleep 120 & echo $!'`, 1},
+}
+
+// Through the guard, nothing a command starts outlives it, however it left the tree: when
+// Run returns, every process is already dead and reaped, on normal completion, on
+// cancellation, and on KillGroup.
+func TestGuardKillsEscapees(t *testing.T) {
+	useGuard(t)
+	for _, e := range escapes {
+		t.Run(e.name+"/completed", func(t *testing.T) {
+			cmd := Command(context.Background(), 0, "sh", "-c", e.script)
+			var out strings.Builder
+			cmd.Stdout = &out
+			cut, err := Run(cmd)
+			if err != nil || cut {
+				t.Fatalf("err %v, cut %v, output %q", err, cut, out.String())
+			}
+			for _, pid := range pids(t, out.String()) {
+				if alive(pid) {
+					t.Errorf("process %d outlived its command", pid)
+				}
+			}
+		})
+		t.Run(e.name+"/cancelled", func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			// The command stays: its escapees ignore SIGTERM, so only SIGKILL after the
+			// grace ends them.
+			script := "trap '' TERM; " + e.script + "; echo end; sleep 120 & wait"
+			cmd := Command(ctx, 100*time.Millisecond, "sh", "-c", script)
+			out := newLineWriter()
+			cmd.Stdout = out
+			done := make(chan error, 1)
+			go func() {
+				_, err := Run(cmd)
+				done <- err
+			}()
+			text := out.waitLines(t, e.lines+1)
+			cancel()
+			if err := <-done; err == nil {
+				t.Fatal("cancelled command reported success")
+			}
+			for _, pid := range pids(t, text) {
+				if alive(pid) {
+					t.Errorf("process %d outlived its cancelled command", pid)
+				}
+			}
+		})
+	}
+}
+
+// KillGroup on a running guarded command kills the whole tree at once, escapees included.
+func TestGuardKillGroup(t *testing.T) {
+	useGuard(t)
+	cmd := Command(context.Background(), time.Hour, "sh", "-c", `trap '' TERM; setsid sleep 120 & echo $!; (sleep 120 & echo $!); sleep 120`)
+	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	out := newLineWriter()
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		buf := make([]byte, 512)
+		for {
+			n, err := stdout.Read(buf)
+			_, _ = out.Write(buf[:n])
+			if err != nil {
+				return
+			}
+		}
+	}()
+	ps := pids(t, out.waitLines(t, 2))
+	KillGroup(cmd)
+	err = cmd.Wait()
+	<-copied
+	if code := ExitCode(err); code != 128+int(syscall.SIGKILL) {
+		t.Fatalf("exit code %d (%v), want %d", code, err, 128+int(syscall.SIGKILL))
+	}
+	for _, pid := range ps {
+		if alive(pid) {
+			t.Errorf("process %d outlived KillGroup", pid)
+		}
+	}
+}
+
+// A tree that keeps forking while the guard kills it (in a session of its own, so no
+// group kill reaches it) still dies entirely before Run returns.
+func TestGuardKillsForkingTree(t *testing.T) {
+	useGuard(t)
+	// A sleep of this test alone, which ends by itself if the guard fails.
+	marker := fmt.Sprintf("60.%d", os.Getpid())
+	// The forker reports its pid, then forks sleeps as fast as it can (at most 1000, so
+	// that a broken guard cannot leave a fork loop behind); the command ends a moment later.
+	script := handshake("setsid", `i=0; while [ $i -lt 1000 ]; do sleep `+marker+` & i=$((i+1)); done`) + `; sleep 0.2`
+	cmd := Command(context.Background(), 0, "sh", "-c", script)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if _, err := Run(cmd); err != nil {
+		t.Fatal(err)
+	}
+	forker := pids(t, out.String())
+	if alive(forker[0]) {
+		t.Errorf("the forking process %d outlived the command", forker[0])
+	}
+	if left := withArgv("sleep", marker); len(left) > 0 {
+		t.Errorf("%d processes it forked outlived the command: %v", len(left), left)
+	}
+}
+
+// withArgv returns the running processes whose command line is exactly argv.
+func withArgv(argv ...string) []int {
+	want := []byte(strings.Join(argv, "\x00") + "\x00")
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && bytes.Equal(b, want) && alive(pid) {
+			out = append(out, pid)
+		}
+	}
+	return out
 }
 
 // slowWriter is a reader that falls behind once the command has exited, as a loaded daemon
