@@ -25,7 +25,8 @@ const bashDescription = `Runs a shell command with bash -c and returns its outpu
 Usage:
 - The command runs in the workspace root, or in workdir (relative to the workspace, or absolute). Use workdir instead of "cd <dir> && ...".
 - It has no terminal and no input: stdin is empty, so anything that waits for input (a prompt, a pager, an editor, "git commit" without -m) fails at once instead of hanging. Pass flags that make commands non-interactive (-y, --yes, --no-edit).
-- timeout is in milliseconds: %[1]d by default, at most %[2]d. When it runs out, the command and everything it started are killed and the output says so. Start servers and other long-lived processes in the background with output to a file, or they are killed when the command ends.
+- timeout is in milliseconds: %[1]d by default, at most %[2]d. When it runs out, the command and everything it started are killed and the output says so.
+- Every process the command starts is killed when the command ends, also one started in the background, with nohup or setsid, or as a daemon: nothing outlives the call. To try a server, start it, use it and stop it in one command (./server >server.log 2>&1 & sleep 1; curl -s localhost:8080; kill %%1).
 - A non-zero exit code is not an error: the output ends with "[exit code N]" and the metadata has the code.
 - Long output is cut to its head and tail before you see it; the note names a toolsd://output/<id> path to read or grep the rest.
 - Quote paths with spaces in double quotes. Chain dependent commands with &&; use ; only when a failure should not stop the rest.
@@ -194,7 +195,7 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	}
 
 	start := time.Now()
-	err := proc.Run(cmd)
+	cut, err := proc.Run(cmd)
 	dur := time.Since(start)
 	close(stopProgress)
 	progressWG.Wait()
@@ -226,6 +227,14 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 			note.WriteByte('\n')
 		}
 	}
+	if cut {
+		meta["outputCut"] = true
+		sep()
+		note.WriteString(outputCutNote)
+		if code != 0 || timedOut {
+			note.WriteByte('\n')
+		}
+	}
 	switch {
 	case timedOut:
 		sep()
@@ -236,11 +245,15 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	case code != 0:
 		sep()
 		fmt.Fprintf(&note, "[exit code %d]", code)
-	case n == 0:
+	case n == 0 && !cut:
 		note.WriteString("(no output)")
 	}
 	return &registry.Result{Title: title, Output: note.String(), Metadata: meta}, nil
 }
+
+// outputCutNote ends the output of a command whose output pipe something outside its process
+// tree still held after it ended (proc.Run stopped reading).
+const outputCutNote = "[output cut here: the command ended, but a process outside its process tree still held its output open, so reading stopped and whatever that process wrote later was not read. Every process the command starts is killed when it ends; one that holds the output after that was given it by a program outside the call (a service manager, a daemon it asked) or could not be killed. Send the output of such processes to a file (... > log 2>&1)]"
 
 // askBash asks for everything a command line would touch, as permission.ShellRequests
 // lists it: folders outside the workspace (and path words only known at run time), files

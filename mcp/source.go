@@ -297,8 +297,11 @@ func (sv *server) serve(listed func()) error {
 	s := sv.src
 	stderr := &tail{max: 4096}
 	// The process gets no context: Close ends it the way the MCP spec asks (stdin closed,
-	// then SIGTERM, then SIGKILL), through the transport, and then kills its process group.
-	cmd := proc.Command(context.Background(), s.opts.TerminateDuration, sv.cfg.Command[0], sv.cfg.Command[1:]...)
+	// then SIGTERM, then SIGKILL), through the transport, and then kills its tree. The
+	// transport's SIGTERM and SIGKILL reach the guard; the guard must have killed the
+	// server's tree (whose orphans are its children) before that SIGKILL, or they would be
+	// orphaned to init: so its own grace is half of the transport's.
+	cmd := proc.Command(context.Background(), max(s.opts.TerminateDuration/2, time.Millisecond), sv.cfg.Command[0], sv.cfg.Command[1:]...)
 	cmd.Dir = s.opts.Workspace
 	cmd.Env = os.Environ()
 	for k, v := range sv.cfg.Env {

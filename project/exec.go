@@ -90,7 +90,7 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 	}
 	cmd.Stdout = out
 
-	err := proc.Run(cmd)
+	cut, err := proc.Run(cmd)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
@@ -111,15 +111,33 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 		}
 		return nil, fmt.Errorf("tool %q failed with exit code %d%s", d.Name, code, stderr.section())
 	}
+	var res *registry.Result
 	if d.Output == OutputJSON {
-		return parseJSONOutput(d, stdout.Bytes())
+		if res, err = parseJSONOutput(d, stdout.Bytes()); err != nil {
+			if cut {
+				err = fmt.Errorf("%w (%s)", err, outputCutWhy)
+			}
+			return nil, err
+		}
+	} else {
+		res = &registry.Result{Title: d.Name, Output: stdout.String(), Metadata: map[string]any{"exitCode": 0}}
 	}
-	return &registry.Result{
-		Title:    d.Name,
-		Output:   stdout.String(),
-		Metadata: map[string]any{"exitCode": 0},
-	}, nil
+	if cut {
+		if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
+			res.Output += "\n"
+		}
+		res.Output += "[output cut here: " + outputCutWhy + "]"
+		if res.Metadata == nil {
+			res.Metadata = map[string]any{}
+		}
+		res.Metadata["outputCut"] = true
+	}
+	return res, nil
 }
+
+// outputCutWhy says why the output of a tool may be incomplete when proc.Run stopped reading
+// it before its end.
+const outputCutWhy = "the tool ended, but a process outside its process tree still held its stdout open, so reading stopped and whatever came later was not read"
 
 // parseJSONOutput reads the {title, output, metadata} of an "output": "json" tool.
 func parseJSONOutput(d *Definition, b []byte) (*registry.Result, error) {

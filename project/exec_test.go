@@ -7,6 +7,7 @@ import (
 	"io"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -211,5 +212,36 @@ func TestStopKillsTree(t *testing.T) {
 				t.Fatal("the tool's process tree is still alive")
 			}
 		})
+	}
+}
+
+// A process outside the tool's tree that still holds its stdout when the tool ends does not
+// keep the call waiting, and the result says the output was cut there. (Without the guard,
+// as here, a process started with setsid escapes.)
+func TestExecuteOutputCut(t *testing.T) {
+	ws := t.TempDir()
+	writeTree(t, ws, `
+-- .toolsd/tool/leaves.json --
+{"description": "Leaves a process holding its stdout.", "command": ["./leaves.sh"]}
+-- .toolsd/tool/leaves.sh --
+#!/bin/sh
+setsid sh -c 'echo $$ >escaped.pid; exec sleep 120' &
+while [ ! -s escaped.pid ]; do :; done
+echo done
+`)
+	tools := loadTools(t, ws)
+	var fc fakeCall
+	res, err := tools["leaves"].Execute(context.Background(), fc.call(), json.RawMessage(`{}`))
+	if b, err := os.ReadFile(filepath.Join(ws, "escaped.pid")); err == nil {
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			t.Cleanup(func() { _ = syscall.Kill(pid, syscall.SIGKILL) })
+		}
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := fc.out.String() + res.Output
+	if !strings.HasPrefix(got, "done\n[output cut here: the tool ended, but a process outside its process tree") || res.Metadata["outputCut"] != true {
+		t.Fatalf("output %q, metadata %v", got, res.Metadata)
 	}
 }

@@ -26,6 +26,8 @@ func TestCommandLine(t *testing.T) {
 		{[]string{"mcp", "--help"}, 0, "", "-workspace"},
 		{[]string{"__guard", "sh", "-c", "exit 7"}, 7, "", ""},
 		{[]string{"__guard", "/no/such/program"}, 127, "", "no such file"},
+		{[]string{"__guard", "-grace=50ms", "--", "sh", "-c", "exit 3"}, 3, "", ""},
+		{[]string{"__guard", "-grace=soon", "--", "true"}, 2, "", "bad -grace=soon"},
 	}
 	for _, c := range cases {
 		t.Run(strings.Join(c.args, " "), func(t *testing.T) {

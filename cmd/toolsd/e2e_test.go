@@ -17,6 +17,9 @@ import (
 )
 
 func TestMain(m *testing.M) {
+	if len(os.Args) == 5 && os.Args[1] == backlogArg {
+		os.Exit(writeBacklog(os.Args[2:]))
+	}
 	goleak.VerifyTestMain(m)
 }
 

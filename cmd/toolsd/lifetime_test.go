@@ -65,6 +65,54 @@ func waitProcs(t *testing.T, ctx context.Context, n int, argv ...string) {
 	}
 }
 
+// escapeMarker returns a sleep duration that names the processes of one test: a command
+// line `sleep <marker>` no other process has, and that ends by itself within minutes if a
+// test fails to kill it.
+func escapeMarker(n int) string { return fmt.Sprintf("120.%d%d", os.Getpid(), n) }
+
+// escapes is a command that leaves escapeCount processes `sleep marker` running in every
+// way a tool's descendant can leave its process group, its session or its parent: setsid, a
+// double fork (that one keeps the output open), nohup, and a daemon that detaches and forks.
+func escapes(marker string) string {
+	return strings.NewReplacer("M", marker).Replace(
+		`setsid sleep M >/dev/null 2>&1 & (sleep M &); nohup sleep M >/dev/null 2>&1 & ` +
+			`(setsid sh -c 'sleep M & exec sleep M' </dev/null >/dev/null 2>&1 &)`)
+}
+
+const escapeCount = 5
+
+// startAnswered starts a bash call with args and answers "once" to every ask it makes.
+func (e *env) startAnswered(callID string, a json.RawMessage) func() (*protocol.ExecuteResult, error) {
+	e.t.Helper()
+	ctx, cancel := context.WithCancel(e.ctx)
+	mark := e.d.Mark()
+	_, wait := e.start(protocol.ExecuteParams{CallID: callID, Tool: "bash", Args: a})
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for {
+			raw, pos, err := e.d.WaitFor(ctx, mark, "permission/asked", func(r json.RawMessage) bool {
+				var a protocol.AskedParams
+				return json.Unmarshal(r, &a) == nil && a.CallID == callID
+			})
+			if err != nil {
+				return
+			}
+			mark = pos + 1
+			var a protocol.AskedParams
+			if json.Unmarshal(raw, &a) == nil {
+				_ = e.reply(a.ID, "once", "")
+			}
+		}
+	}()
+	return func() (*protocol.ExecuteResult, error) {
+		res, err := wait()
+		cancel()
+		<-done
+		return res, err
+	}
+}
+
 // startAllowed starts a bash call and allows its ask once.
 func (e *env) startAllowed(callID, command string) func() (*protocol.ExecuteResult, error) {
 	e.t.Helper()
@@ -84,7 +132,10 @@ func TestEndOfInputKillsEverything(t *testing.T) {
 		// Each command differs, or the third identical one would be a doom loop.
 		e.startAllowed(fmt.Sprintf("sleep%d", i), fmt.Sprintf(": %d; sleep %s & sleep %s", i, marker, marker))
 	}
-	waitProcs(t, e.ctx, 20, "sleep", marker)
+	escaped := escapeMarker(0)
+	e.startAllowed("escapes", escapes(escaped)+"; sleep "+marker)
+	waitProcs(t, e.ctx, 21, "sleep", marker)
+	waitProcs(t, e.ctx, escapeCount, "sleep", escaped)
 	closed := time.Now()
 	_ = e.d.Stdin.Close()
 	deadline := harness.Deadline(t, 2*time.Second)
@@ -95,6 +146,7 @@ func TestEndOfInputKillsEverything(t *testing.T) {
 	}
 	t.Logf("exited %v after end of input", time.Since(closed))
 	waitNoProcs(t, harness.Deadline(t, 5*time.Second), "sleep", marker)
+	waitNoProcs(t, harness.Deadline(t, 5*time.Second), "sleep", escaped)
 }
 
 func TestKill9KeepsTheRecord(t *testing.T) {
@@ -111,11 +163,14 @@ func TestKill9KeepsTheRecord(t *testing.T) {
 		if err != nil || res.Status != "completed" {
 			t.Fatalf("read: %+v %v", res, err)
 		}
-		e.startAllowed(fmt.Sprintf("inflight%d", round), "sleep "+marker+" & sleep "+marker)
+		escaped := escapeMarker(round)
+		e.startAllowed(fmt.Sprintf("inflight%d", round), escapes(escaped)+"; sleep "+marker+" & sleep "+marker)
 		waitProcs(t, e.ctx, 2, "sleep", marker)
+		waitProcs(t, e.ctx, escapeCount, "sleep", escaped)
 		e.d.Kill()
-		// The guard kills the tool's process group when the daemon dies.
+		// The guard kills the tool's whole tree when the daemon dies, escapees included.
 		waitNoProcs(t, harness.Deadline(t, 5*time.Second), "sleep", marker)
+		waitNoProcs(t, harness.Deadline(t, 5*time.Second), "sleep", escaped)
 
 		// The next daemon on the same store finds everything.
 		e2 := newEnv(t, envOpts{ws: ws, store: st})
@@ -138,6 +193,55 @@ func TestKill9KeepsTheRecord(t *testing.T) {
 			t.Fatalf("shutdown: %d %v", code, err)
 		}
 	}
+}
+
+// Nothing a bash call starts outlives the call, however it left the call's process group or
+// session: when the call completes or times out, every such process is dead before the
+// result comes; when it is cancelled, soon after.
+func TestEscapesDieWithTheCall(t *testing.T) {
+	e := newEnv(t, envOpts{})
+
+	t.Run("completed", func(t *testing.T) {
+		m := escapeMarker(1)
+		// The command ends once the test has seen every escapee running.
+		wait := e.startAnswered("completed", args("command", escapes(m)+"; while [ ! -e go ]; do sleep 0.01; done; echo done"))
+		waitProcs(t, e.ctx, escapeCount, "sleep", m)
+		if err := os.WriteFile(filepath.Join(e.ws, "go"), nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+		res, err := wait()
+		if err != nil || res.Status != "completed" || res.Output != "done\n" {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if left := procsWithArgv("sleep", m); len(left) > 0 {
+			t.Fatalf("processes %v outlived the call", left)
+		}
+	})
+
+	t.Run("timed out", func(t *testing.T) {
+		m := escapeMarker(2)
+		res, err := e.startAnswered("timeout", args("command", escapes(m)+"; sleep 120", "timeout", 1500))()
+		if err != nil || res.Status != "completed" || !strings.Contains(res.Output, "timed out") {
+			t.Fatalf("%+v %v", res, err)
+		}
+		if left := procsWithArgv("sleep", m); len(left) > 0 {
+			t.Fatalf("processes %v outlived the call", left)
+		}
+	})
+
+	t.Run("cancelled", func(t *testing.T) {
+		m := escapeMarker(3)
+		wait := e.startAnswered("cancelled", args("command", escapes(m)+"; sleep 120"))
+		waitProcs(t, e.ctx, escapeCount, "sleep", m)
+		var cr protocol.CancelResult
+		if err := e.d.Call(e.ctx, "tools/cancel", protocol.CancelParams{CallID: "cancelled"}, &cr); err != nil || !cr.Cancelled {
+			t.Fatalf("tools/cancel: %+v %v", cr, err)
+		}
+		if _, err := wait(); harness.RPCError(err) != protocol.CodeRequestCancelled {
+			t.Fatalf("cancelled execute answered %v, want -32800", err)
+		}
+		waitNoProcs(t, harness.Deadline(t, 5*time.Second), "sleep", m)
+	})
 }
 
 func TestTwoDaemonsOneWorkspace(t *testing.T) {

@@ -1,12 +1,22 @@
 // Package proc starts tool processes so that a whole process tree dies together: on
-// cancellation, on time-out, after the leader exits, and when the daemon itself dies.
+// cancellation, on time-out, after the command ends, and when the daemon itself dies.
 //
-// Every tool process leads its own process group. Cancelling sends SIGTERM to the group and,
-// after a grace period, SIGKILL; when the leader exits, anything it left in the group is
-// killed. So that a tree does not outlive a daemon killed with SIGKILL, the daemon can set
-// GuardPath to its own executable: the process is then started through a small guard (the
-// hidden "__guard" mode of the toolsd binary, see RunGuard) that leads the group, receives
-// SIGTERM from the kernel when the daemon dies (PR_SET_PDEATHSIG), and kills the group.
+// The daemon sets SetGuardPath to its own executable, and every command then starts through
+// a guard: the hidden "__guard" mode of the toolsd binary (RunGuard). The guard is a child
+// subreaper (PR_SET_CHILD_SUBREAPER): whatever the command starts and orphans — a double
+// fork, `setsid`, `nohup … &`, a daemon that detaches — is reparented to the guard, not to
+// init, so the command's tree never leaves it. The guard kills that whole tree, process
+// groups and sessions notwithstanding, and reaps it before it exits: when the command ends,
+// when the daemon cancels it (SIGTERM, then SIGKILL after the grace), and when the daemon
+// dies (the kernel sends the guard SIGTERM: PR_SET_PDEATHSIG).
+//
+// Without a guard (the tests of packages that do not build the binary), each command leads
+// its own process group: cancelling sends SIGTERM to the group and SIGKILL after the grace,
+// and the group is killed when its leader exits; a process that leaves the group escapes.
+//
+// Run reads a command's output to its end. Once the tree is gone no writer of the output
+// pipe is left, so the end comes; only when something outside the tree still holds the pipe
+// (a process that escaped even the guard) does Run stop reading early, and it says so.
 package proc
 
 import (
@@ -15,11 +25,12 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"os/signal"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 )
 
 // GuardArg is the first argument that makes the toolsd binary run as a guard.
@@ -33,66 +44,86 @@ var guardPath atomic.Pointer[string]
 // unset.
 func SetGuardPath(path string) { guardPath.Store(&path) }
 
-// DefaultGrace is how long a process group has between SIGTERM and SIGKILL.
+// DefaultGrace is how long a process tree has between SIGTERM and SIGKILL.
 const DefaultGrace = 2 * time.Second
 
-// Command returns a command that runs name with args in its own process group, with stdin
-// closed (reading it gives EOF). When ctx is done the group gets SIGTERM and, grace later,
-// SIGKILL; Wait returns soon after even if a grandchild still holds an output pipe.
-// The caller sets Dir, Env, Stdout and Stderr, then calls Start and Wait, and must call
-// KillGroup after Wait to reap what the leader left behind (Run does all of this).
+// guardSlack is how long, beyond the grace, a cancelled guard has to kill and reap its tree
+// before the daemon kills the guard itself (a guard that hangs; its tree would escape).
+const guardSlack = 3 * time.Second
+
+// Command returns a command that runs name with args so that its whole tree dies with it,
+// with stdin closed (reading it gives EOF). When ctx is done the tree gets SIGTERM and,
+// grace later, SIGKILL; Wait returns soon after even if something outside the tree still
+// holds an output pipe. The caller sets Dir, Env, Stdout and Stderr, then calls Start and
+// Wait, and must call KillGroup after Wait (Run does all of this).
 func Command(ctx context.Context, grace time.Duration, name string, args ...string) *exec.Cmd {
 	if grace <= 0 {
 		grace = DefaultGrace
 	}
 	var cmd *exec.Cmd
 	if p := guardPath.Load(); p != nil && *p != "" {
-		cmd = exec.CommandContext(ctx, *p, append([]string{GuardArg, name}, args...)...)
+		cmd = exec.CommandContext(ctx, *p, guardArgs(grace, name, args)...)
+		// The guard stops the tree itself: SIGTERM, the grace, SIGKILL, reaping. The
+		// signal goes through the process's pidfd, so it cannot reach a reused pid.
+		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.WaitDelay = grace + guardSlack
 	} else {
 		cmd = exec.CommandContext(ctx, name, args...)
+		cmd.Cancel = func() error {
+			pid := cmd.Process.Pid
+			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			// KillGroup stops the timer once the command was waited for, so a late SIGKILL
+			// can never reach a process group id the kernel has handed out again.
+			escalations.Store(cmd, time.AfterFunc(grace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }))
+			return nil
+		}
+		// After SIGKILL the pipes close; WaitDelay bounds Wait when a process that escaped
+		// the group still holds them.
+		cmd.WaitDelay = grace + time.Second
 	}
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdin = nil // /dev/null
-	cmd.Cancel = func() error {
-		pid := cmd.Process.Pid
-		_ = syscall.Kill(-pid, syscall.SIGTERM)
-		// KillGroup stops the timer once the command was waited for, so a late SIGKILL can
-		// never reach a process group id the kernel has handed out again.
-		escalations.Store(cmd, time.AfterFunc(grace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }))
-		return nil
-	}
-	// After SIGKILL the pipes close; WaitDelay bounds Wait when a grandchild that escaped
-	// the group still holds them.
-	cmd.WaitDelay = grace + time.Second
 	return cmd
 }
 
-// escalations holds the pending SIGKILL timer of each cancelled command.
+// guarded reports whether cmd runs through a guard.
+func guarded(cmd *exec.Cmd) bool { return len(cmd.Args) > 1 && cmd.Args[1] == GuardArg }
+
+// escalations holds the pending SIGKILL timer of each cancelled unguarded command.
 var escalations sync.Map // *exec.Cmd -> *time.Timer
 
-// KillGroup sends SIGKILL to the process group a started command leads, and drops its
-// pending escalation. Call it once, after Wait.
+// KillGroup kills at once what a started command left running: through its guard, the
+// whole tree; unguarded, its process group. Call it once, after Wait (when the guard has
+// already killed and reaped the tree, it does nothing).
 func KillGroup(cmd *exec.Cmd) {
 	if t, ok := escalations.LoadAndDelete(cmd); ok {
 		t.(*time.Timer).Stop()
 	}
-	if cmd.Process != nil {
-		_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	if cmd.Process == nil {
+		return
 	}
+	if guarded(cmd) {
+		// A guard that was waited for is gone (the signal then fails with ErrProcessDone),
+		// and its tree with it.
+		_ = cmd.Process.Signal(sigKillNow)
+		return
+	}
+	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
 }
 
-// drainTimeout bounds how long Run reads what is left in the output pipes after the group
-// was killed (a process that left the group may still hold them).
-const drainTimeout = time.Second
-
-// Run starts cmd (from Command), waits for its leader, kills what the leader left behind in
-// its group, and returns once the output is copied. Stdout and Stderr that are not files go
-// through pipes Run owns rather than exec's, so that a background process still holding
-// them (`server &`) does not keep Run waiting: it is killed with the group as soon as the
-// leader exits.
-func Run(cmd *exec.Cmd) error {
-	var copies sync.WaitGroup
-	var readers, writers []*os.File
+// Run starts cmd (from Command), waits for it, kills what it left behind, and returns once
+// its output is copied, with the command's error from Wait. Stdout and Stderr that are not
+// files go through pipes Run owns rather than exec's, and Run reads them to their end: once
+// the command's tree is gone, the pipes have no writer left and the end comes, however long
+// Stdout and Stderr take to accept it. Only if something outside the tree still holds a pipe
+// (a process that escaped the guard, or any process that left the group of an unguarded
+// command) does Run stop reading before the end, once that pipe has stayed empty for
+// drainIdle (or drainMax after the tree ended, if it keeps writing); then cut is true, and
+// whatever the pipe got after that point was not read.
+func Run(cmd *exec.Cmd) (cut bool, err error) {
+	var pipes []*outPipe
+	var writers []*os.File
+	ended := make(chan struct{}, 2) // one send per copy that ends
 	plumb := func(w io.Writer) (io.Writer, error) {
 		if w == nil {
 			return nil, nil
@@ -104,17 +135,20 @@ func Run(cmd *exec.Cmd) error {
 		if err != nil {
 			return nil, err
 		}
-		readers, writers = append(readers, pr), append(writers, pw)
-		copies.Add(1)
-		go func() {
-			defer copies.Done()
-			_, _ = io.Copy(w, pr)
-		}()
+		p := &outPipe{r: pr, done: make(chan struct{})}
+		pipes, writers = append(pipes, p), append(writers, pw)
+		go p.copy(w, ended)
 		return pw, nil
 	}
 	closeAll := func(fs []*os.File) {
 		for _, f := range fs {
 			_ = f.Close()
+		}
+	}
+	abort := func() {
+		for _, p := range pipes {
+			_ = p.r.Close()
+			<-p.done
 		}
 	}
 	shared := sameWriter(cmd.Stdout, cmd.Stderr)
@@ -129,32 +163,147 @@ func Run(cmd *exec.Cmd) error {
 	cmd.Stdout = out
 	if err != nil {
 		closeAll(writers)
-		closeAll(readers)
-		copies.Wait()
-		return err
+		abort()
+		return false, err
 	}
 	err = cmd.Start()
 	closeAll(writers) // the child has its copies
 	if err != nil {
-		closeAll(readers)
-		copies.Wait()
-		return err
+		abort()
+		return false, err
 	}
 	err = cmd.Wait()
 	KillGroup(cmd)
-	drained := make(chan struct{})
-	go func() {
-		copies.Wait()
-		close(drained)
+	return drain(pipes, ended), err
+}
+
+// Variables for the tests; nothing else sets them.
+var (
+	// drainIdle is how long Run keeps reading an output pipe that has stayed empty, after
+	// the command's tree is gone, while something outside the tree still holds it open.
+	drainIdle = time.Second
+	// drainMax bounds how long Run keeps reading, after the tree is gone, a pipe that
+	// something outside the tree keeps writing to.
+	drainMax = 5 * time.Second
+	// drainTick is how often Run looks at such a pipe.
+	drainTick = 50 * time.Millisecond
+)
+
+// outPipe is the read end of an output pipe Run owns and the goroutine that copies it.
+type outPipe struct {
+	r    *os.File
+	n    atomic.Int64  // bytes read so far
+	done chan struct{} // closed when the copy has ended
+}
+
+// copy copies the pipe to w until the pipe ends or is closed, then closes done and sends on
+// ended. After an error from w it keeps reading and drops what it reads, so that the writers
+// never block on a full pipe.
+func (p *outPipe) copy(w io.Writer, ended chan<- struct{}) {
+	defer func() {
+		close(p.done)
+		ended <- struct{}{}
 	}()
-	select {
-	case <-drained:
-	case <-time.After(drainTimeout):
-		closeAll(readers) // unblocks the copies
-		<-drained
+	buf := make([]byte, 32<<10)
+	var werr error
+	for {
+		n, err := p.r.Read(buf)
+		if n > 0 {
+			p.n.Add(int64(n))
+			if werr == nil {
+				_, werr = w.Write(buf[:n])
+			}
+		}
+		if err != nil {
+			return
+		}
 	}
-	closeAll(readers)
-	return err
+}
+
+// state reports how many bytes wait in the pipe, and whether any process still holds its
+// write end (a pipe without writers reports POLLHUP; its reader then gets EOF after the
+// data).
+func (p *outPipe) state() (pending int, writers bool) {
+	rc, err := p.r.SyscallConn()
+	if err != nil {
+		return 0, false
+	}
+	writers = true
+	if rc.Control(func(fd uintptr) {
+		// TIOCINQ is FIONREAD: the bytes waiting in the pipe.
+		pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
+		// No events asked for: only POLLHUP and POLLERR come back.
+		pfd := []unix.PollFd{{Fd: int32(fd)}}
+		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
+			writers = false
+		}
+	}) != nil {
+		return 0, false
+	}
+	return pending, writers
+}
+
+// drain waits until every pipe is read to its end, after the command's tree is gone, and
+// closes them. A pipe without writers is read to the end however long that takes (the
+// copy's writer may be slow under load): the end is certain. A pipe that something outside
+// the tree still holds is closed once it has stayed empty for drainIdle, or drainMax after
+// the tree ended; drain then reports the output as cut.
+func drain(pipes []*outPipe, ended <-chan struct{}) (cut bool) {
+	start := time.Now()
+	type watch struct {
+		p          *outPipe
+		last       int64     // bytes read at the last look
+		lastChange time.Time // when the pipe last had data or gave some
+		certain    bool      // no writer is left: the end will come
+	}
+	var open []*watch
+	for _, p := range pipes {
+		open = append(open, &watch{p: p, last: p.n.Load(), lastChange: start})
+	}
+	var tick *time.Ticker
+	for {
+		rest := open[:0]
+		for _, w := range open {
+			select {
+			case <-w.p.done:
+				continue
+			default:
+			}
+			if tick != nil && !w.certain { // a look at the pipe, once per tick
+				now := time.Now()
+				pending, writers := w.p.state()
+				if n := w.p.n.Load(); pending > 0 || n != w.last {
+					w.last, w.lastChange = n, now
+				}
+				switch {
+				case !writers:
+					w.certain = true
+				case now.Sub(w.lastChange) >= drainIdle || now.Sub(start) >= drainMax:
+					_ = w.p.r.Close() // the copy's pending Read fails; what it read is kept
+					<-w.p.done
+					cut = true
+					continue
+				}
+			}
+			rest = append(rest, w)
+		}
+		open = rest
+		if len(open) == 0 {
+			break
+		}
+		if tick == nil {
+			tick = time.NewTicker(drainTick)
+			defer tick.Stop()
+		}
+		select {
+		case <-ended:
+		case <-tick.C:
+		}
+	}
+	for _, p := range pipes {
+		_ = p.r.Close()
+	}
+	return cut
 }
 
 // sameWriter reports whether a and b are the same writer (false for writers that cannot be
@@ -169,6 +318,7 @@ func sameWriter(a, b io.Writer) (same bool) {
 }
 
 // ExitCode returns the exit code in err from Wait (0 for nil, -1 when it is not an exit).
+// A process killed by signal N gives 128+N, as a shell reports it.
 func ExitCode(err error) int {
 	if err == nil {
 		return 0
@@ -181,46 +331,4 @@ func ExitCode(err error) int {
 		return ee.ExitCode()
 	}
 	return -1
-}
-
-// RunGuard is the guard's main: args are the command to run. It leads the process group
-// (the daemon started it with Setpgid), runs the command in the same group and exits with
-// its code. When it gets SIGTERM or SIGINT (from the daemon's cancellation, or from the
-// kernel because the daemon died), it kills the whole group.
-func RunGuard(args []string) int {
-	if len(args) == 0 {
-		return 127
-	}
-	sigs := make(chan os.Signal, 2)
-	signal.Notify(sigs, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP)
-	// The daemon may have died between fork and here; then our parent is no longer it.
-	ppid := os.Getppid()
-	cmd := exec.Command(args[0], args[1:]...)
-	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	if err := cmd.Start(); err != nil {
-		os.Stderr.WriteString("toolsd: " + err.Error() + "\n")
-		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
-			return 127
-		}
-		return 126
-	}
-	if ppid == 1 {
-		_ = syscall.Kill(0, syscall.SIGKILL)
-	}
-	done := make(chan error, 1)
-	go func() { done <- cmd.Wait() }()
-	select {
-	case err := <-done:
-		return ExitCode(err)
-	case <-sigs:
-		// Give the tree the same chance to stop cleanly that an unguarded group gets,
-		// then kill it, ourselves included.
-		_ = syscall.Kill(-os.Getpid(), syscall.SIGTERM)
-		select {
-		case <-done:
-		case <-time.After(DefaultGrace):
-		}
-		_ = syscall.Kill(-os.Getpid(), syscall.SIGKILL)
-		return 143
-	}
 }
