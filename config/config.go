@@ -40,6 +40,15 @@ type Settings struct {
 	// {"bash": {"git status*": "allow", "rm *": "deny"}, "edit": "ask"}. It is not merged:
 	// Layers.Permissions hands each layer's rules to the engine separately.
 	Permission json.RawMessage `json:"permission,omitempty"`
+	// Permissions holds permission rules in OpenCode's second syntax, an ordered array of
+	// {"action", "resource", "effect"} (permission.ParseV2). A layer uses one syntax: a file
+	// with both is a diagnostic.
+	Permissions json.RawMessage `json:"permissions,omitempty"`
+	// Examples are calls with the decision the rules must give them: {"allow": [...],
+	// "ask": [...], "deny": [...]}, each call a string (`bash git push -f`, `edit a.go`) or
+	// an object {"tool": ..., "args": {...}}. They are checked when the settings load and by
+	// `toolsd policy test`.
+	Examples json.RawMessage `json:"examples,omitempty"`
 	// Agents configure named agents (tools/resolve's agent).
 	Agents map[string]Agent `json:"agents,omitempty"`
 	// Limits bound output and time.
@@ -65,6 +74,11 @@ type Agent struct {
 	// Permission holds the agent's own rules, in the same form as Settings.Permission,
 	// layered after the global ones.
 	Permission json.RawMessage `json:"permission,omitempty"`
+	// Permissions holds them in OpenCode's second syntax, as Settings.Permissions.
+	Permissions json.RawMessage `json:"permissions,omitempty"`
+	// Examples are calls of this agent with the decision they must get, as
+	// Settings.Examples.
+	Examples json.RawMessage `json:"examples,omitempty"`
 }
 
 // Limits bound output and time. Zero means the default. Each is held within limitBounds;
@@ -131,6 +145,7 @@ var projectMayNotSet = map[string]bool{"maxMessageBytes": true}
 
 // Layer sources.
 const (
+	SourceManaged = "managed"
 	SourceUser    = "user"
 	SourceEditor  = "editor"
 	SourceProject = "project"
@@ -138,7 +153,7 @@ const (
 
 // Layer is the settings of one source, as written there.
 type Layer struct {
-	Source   string // SourceUser, SourceEditor or SourceProject
+	Source   string // SourceManaged, SourceUser, SourceEditor or SourceProject
 	Path     string // the file; "" for the editor's
 	Raw      json.RawMessage
 	Settings Settings
@@ -146,12 +161,16 @@ type Layer struct {
 
 // Layers are the layers that exist, in precedence order, and their merge.
 type Layers struct {
+	// Managed is the administrator's policy (ManagedDir): only its permission rules and
+	// examples count; it is not part of List or Effective.
+	Managed               *Layer
 	User, Editor, Project *Layer // nil when absent
 	// Effective is Defaults overlaid with every layer.
 	Effective Settings
 }
 
-// List returns the layers that exist, lowest precedence first.
+// List returns the layers of settings that exist, lowest precedence first (the managed
+// policy is not one: see Layers.Managed).
 func (l *Layers) List() []*Layer {
 	var out []*Layer
 	for _, x := range []*Layer{l.User, l.Editor, l.Project} {
@@ -218,25 +237,37 @@ func ProjectPath(workspace string) string {
 	return filepath.Join(workspace, ".toolsd", "config.json")
 }
 
-// Load reads the user's config file, the editor's initializationOptions and the
-// workspace's config file. A file that is absent is no layer; a file that is not valid
-// JSON is no layer and a diagnostic; unknown fields are warnings, and fields of the wrong
-// type are errors and ignored.
+// Load reads the managed policy, the user's config file, the editor's
+// initializationOptions and the workspace's config file. A file that is absent is no
+// layer; a file that is not valid JSON is no layer and a diagnostic; unknown fields are
+// warnings, and fields of the wrong type are errors and ignored.
 func Load(workspace string, initOptions json.RawMessage) (*Layers, []protocol.Diagnostic) {
-	return load(UserPath(), ProjectPath(workspace), initOptions, nil)
+	return load(paths{managed: ManagedPath(""), user: UserPath(), project: ProjectPath(workspace)}, initOptions, nil)
 }
+
+// LoadFrom is Load with the managed policy read from managedDir ("" for ManagedDir()) and
+// without the editor's settings, for tools that read a workspace's settings while no
+// editor is there (toolsd policy).
+func LoadFrom(workspace, managedDir string) (*Layers, []protocol.Diagnostic) {
+	return load(paths{managed: ManagedPath(managedDir), user: UserPath(), project: ProjectPath(workspace)}, nil, nil)
+}
+
+// paths are the settings files.
+type paths struct{ managed, user, project string }
 
 // load reads the layers; prev, if set, supplies the last good version of a file that is
 // now broken.
-func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layers) (*Layers, []protocol.Diagnostic) {
+func load(p paths, initOptions json.RawMessage, prev *Layers) (*Layers, []protocol.Diagnostic) {
 	diags := []protocol.Diagnostic{}
 	l := &Layers{}
-	var prevUser, prevProject *Layer
+	var prevManaged, prevUser, prevProject *Layer
 	if prev != nil {
-		prevUser, prevProject = prev.User, prev.Project
+		prevManaged, prevUser, prevProject = prev.Managed, prev.User, prev.Project
 	}
 	var ds []protocol.Diagnostic
-	l.User, ds = loadFile(SourceUser, userPath, prevUser)
+	l.Managed, ds = loadManaged(p.managed, prevManaged)
+	diags = append(diags, ds...)
+	l.User, ds = loadFile(SourceUser, p.user, prevUser)
 	diags = append(diags, ds...)
 	if len(initOptions) > 0 && string(initOptions) != "null" {
 		l.Editor, ds = Parse(SourceEditor, "", initOptions)
@@ -245,7 +276,7 @@ func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layer
 		}
 		diags = append(diags, ds...)
 	}
-	l.Project, ds = loadFile(SourceProject, projectPath, prevProject)
+	l.Project, ds = loadFile(SourceProject, p.project, prevProject)
 	diags = append(diags, ds...)
 	l.Effective = Merge(l.List()...)
 	diags = append(diags, projectLimits(l)...)
@@ -412,10 +443,7 @@ func check(n *jsonpos.Node, t reflect.Type, where string, at func(int, string, s
 		at(n.Offset, "error", "%s must be %s, not %v; it is ignored", strings.TrimPrefix(where, "."), want, n.Kind)
 	}
 	if t == reflect.TypeOf(json.RawMessage{}) {
-		// Permission rules: their own parser checks them.
-		if n.Kind != jsonpos.Object && n.Kind != jsonpos.String {
-			wrong("an object")
-		}
+		// Permission rules and examples: their own parsers check them, with positions.
 		return
 	}
 	switch t.Kind() {

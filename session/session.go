@@ -49,6 +49,9 @@ type Options struct {
 	Notifier  Notifier
 	// CanAsk is the editor's ask capability; without it an ask is a rejection.
 	CanAsk bool
+	// Client names the editor the asks go to (initialize's clientInfo.name): decisions
+	// record that a person answered through it, and "always" answers remember it.
+	Client string
 	Limits Limits
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -133,7 +136,7 @@ func New(opts Options) *Service {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Service{opts: opts, log: opts.Logger.With("component", "session"), calls: map[callKey]*callState{}}
-	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
+	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, client: opts.Client, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
 	return s
 }
 
