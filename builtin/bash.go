@@ -291,7 +291,11 @@ func bashRequests(workspace, command, dir string, wd *target, description string
 		}
 		// An empty Always means no "always" may be offered (a request made only of words
 		// known at run time): that is what Opaque says to the pipeline.
-		out = append(out, registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Reasons: r.Reasons, Metadata: m})
+		reasons := r.Reasons
+		if !r.Opaque && len(r.Always) == 0 {
+			reasons = []string{"a path only known when the line runs (" + strings.Join(r.Patterns, ", ") + "): it cannot be checked or remembered"}
+		}
+		out = append(out, registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Reasons: reasons, Metadata: m})
 	}
 	if len(an.Commands) == 0 && len(an.Opaque) == 0 {
 		// Nothing the analysis could name (a bare assignment, say): ask with the raw line,
