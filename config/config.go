@@ -62,6 +62,20 @@ type Settings struct {
 	MCP map[string]MCPServer `json:"mcp,omitempty"`
 	// LogLevel is "debug", "info", "warn" or "error" (default "info").
 	LogLevel string `json:"logLevel,omitempty"`
+	// Audit exports every decision and call to an OpenTelemetry collector. The standard
+	// environment (OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_*) turns it on without it.
+	// A workspace's own settings may not set it.
+	Audit Audit `json:"audit"`
+}
+
+// Audit names the OpenTelemetry collector decisions and calls are exported to.
+type Audit struct {
+	// OTLPEndpoint is the collector's base URL (http://collector:4318); setting it turns
+	// export on.
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
+	// OTLPProtocol is "grpc" or "http/protobuf"; empty takes OTEL_EXPORTER_OTLP_PROTOCOL,
+	// else http/protobuf.
+	OTLPProtocol string `json:"otlpProtocol,omitempty"`
 }
 
 // Agent configures one agent.
@@ -402,6 +416,13 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 			lim.Field(i).SetInt(b.Max)
 		}
 	}
+	if p := s.Audit.OTLPProtocol; p != "" && p != "grpc" && p != "http/protobuf" {
+		at(offset(field(field(root, "audit"), "otlpProtocol")), "error", `audit.otlpProtocol must be "grpc" or "http/protobuf", not %q`, p)
+		s.Audit.OTLPProtocol = ""
+	}
+	if source == SourceProject && s.Audit != (Audit{}) {
+		at(offset(field(root, "audit")), "warning", "audit is ignored here: a workspace's .toolsd/config.json cannot choose where the audit trail goes; set it in your user settings or the editor's")
+	}
 	if s.RetentionDays < 0 {
 		at(offset(field(root, "retentionDays")), "error", "retentionDays must not be negative")
 		s.RetentionDays = 0
@@ -533,6 +554,10 @@ func Merge(layers ...*Layer) Settings {
 		}
 		if o.LogLevel != "" {
 			s.LogLevel = o.LogLevel
+		}
+		if l.Source != SourceProject && o.Audit != (Audit{}) {
+			// A repository must not choose where a person's audit trail goes.
+			s.Audit = o.Audit
 		}
 		for name, m := range o.MCP {
 			if s.MCP == nil {

@@ -40,7 +40,7 @@ type SourceOptions struct {
 type Source struct {
 	opts  SourceOptions
 	paths paths
-	w           *watcher.Watcher
+	w     *watcher.Watcher
 
 	reloadMu sync.Mutex // serializes reloads and their OnChange calls
 

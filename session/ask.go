@@ -38,7 +38,7 @@ var (
 type broker struct {
 	policy Policy
 	canAsk bool
-	client string // who answers: the editor's name
+	client string                     // who answers: the editor's name
 	notify func(protocol.AskedParams) // sends permission/asked; must not block for long
 	now    func() time.Time
 

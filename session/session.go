@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -68,6 +69,8 @@ type Options struct {
 	// Observe reports whether a call repeats the session's previous calls often enough to
 	// be a loop (doom_loop). nil never does.
 	Observe func(sessionID, tool string, args []byte) bool
+	// Audit exports every call's start and end and every decision; nil exports nothing.
+	Audit *audit.Exporter
 }
 
 // Service runs the calls of one workspace. Safe for concurrent use.
@@ -93,6 +96,7 @@ type callState struct {
 
 	mu        sync.Mutex // guards decisions
 	decisions []protocol.Decision
+	trace     *audit.Call // the call's audit trace (nil: none)
 
 	// record creates the call's running record, once (see Service.Execute); nil until the
 	// call is prepared.
@@ -118,6 +122,7 @@ func (c *callState) addDecision(d protocol.Decision) {
 	c.mu.Lock()
 	c.decisions = append(c.decisions, d)
 	c.mu.Unlock()
+	c.trace.Decision(d)
 }
 
 func (c *callState) takeDecisions() []protocol.Decision {

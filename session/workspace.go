@@ -11,6 +11,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/mcp"
@@ -46,6 +47,8 @@ type WorkspaceOptions struct {
 	// ManagedDir is the folder of the administrator's policy ("" for the system's,
 	// config.ManagedDir). Tests set it; nothing a user controls may.
 	ManagedDir string
+	// Version is toolsd's version, for the audit trail.
+	Version string
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
@@ -59,7 +62,9 @@ type Workspace struct {
 	svc         *Service
 	settingsSrc *config.Source
 	changed     func(protocol.ChangedParams)
-	logLevel    *slog.LevelVar // nil: the command line fixed the level
+	audit       *audit.Exporter // nil: export is off
+	auditErr    string          // why export could not start
+	logLevel    *slog.LevelVar  // nil: the command line fixed the level
 	log         *slog.Logger
 
 	mu     sync.Mutex // guards rules, layers and mcp
@@ -132,6 +137,12 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	}
 	w.store = st
 	w.closers = append(w.closers, st.Close)
+	// The audit trail: before any call, closed after the last one (Close).
+	if w.audit, err = audit.New(ctx, audit.Options{Endpoint: settings.Audit.OTLPEndpoint, Protocol: settings.Audit.OTLPProtocol,
+		Version: o.Version, Workspace: real, Logger: o.Logger}); err != nil {
+		w.auditErr = err.Error() + "; calls run without the audit trail"
+		w.log.Warn("audit export is off", "err", err)
+	}
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
 	}
@@ -182,6 +193,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		Observe:     w.perms.Observe,
 		AdaptSchema: adaptSchema,
 		PrepareArgs: registry.StripNulls,
+		Audit:       w.audit,
 	})
 	ok = true
 	return w, nil
@@ -275,6 +287,13 @@ func (w *Workspace) Close() error {
 		if w.svc != nil {
 			w.svc.Close()
 		}
+		// Every call has ended: flush the audit trail, within a bound (a collector that is
+		// down must not hold the editor's shutdown).
+		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		if err := w.audit.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
 		for i := len(w.closers) - 1; i >= 0; i-- {
 			if err := w.closers[i](); err != nil {
 				errs = append(errs, err)
@@ -284,8 +303,18 @@ func (w *Workspace) Close() error {
 	return errors.Join(errs...)
 }
 
-// Resolve implements rpc.Backend.
-func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult { return w.svc.Resolve(p) }
+// Resolve implements rpc.Backend. The diagnostics say when the audit trail could not start
+// or lost spans.
+func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
+	res := w.svc.Resolve(p)
+	if w.auditErr != "" {
+		res.Diagnostics = append(res.Diagnostics, protocol.Diagnostic{Path: "audit", Message: w.auditErr, Severity: "warning"})
+	}
+	if lost := w.audit.Status().Lost(); lost != "" {
+		res.Diagnostics = append(res.Diagnostics, protocol.Diagnostic{Path: "audit", Message: lost, Severity: "warning"})
+	}
+	return res
+}
 
 // Execute implements rpc.Backend.
 func (w *Workspace) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {

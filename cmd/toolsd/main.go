@@ -110,7 +110,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 			client = p.ClientInfo.Name
 		}
 		return session.OpenWorkspace(ctx, session.WorkspaceOptions{
-			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Client: client, Notifier: n, Changed: n.Changed,
+			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Client: client, Version: version, Notifier: n, Changed: n.Changed,
 			InitOptions: p.InitializationOptions, Logger: logger, LogLevel: levelSetting,
 			Store: &store.Options{Retention: *retention, Sync: *syncStore, Logger: logger},
 		})
