@@ -289,7 +289,7 @@ func (w *Workspace) Close() error {
 		}
 		// Every call has ended: flush the audit trail, within a bound (a collector that is
 		// down must not hold the editor's shutdown).
-		ctx, cancel := context.WithTimeout(context.Background(), 3*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
 		if err := w.audit.Close(ctx); err != nil {
 			errs = append(errs, err)
 		}
