@@ -255,29 +255,37 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 // tree still held after it ended (proc.Run stopped reading).
 const outputCutNote = "[output cut here: the command ended, but a process outside its process tree still held its output open, so reading stopped and whatever that process wrote later was not read. Every process the command starts is killed when it ends; one that holds the output after that was given it by a program outside the call (a service manager, a daemon it asked) or could not be killed. Send the output of such processes to a file (... > log 2>&1)]"
 
-// askBash asks for everything a command line would touch, as permission.ShellRequests
-// lists it: folders outside the workspace (and path words only known at run time), files
-// it writes, the commands it runs, and the parts no parser can see through. A workdir
-// outside the workspace is asked for first.
+// askBash asks for everything a command line would touch (bashRequests), in order.
 func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *target, description string) error {
+	for _, req := range bashRequests(call.Workspace, command, dir, wd, description) {
+		if err := call.Ask(ctx, req); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// bashRequests are the requests of a command line, as permission.ShellRequests lists
+// them: folders outside the workspace (and path words only known at run time), files it
+// writes, the commands it runs, and the parts no parser can see through. A workdir
+// outside the workspace is asked for first.
+func bashRequests(workspace, command, dir string, wd *target, description string) []registry.AskRequest {
 	an := shell.Analyze(command)
 	var texts []string
 	for _, c := range an.Commands {
 		texts = append(texts, c.Text)
 	}
 	meta := func() map[string]any {
-		return map[string]any{"command": command, "workdir": relOrAbs(call.Workspace, dir), "commands": texts, "description": description}
+		return map[string]any{"command": command, "workdir": relOrAbs(workspace, dir), "commands": texts, "description": description}
 	}
+	var out []registry.AskRequest
 	if wd != nil && !wd.Inside {
 		folder := strings.TrimSuffix(filepath.ToSlash(wd.Abs), "/")
 		m := meta()
 		m["folder"] = folder
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "external_directory", Patterns: []string{folder + "/*"}, Always: []string{permission.Escape(folder) + "/*"}, Metadata: m}); err != nil {
-			return err
-		}
+		out = append(out, registry.AskRequest{Permission: "external_directory", Patterns: []string{folder + "/*"}, Always: []string{permission.Escape(folder) + "/*"}, Metadata: m})
 	}
-	reqs := permission.ShellRequests(an, dir, call.Workspace, "")
-	for _, r := range reqs {
+	for _, r := range permission.ShellRequests(an, dir, workspace, "") {
 		m := meta()
 		switch {
 		case r.Permission == permission.KeyExternalDirectory:
@@ -296,19 +304,18 @@ func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *
 		}
 		// An empty Always means no "always" may be offered (a request made only of words
 		// known at run time): that is what Opaque says to the pipeline.
-		req := registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Metadata: m}
-		if err := call.Ask(ctx, req); err != nil {
-			return err
+		reasons := r.Reasons
+		if !r.Opaque && len(r.Always) == 0 {
+			reasons = []string{"a path only known when the line runs (" + strings.Join(r.Patterns, ", ") + "): it cannot be checked or remembered"}
 		}
+		out = append(out, registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Reasons: reasons, Metadata: m})
 	}
 	if len(an.Commands) == 0 && len(an.Opaque) == 0 {
 		// Nothing the analysis could name (a bare assignment, say): ask with the raw line,
 		// so that no call runs without a bash permission.
-		if err := call.Ask(ctx, registry.AskRequest{Permission: "bash", Patterns: []string{strings.TrimSpace(command)}, Opaque: true, Metadata: meta()}); err != nil {
-			return err
-		}
+		out = append(out, registry.AskRequest{Permission: "bash", Patterns: []string{strings.TrimSpace(command)}, Opaque: true, Metadata: meta()})
 	}
-	return nil
+	return out
 }
 
 // bashSink receives a command's output: everything goes on to the call's Output, and the

@@ -101,6 +101,15 @@ func within(ws, p string) (string, bool) { return fspath.Within(ws, p) }
 // askExternal asks external_directory for a target outside the workspace. dirKind says the
 // target is itself a folder (list, grep, a workdir) rather than a file in one.
 func askExternal(ctx context.Context, call *registry.Call, t *target, dirKind bool) error {
+	if r := externalRequest(t, dirKind); r != nil {
+		return call.Ask(ctx, *r)
+	}
+	return nil
+}
+
+// externalRequest is the external_directory request for a target outside the workspace
+// (nil inside it).
+func externalRequest(t *target, dirKind bool) *registry.AskRequest {
 	if t.Inside {
 		return nil
 	}
@@ -110,12 +119,12 @@ func askExternal(ctx context.Context, call *registry.Call, t *target, dirKind bo
 	}
 	dir = filepath.ToSlash(dir)
 	pattern := strings.TrimSuffix(dir, "/") + "/*"
-	return call.Ask(ctx, registry.AskRequest{
+	return &registry.AskRequest{
 		Permission: "external_directory",
 		Patterns:   []string{pattern},
 		Always:     []string{permission.Escape(strings.TrimSuffix(dir, "/")) + "/*"},
 		Metadata:   map[string]any{"folder": dir, "filePath": filepath.ToSlash(t.Abs)},
-	})
+	}
 }
 
 // resolveAndAsk resolves p, asks external_directory when it is outside the workspace, then

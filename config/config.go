@@ -40,6 +40,15 @@ type Settings struct {
 	// {"bash": {"git status*": "allow", "rm *": "deny"}, "edit": "ask"}. It is not merged:
 	// Layers.Permissions hands each layer's rules to the engine separately.
 	Permission json.RawMessage `json:"permission,omitempty"`
+	// Permissions holds permission rules in OpenCode's second syntax, an ordered array of
+	// {"action", "resource", "effect"} (permission.ParseV2). A layer uses one syntax: a file
+	// with both is a diagnostic.
+	Permissions json.RawMessage `json:"permissions,omitempty"`
+	// Examples are calls with the decision the rules must give them: {"allow": [...],
+	// "ask": [...], "deny": [...]}, each call a string (`bash git push -f`, `edit a.go`) or
+	// an object {"tool": ..., "args": {...}}. They are checked when the settings load and by
+	// `toolsd policy test`.
+	Examples json.RawMessage `json:"examples,omitempty"`
 	// Agents configure named agents (tools/resolve's agent).
 	Agents map[string]Agent `json:"agents,omitempty"`
 	// Limits bound output and time.
@@ -53,6 +62,20 @@ type Settings struct {
 	MCP map[string]MCPServer `json:"mcp,omitempty"`
 	// LogLevel is "debug", "info", "warn" or "error" (default "info").
 	LogLevel string `json:"logLevel,omitempty"`
+	// Audit exports every decision and call to an OpenTelemetry collector. The standard
+	// environment (OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_*) turns it on without it.
+	// A workspace's own settings may not set it.
+	Audit Audit `json:"audit"`
+}
+
+// Audit names the OpenTelemetry collector decisions and calls are exported to.
+type Audit struct {
+	// OTLPEndpoint is the collector's base URL (http://collector:4318); setting it turns
+	// export on.
+	OTLPEndpoint string `json:"otlpEndpoint,omitempty"`
+	// OTLPProtocol is "grpc" or "http/protobuf"; empty takes OTEL_EXPORTER_OTLP_PROTOCOL,
+	// else http/protobuf.
+	OTLPProtocol string `json:"otlpProtocol,omitempty"`
 }
 
 // Agent configures one agent.
@@ -65,6 +88,11 @@ type Agent struct {
 	// Permission holds the agent's own rules, in the same form as Settings.Permission,
 	// layered after the global ones.
 	Permission json.RawMessage `json:"permission,omitempty"`
+	// Permissions holds them in OpenCode's second syntax, as Settings.Permissions.
+	Permissions json.RawMessage `json:"permissions,omitempty"`
+	// Examples are calls of this agent with the decision they must get, as
+	// Settings.Examples.
+	Examples json.RawMessage `json:"examples,omitempty"`
 }
 
 // Limits bound output and time. Zero means the default. Each is held within limitBounds;
@@ -131,6 +159,7 @@ var projectMayNotSet = map[string]bool{"maxMessageBytes": true}
 
 // Layer sources.
 const (
+	SourceManaged = "managed"
 	SourceUser    = "user"
 	SourceEditor  = "editor"
 	SourceProject = "project"
@@ -138,7 +167,7 @@ const (
 
 // Layer is the settings of one source, as written there.
 type Layer struct {
-	Source   string // SourceUser, SourceEditor or SourceProject
+	Source   string // SourceManaged, SourceUser, SourceEditor or SourceProject
 	Path     string // the file; "" for the editor's
 	Raw      json.RawMessage
 	Settings Settings
@@ -146,12 +175,16 @@ type Layer struct {
 
 // Layers are the layers that exist, in precedence order, and their merge.
 type Layers struct {
+	// Managed is the administrator's policy (ManagedDir): only its permission rules and
+	// examples count; it is not part of List or Effective.
+	Managed               *Layer
 	User, Editor, Project *Layer // nil when absent
 	// Effective is Defaults overlaid with every layer.
 	Effective Settings
 }
 
-// List returns the layers that exist, lowest precedence first.
+// List returns the layers of settings that exist, lowest precedence first (the managed
+// policy is not one: see Layers.Managed).
 func (l *Layers) List() []*Layer {
 	var out []*Layer
 	for _, x := range []*Layer{l.User, l.Editor, l.Project} {
@@ -218,25 +251,37 @@ func ProjectPath(workspace string) string {
 	return filepath.Join(workspace, ".toolsd", "config.json")
 }
 
-// Load reads the user's config file, the editor's initializationOptions and the
-// workspace's config file. A file that is absent is no layer; a file that is not valid
-// JSON is no layer and a diagnostic; unknown fields are warnings, and fields of the wrong
-// type are errors and ignored.
+// Load reads the managed policy, the user's config file, the editor's
+// initializationOptions and the workspace's config file. A file that is absent is no
+// layer; a file that is not valid JSON is no layer and a diagnostic; unknown fields are
+// warnings, and fields of the wrong type are errors and ignored.
 func Load(workspace string, initOptions json.RawMessage) (*Layers, []protocol.Diagnostic) {
-	return load(UserPath(), ProjectPath(workspace), initOptions, nil)
+	return load(paths{managed: ManagedPath(""), user: UserPath(), project: ProjectPath(workspace)}, initOptions, nil)
 }
+
+// LoadFrom is Load with the managed policy read from managedDir ("" for ManagedDir()) and
+// without the editor's settings, for tools that read a workspace's settings while no
+// editor is there (toolsd policy).
+func LoadFrom(workspace, managedDir string) (*Layers, []protocol.Diagnostic) {
+	return load(paths{managed: ManagedPath(managedDir), user: UserPath(), project: ProjectPath(workspace)}, nil, nil)
+}
+
+// paths are the settings files.
+type paths struct{ managed, user, project string }
 
 // load reads the layers; prev, if set, supplies the last good version of a file that is
 // now broken.
-func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layers) (*Layers, []protocol.Diagnostic) {
+func load(p paths, initOptions json.RawMessage, prev *Layers) (*Layers, []protocol.Diagnostic) {
 	diags := []protocol.Diagnostic{}
 	l := &Layers{}
-	var prevUser, prevProject *Layer
+	var prevManaged, prevUser, prevProject *Layer
 	if prev != nil {
-		prevUser, prevProject = prev.User, prev.Project
+		prevManaged, prevUser, prevProject = prev.Managed, prev.User, prev.Project
 	}
 	var ds []protocol.Diagnostic
-	l.User, ds = loadFile(SourceUser, userPath, prevUser)
+	l.Managed, ds = loadManaged(p.managed, prevManaged)
+	diags = append(diags, ds...)
+	l.User, ds = loadFile(SourceUser, p.user, prevUser)
 	diags = append(diags, ds...)
 	if len(initOptions) > 0 && string(initOptions) != "null" {
 		l.Editor, ds = Parse(SourceEditor, "", initOptions)
@@ -245,7 +290,7 @@ func load(userPath, projectPath string, initOptions json.RawMessage, prev *Layer
 		}
 		diags = append(diags, ds...)
 	}
-	l.Project, ds = loadFile(SourceProject, projectPath, prevProject)
+	l.Project, ds = loadFile(SourceProject, p.project, prevProject)
 	diags = append(diags, ds...)
 	l.Effective = Merge(l.List()...)
 	diags = append(diags, projectLimits(l)...)
@@ -371,6 +416,13 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 			lim.Field(i).SetInt(b.Max)
 		}
 	}
+	if p := s.Audit.OTLPProtocol; p != "" && p != "grpc" && p != "http/protobuf" {
+		at(offset(field(field(root, "audit"), "otlpProtocol")), "error", `audit.otlpProtocol must be "grpc" or "http/protobuf", not %q`, p)
+		s.Audit.OTLPProtocol = ""
+	}
+	if source == SourceProject && s.Audit != (Audit{}) {
+		at(offset(field(root, "audit")), "warning", "audit is ignored here: a workspace's .toolsd/config.json cannot choose where the audit trail goes; set it in your user settings or the editor's")
+	}
 	if s.RetentionDays < 0 {
 		at(offset(field(root, "retentionDays")), "error", "retentionDays must not be negative")
 		s.RetentionDays = 0
@@ -412,10 +464,7 @@ func check(n *jsonpos.Node, t reflect.Type, where string, at func(int, string, s
 		at(n.Offset, "error", "%s must be %s, not %v; it is ignored", strings.TrimPrefix(where, "."), want, n.Kind)
 	}
 	if t == reflect.TypeOf(json.RawMessage{}) {
-		// Permission rules: their own parser checks them.
-		if n.Kind != jsonpos.Object && n.Kind != jsonpos.String {
-			wrong("an object")
-		}
+		// Permission rules and examples: their own parsers check them, with positions.
 		return
 	}
 	switch t.Kind() {
@@ -505,6 +554,10 @@ func Merge(layers ...*Layer) Settings {
 		}
 		if o.LogLevel != "" {
 			s.LogLevel = o.LogLevel
+		}
+		if l.Source != SourceProject && o.Audit != (Audit{}) {
+			// A repository must not choose where a person's audit trail goes.
+			s.Audit = o.Audit
 		}
 		for name, m := range o.MCP {
 			if s.MCP == nil {

@@ -90,7 +90,10 @@ func compare(t *testing.T, where string, typ reflect.Type, schema map[string]any
 	want := ""
 	switch {
 	case typ == reflect.TypeOf(json.RawMessage{}):
-		want = "object"
+		want = "object" // or, for v2 permission rules, an array
+		if types["array"] {
+			want = "array"
+		}
 	case typ.Kind() == reflect.Struct, typ.Kind() == reflect.Map:
 		want = "object"
 	case typ.Kind() == reflect.Slice:
@@ -398,7 +401,7 @@ func TestProjectLimits(t *testing.T) {
 			if tc.project != "" {
 				writeFile(t, ProjectPath(ws), tc.project)
 			}
-			l, diags := load(user, ProjectPath(ws), json.RawMessage(tc.editor), nil)
+			l, diags := load(paths{user: user, project: ProjectPath(ws)}, json.RawMessage(tc.editor), nil)
 			got := l.Effective.Limits
 			want := Defaults().Limits
 			w, set := reflect.ValueOf(&want).Elem(), reflect.ValueOf(tc.want)
@@ -450,7 +453,7 @@ func TestSettingsFileKinds(t *testing.T) {
 				var l *Layers
 				var diags []protocol.Diagnostic
 				fsopentest.Promptly(t, 10*time.Second, "loading the settings", func() {
-					l, diags = load(user, ProjectPath(ws), nil, nil)
+					l, diags = load(paths{user: user, project: ProjectPath(ws)}, nil, nil)
 				})
 				if len(diags) != 1 || diags[0].Path != bad || diags[0].Severity != "error" || !strings.Contains(diags[0].Message, k.Says) {
 					t.Fatalf("diagnostics %+v, want one error on %s saying %q", diags, bad, k.Says)

@@ -20,6 +20,10 @@ type SourceOptions struct {
 	InitOptions json.RawMessage
 	// UserPath is the user's config file; "" means UserPath().
 	UserPath string
+	// ManagedDir is the folder of the administrator's policy; "" means ManagedDir(). It is
+	// for tests: nothing a user controls (no flag, no environment variable) may set it, or
+	// the tier could be removed by anyone it binds.
+	ManagedDir string
 	// OnChange is called after a reload changed the layers or their diagnostics, once per
 	// settled burst of file changes. It is called sequentially from the watcher's goroutine
 	// and must not block for long.
@@ -34,10 +38,9 @@ type SourceOptions struct {
 // JSON keeps its last good settings (with a diagnostic), so that half-typed rules never
 // drop a deny. It owns a watcher; Close stops it. Safe for concurrent use.
 type Source struct {
-	opts        SourceOptions
-	userPath    string
-	projectPath string
-	w           *watcher.Watcher
+	opts  SourceOptions
+	paths paths
+	w     *watcher.Watcher
 
 	reloadMu sync.Mutex // serializes reloads and their OnChange calls
 
@@ -49,17 +52,17 @@ type Source struct {
 
 // NewSource loads the settings and starts watching the files.
 func NewSource(opts SourceOptions) (*Source, error) {
-	s := &Source{opts: opts, userPath: opts.UserPath, projectPath: ProjectPath(opts.Workspace), editor: opts.InitOptions}
-	if s.userPath == "" {
-		s.userPath = UserPath()
+	s := &Source{opts: opts, paths: paths{managed: ManagedPath(opts.ManagedDir), user: opts.UserPath, project: ProjectPath(opts.Workspace)}, editor: opts.InitOptions}
+	if s.paths.user == "" {
+		s.paths.user = UserPath()
 	}
-	paths := []string{s.projectPath}
-	if s.userPath != "" {
-		paths = append(paths, s.userPath)
+	watch := []string{s.paths.project, s.paths.managed}
+	if s.paths.user != "" {
+		watch = append(watch, s.paths.user)
 	}
-	s.layers, s.diags = load(s.userPath, s.projectPath, s.editor, nil)
+	s.layers, s.diags = load(s.paths, s.editor, nil)
 	w, err := watcher.New(watcher.Options{
-		Paths:    paths,
+		Paths:    watch,
 		Debounce: opts.Debounce,
 		Logger:   opts.Logger,
 		OnChange: func([]string) { s.reload(nil) },
@@ -102,7 +105,7 @@ func (s *Source) reload(editor *json.RawMessage) {
 	}
 	prev, ed := s.layers, s.editor
 	s.mu.Unlock()
-	layers, diags := load(s.userPath, s.projectPath, ed, prev)
+	layers, diags := load(s.paths, ed, prev)
 	s.mu.Lock()
 	changed := !sameLayers(layers, s.layers) || !slices.Equal(diags, s.diags)
 	s.layers, s.diags = layers, diags
@@ -113,8 +116,11 @@ func (s *Source) reload(editor *json.RawMessage) {
 }
 
 func sameLayers(a, b *Layers) bool {
-	la, lb := a.List(), b.List()
+	la, lb := append(a.List(), a.Managed), append(b.List(), b.Managed)
 	return slices.EqualFunc(la, lb, func(x, y *Layer) bool {
+		if x == nil || y == nil {
+			return x == y
+		}
 		return x.Source == y.Source && bytes.Equal(x.Raw, y.Raw)
 	})
 }

@@ -35,7 +35,7 @@ func BenchmarkDecide1000Rules(b *testing.B) {
 	if err := e.SetLayer(LayerUser, rules1000()); err != nil {
 		b.Fatal(err)
 	}
-	_ = e.Remember("s", "bash", []string{"git status *", "go test *"})
+	_ = e.Remember("s", "bash", []string{"git status *", "go test *"}, "")
 	q := Query{SessionID: "s", Permission: "bash", Patterns: []string{"git status --short", "go test ./...", "npm run script500 --watch"}}
 	want := e.Decide(q).Action
 	for b.Loop() {

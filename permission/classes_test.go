@@ -197,7 +197,7 @@ func TestRememberedPrefixDoesNotCoverEscapes(t *testing.T) {
 			}
 		}
 	}
-	if err := e.Remember("", KeyBash, []string{"sed *", "tar *", "git log *"}); err != nil {
+	if err := e.Remember("", KeyBash, []string{"sed *", "tar *", "git log *"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	for _, line := range []string{`sed -n '1e id' a.txt`, `tar xf a.tar --to-command=sh`, `git log --output=/etc/x`} {
@@ -209,7 +209,7 @@ func TestRememberedPrefixDoesNotCoverEscapes(t *testing.T) {
 		t.Errorf("plain sed asks under a remembered prefix: %+v", d)
 	}
 	// The exact answer still allows the exact line.
-	if err := e.Remember("", KeyBash, []string{Escape(`sed -n 1e id a.txt`)}); err != nil {
+	if err := e.Remember("", KeyBash, []string{Escape(`sed -n 1e id a.txt`)}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if d := e.DecideShell("s", "", `sed -n '1e id' a.txt`, ws, ws); d.Action != Allow {

@@ -9,10 +9,17 @@ import (
 	"sort"
 	"strings"
 	"sync"
+	"time"
 )
 
-// Layer names for SetLayer, in increasing precedence. Agent layers are "agent:<name>".
+// Layer names for SetLayer, in increasing precedence (but for LayerManaged). Agent layers
+// are "agent:<name>".
 const (
+	// LayerManaged holds the rules of the system's administrator (a root-owned folder): they
+	// sit above every other layer. Each is a floor no other layer nor remembered answer can
+	// go below — a managed ask always asks, a managed deny always denies — and a managed
+	// allow counts just above the built-in defaults, where any other layer may tighten it.
+	LayerManaged     = "managed"
 	LayerUser        = "user"
 	LayerEditor      = "editor"
 	LayerProject     = "project"
@@ -48,6 +55,9 @@ type Query struct {
 	// knows to be safe for them) that an allow rule or remembered answer with a wildcard
 	// does not allow — only one that names the pattern exactly, or the rule "*" — with why.
 	ExactOnly map[string]string
+	// Reasons say why an Opaque query is opaque (the shell analysis's words); the decision
+	// carries them.
+	Reasons []string
 }
 
 // Decision is the outcome for a Query.
@@ -67,6 +77,10 @@ type Decision struct {
 	// Reason says why a rule that matched could not allow the pattern (it is ExactOnly):
 	// the person and the model read it.
 	Reason string
+	// Opaque is set when the query was Opaque and that made it ask (no rule could allow
+	// it); Reasons are the query's, saying why.
+	Opaque  bool
+	Reasons []string
 }
 
 // ApprovalStore persists workspace-scoped "always" answers and the workspace's trust.
@@ -88,8 +102,10 @@ type Engine struct {
 
 	rememberMu sync.Mutex // serializes Remember: check for duplicates, persist, add
 
+	now func() time.Time
+
 	mu        sync.Mutex         // guards the fields below
-	layers    map[string]Ruleset // user, editor, project, agent:<name>
+	layers    map[string]Ruleset // managed, user, editor, project, agent:<name>
 	trusted   bool
 	session   map[string]Ruleset // remembered for a session, by session id
 	workspace Ruleset            // remembered for the workspace (mirrors the store)
@@ -107,14 +123,14 @@ const DoomLoopThreshold = 3
 // NewEngine returns an engine with the built-in defaults and the remembered answers and
 // trust of store. store may be nil (nothing persists; the workspace is untrusted).
 func NewEngine(store ApprovalStore) (*Engine, error) {
-	e := &Engine{store: store, layers: map[string]Ruleset{}, session: map[string]Ruleset{}, loops: map[string]*loop{}}
+	e := &Engine{store: store, now: time.Now, layers: map[string]Ruleset{}, session: map[string]Ruleset{}, loops: map[string]*loop{}}
 	if store != nil {
 		rs, err := store.Approvals()
 		if err != nil {
 			return nil, fmt.Errorf("permission: loading approvals: %w", err)
 		}
 		for _, r := range rs {
-			r.Source, r.Action = SourceWorkspace, Allow
+			r.Source, r.Action, r.File, r.Line, r.Column = SourceWorkspace, Allow, "", 0, 0
 			e.workspace = append(e.workspace, r)
 		}
 		t, err := store.Trusted()
@@ -149,18 +165,19 @@ func Defaults() Ruleset {
 
 var defaults = Defaults()
 
-// SetLayer replaces the rules of a config layer: "user" (the user's config file), "editor"
+// SetLayer replaces the rules of a config layer: "managed" (the administrator's), "user"
+// (the user's config file), "editor"
 // (initializationOptions), "project" (.toolsd/config.json), "agent:<name>" (an agent's
 // rules from the user or editor config) or "project-agent:<name>" (an agent's rules from the
 // project config). Rules without a Source get the layer's name. An empty rs clears the
 // layer.
 func (e *Engine) SetLayer(name string, rs Ruleset) error {
 	switch {
-	case name == LayerUser || name == LayerEditor || name == LayerProject:
+	case name == LayerManaged || name == LayerUser || name == LayerEditor || name == LayerProject:
 	case strings.HasPrefix(name, LayerAgentPrefix) && len(name) > len(LayerAgentPrefix):
 	case strings.HasPrefix(name, LayerProjectAgentPrefix) && len(name) > len(LayerProjectAgentPrefix):
 	default:
-		return fmt.Errorf("%w %q: use %q, %q, %q, %q or %q", ErrLayer, name, LayerUser, LayerEditor, LayerProject,
+		return fmt.Errorf("%w %q: use %q, %q, %q, %q, %q or %q", ErrLayer, name, LayerManaged, LayerUser, LayerEditor, LayerProject,
 			LayerAgentPrefix+"<name>", LayerProjectAgentPrefix+"<name>")
 	}
 	cp := make(Ruleset, len(rs))
@@ -235,20 +252,22 @@ func (e *Engine) UntrustedAllows() Ruleset {
 
 // view is a consistent snapshot of what a query is evaluated against.
 type view struct {
-	config  []Ruleset // defaults, user, editor, project, agent:<name>, project-agent:<name>
+	config  []Ruleset // defaults, managed, user, editor, project, agent:<name>, project-agent:<name>
 	project []bool    // config[i] came from the workspace's own config
 	trusted bool
 	remem   []Ruleset // workspace, session
+	managed Ruleset   // the floor
 }
 
 func (e *Engine) view(sessionID, agent string) view {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	v := view{
-		config:  []Ruleset{defaults, e.layers[LayerUser], e.layers[LayerEditor], e.layers[LayerProject]},
-		project: []bool{false, false, false, true},
+		config:  []Ruleset{defaults, e.layers[LayerManaged], e.layers[LayerUser], e.layers[LayerEditor], e.layers[LayerProject]},
+		project: []bool{false, false, false, false, true},
 		trusted: e.trusted,
 		remem:   []Ruleset{e.workspace, e.session[sessionID]},
+		managed: e.layers[LayerManaged],
 	}
 	if agent != "" {
 		v.config = append(v.config, e.layers[LayerAgentPrefix+agent], e.layers[LayerProjectAgentPrefix+agent])
@@ -280,7 +299,10 @@ func (v view) split(readOnly Rule, haveReadOnly bool) (plain, project, all []Rul
 // Decide evaluates q. The layers, lowest first (later wins, the last matching rule wins, no
 // match means ask):
 //
-//	defaults < user < editor < project < agent:<q.Agent> < project-agent:<q.Agent> < remembered answers
+//	defaults < managed < user < editor < project < agent:<q.Agent> < project-agent:<q.Agent> < remembered answers
+//
+// and then the managed rules again, as a floor: the decision is at least as strict as the
+// last managed rule that matches says, whatever the layers and remembered answers say.
 //
 // The project layers (the project's own rules and its rules for agents) only tighten while
 // the workspace is untrusted: they take effect only where they are stricter than the rest
@@ -348,9 +370,9 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 	}
 	if q.Opaque {
 		if d.Action != Deny {
-			d.Action, d.Rule = Ask, nil
+			d.Action, d.Rule, d.Opaque, d.Reasons = Ask, nil, true, q.Reasons
 		}
-		return d
+		return v.floor(q, pattern, d)
 	}
 	why, exactOnly := q.ExactOnly[pattern]
 	if exactOnly && d.Action == Allow && coversByWildcard(d.Rule.Pattern) {
@@ -364,7 +386,17 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 			d.Reason = why
 		}
 	}
-	return d
+	return v.floor(q, pattern, d)
+}
+
+// floor makes d at least as strict as the last managed rule matching pattern.
+func (v view) floor(q Query, pattern string, d Decision) Decision {
+	m := lastMatch(q.Permission, pattern, v.managed)
+	if m == nil || rank(m.Action) <= rank(d.Action) {
+		return d
+	}
+	c := *m
+	return Decision{Action: c.Action, Rule: &c, Pattern: pattern, Untrusted: d.Untrusted}
 }
 
 // coversByWildcard reports a pattern that matches by a wildcard, other than "*" alone
@@ -382,8 +414,9 @@ func coversByWildcard(pattern string) bool {
 }
 
 // Remember records an "always" answer for a session, or for the workspace when sessionID
-// is empty (persisted through the store first). Patterns already remembered are skipped.
-func (e *Engine) Remember(sessionID, permission string, patterns []string) error {
+// is empty (persisted through the store first), given by by (a client's name; may be
+// empty). Patterns already remembered are skipped.
+func (e *Engine) Remember(sessionID, permission string, patterns []string, by string) error {
 	src := SourceSession
 	if sessionID == "" {
 		src = SourceWorkspace
@@ -397,7 +430,7 @@ func (e *Engine) Remember(sessionID, permission string, patterns []string) error
 	}
 	var rules Ruleset
 	for _, p := range patterns {
-		r := Rule{Permission: permission, Pattern: p, Action: Allow, Source: src}
+		r := Rule{Permission: permission, Pattern: p, Action: Allow, Source: src, At: e.now().UTC(), By: by}
 		dup := false
 		for _, h := range append(have, rules...) {
 			if h.Permission == r.Permission && h.Pattern == r.Pattern {
@@ -461,7 +494,7 @@ func (e *Engine) Hidden(permission, agent string) bool {
 		return nil
 	}
 	denies := func(r *Rule) bool { return r != nil && r.Pattern == "*" && r.Action == Deny }
-	return denies(last(plain)) || denies(last(project))
+	return denies(last(plain)) || denies(last(project)) || denies(last([]Ruleset{v.managed}))
 }
 
 // Observe records a call of tool with args in a session and reports whether it is the

@@ -1,7 +1,9 @@
 package permission
 
 import (
+	"fmt"
 	"strings"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/permission/shell"
@@ -50,15 +52,52 @@ type Rule struct {
 	Permission string `json:"permission"`
 	Pattern    string `json:"pattern"`
 	Action     Action `json:"action"`
-	// Source names the layer the rule came from: "default", "user", "editor", "project",
-	// "agent:<name>", "session", "workspace".
+	// Source names the layer the rule came from: "default", "managed", "user", "editor",
+	// "project", "agent:<name>", "project-agent:<name>", "session", "workspace".
 	Source string `json:"source,omitempty"`
+	// File, Line and Column say where a config rule is written (Line and Column 1-based, 0
+	// when unknown; File empty for the editor's settings and the built-in defaults).
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	// At and By say when and by whom a remembered answer was given (the client's name, or
+	// "" when not known).
+	At time.Time `json:"at,omitzero"`
+	By string    `json:"by,omitempty"`
 }
 
-// String writes the rule as config would: `"rm *": deny`.
+// String writes the rule as config would: `bash "rm *": deny`.
 func (r Rule) String() string {
 	return r.Permission + " " + quote(r.Pattern) + ": " + string(r.Action)
 }
+
+// Where says where the rule comes from, for a person: "user config
+// /home/u/.config/toolsd/config.json:4:7", "built-in defaults", "an answer remembered for
+// this workspace on 2026-11-30 12:00:00 UTC by VS Code".
+func (r Rule) Where() string {
+	s := describeSource(r.Source)
+	if r.Source == LayerProject && r.File != "" {
+		s = "project config"
+	}
+	switch {
+	case r.File != "" && r.Line > 0:
+		s += fmt.Sprintf(" %s:%d:%d", r.File, r.Line, r.Column)
+	case r.File != "":
+		s += " " + r.File
+	case r.Line > 0:
+		s += fmt.Sprintf(" at %d:%d", r.Line, r.Column)
+	}
+	if !r.At.IsZero() {
+		s += " on " + r.At.UTC().Format("2006-01-02 15:04:05 UTC")
+	}
+	if r.By != "" {
+		s += " by " + r.By
+	}
+	return s
+}
+
+// Remembered reports whether the rule is a remembered "always" answer.
+func (r Rule) Remembered() bool { return r.Source == SourceSession || r.Source == SourceWorkspace }
 
 func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 

@@ -101,24 +101,30 @@ func TestParseConfig(t *testing.T) {
 		want      Ruleset
 	}{
 		{"null", `null`, nil},
-		{"all", `"allow"`, Ruleset{{"*", "*", Allow, "user"}}},
-		{"keys", `{"edit": "ask", "webfetch": "deny"}`, Ruleset{{"edit", "*", Ask, "user"}, {"webfetch", "*", Deny, "user"}}},
+		{"all", `"allow"`, Ruleset{{Permission: "*", Pattern: "*", Action: Allow, Source: "user"}}},
+		{"keys", `{"edit": "ask", "webfetch": "deny"}`, Ruleset{{Permission: "edit", Pattern: "*", Action: Ask, Source: "user"}, {Permission: "webfetch", Pattern: "*", Action: Deny, Source: "user"}}},
 		{"ordered", `{"bash": {"*": "ask", "git status*": "allow", "rm *": "deny", "a": "ask"}}`, Ruleset{
-			{"bash", "*", Ask, "user"}, {"bash", "git status*", Allow, "user"}, {"bash", "rm *", Deny, "user"}, {"bash", "a", Ask, "user"},
+			{Permission: "bash", Pattern: "*", Action: Ask, Source: "user"}, {Permission: "bash", Pattern: "git status*", Action: Allow, Source: "user"}, {Permission: "bash", Pattern: "rm *", Action: Deny, Source: "user"}, {Permission: "bash", Pattern: "a", Action: Ask, Source: "user"},
 		}},
-		{"reverse order kept", `{"bash": {"z": "allow", "a": "deny"}}`, Ruleset{{"bash", "z", Allow, "user"}, {"bash", "a", Deny, "user"}}},
+		{"reverse order kept", `{"bash": {"z": "allow", "a": "deny"}}`, Ruleset{{Permission: "bash", Pattern: "z", Action: Allow, Source: "user"}, {Permission: "bash", Pattern: "a", Action: Deny, Source: "user"}}},
 		{"home", `{"external_directory": {"~/src/*": "allow", "$HOME/x/*": "deny", "${HOME}/y": "ask", "~": "ask"}}`, Ruleset{
-			{"external_directory", "/home/u/src/*", Allow, "user"}, {"external_directory", "/home/u/x/*", Deny, "user"},
-			{"external_directory", "/home/u/y", Ask, "user"}, {"external_directory", "/home/u", Ask, "user"},
+			{Permission: "external_directory", Pattern: "/home/u/src/*", Action: Allow, Source: "user"}, {Permission: "external_directory", Pattern: "/home/u/x/*", Action: Deny, Source: "user"},
+			{Permission: "external_directory", Pattern: "/home/u/y", Action: Ask, Source: "user"}, {Permission: "external_directory", Pattern: "/home/u", Action: Ask, Source: "user"},
 		}},
-		{"bash keeps ~", `{"bash": {"ls ~/*": "allow"}}`, Ruleset{{"bash", "ls ~/*", Allow, "user"}}},
-		{"mcp key", `{"github_*": "deny"}`, Ruleset{{"github_*", "*", Deny, "user"}}},
+		{"bash keeps ~", `{"bash": {"ls ~/*": "allow"}}`, Ruleset{{Permission: "bash", Pattern: "ls ~/*", Action: Allow, Source: "user"}}},
+		{"mcp key", `{"github_*": "deny"}`, Ruleset{{Permission: "github_*", Pattern: "*", Action: Deny, Source: "user"}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got, err := ParseConfig(json.RawMessage(tt.raw), "user")
 			if err != nil {
 				t.Fatal(err)
+			}
+			for i := range got {
+				if got[i].Line == 0 || got[i].Column == 0 {
+					t.Errorf("rule %d has no position: %+v", i, got[i])
+				}
+				got[i].Line, got[i].Column = 0, 0
 			}
 			if !reflect.DeepEqual(got, tt.want) {
 				t.Fatalf("got %+v\nwant %+v", got, tt.want)
@@ -293,7 +299,7 @@ func TestRememberedAnswers(t *testing.T) {
 	q := func(sid, p string) Action {
 		return e.Decide(Query{SessionID: sid, Permission: "bash", Patterns: []string{p}}).Action
 	}
-	if err := e.Remember("s1", "bash", []string{"git push *"}); err != nil {
+	if err := e.Remember("s1", "bash", []string{"git push *"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if got := q("s1", "git push origin"); got != Allow {
@@ -309,10 +315,10 @@ func TestRememberedAnswers(t *testing.T) {
 		t.Errorf("a session answer reached the store: %+v", st.rules)
 	}
 	// Workspace answers persist and load in the next engine.
-	if err := e.Remember("", "bash", []string{"make *", "make *"}); err != nil {
+	if err := e.Remember("", "bash", []string{"make *", "make *"}, ""); err != nil {
 		t.Fatal(err)
 	}
-	if err := e.Remember("", "bash", []string{"make *"}); err != nil {
+	if err := e.Remember("", "bash", []string{"make *"}, ""); err != nil {
 		t.Fatal(err)
 	}
 	if len(st.rules) != 1 {
@@ -323,7 +329,7 @@ func TestRememberedAnswers(t *testing.T) {
 		t.Errorf("next daemon: %+v, want allow from workspace", d)
 	}
 	// Opaque text is never allowed by an answer or a rule.
-	_ = e.Remember("s1", "bash", []string{"*"})
+	_ = e.Remember("s1", "bash", []string{"*"}, "")
 	if d := e.Decide(Query{SessionID: "s1", Permission: "bash", Patterns: []string{"eval x"}, Opaque: true}); d.Action != Ask {
 		t.Errorf("opaque: %s, want ask", d.Action)
 	}
@@ -333,7 +339,7 @@ func TestRememberedAnswers(t *testing.T) {
 	}
 	// A failing store fails Remember and keeps nothing.
 	st.fail = errors.New("disk full")
-	if err := e.Remember("", "bash", []string{"go *"}); err == nil {
+	if err := e.Remember("", "bash", []string{"go *"}, ""); err == nil {
 		t.Error("Remember with a failing store: no error")
 	}
 	if got := q("x", "go test"); got != Ask {
@@ -595,8 +601,8 @@ func TestEngineConcurrentUse(t *testing.T) {
 			defer wg.Done()
 			for j := 0; j < 200; j++ {
 				sid := string(rune('a' + j%3))
-				_ = e.Remember(sid, "bash", []string{"make *"})
-				_ = e.Remember("", "bash", []string{"go *"})
+				_ = e.Remember(sid, "bash", []string{"make *"}, "")
+				_ = e.Remember("", "bash", []string{"go *"}, "")
 				e.Decide(Query{SessionID: sid, Permission: "bash", Patterns: []string{"make x", "git status", "rm x"}})
 				e.Observe(sid, "read", []byte(`{"a":1}`))
 				_ = e.SetLayer(LayerEditor, Ruleset{{Permission: "edit", Pattern: "*", Action: Allow}})

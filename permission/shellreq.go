@@ -408,7 +408,7 @@ func (e *Engine) DecideShell(sessionID, agent, script, cwd, workspace string) Sh
 	reqs := ShellRequests(shell.Analyze(script), cwd, workspace, "")
 	sd := ShellDecision{Action: Allow, Requests: reqs}
 	for _, rq := range reqs {
-		d := e.Decide(Query{SessionID: sessionID, Agent: agent, Tool: KeyBash, Permission: rq.Permission, Patterns: rq.Patterns, Opaque: rq.Opaque, ExactOnly: rq.ExactOnly})
+		d := e.Decide(Query{SessionID: sessionID, Agent: agent, Tool: KeyBash, Permission: rq.Permission, Patterns: rq.Patterns, Opaque: rq.Opaque, ExactOnly: rq.ExactOnly, Reasons: rq.Reasons})
 		sd.Decisions = append(sd.Decisions, d)
 		if rank(d.Action) > rank(sd.Action) {
 			sd.Action = d.Action

@@ -17,6 +17,10 @@ func describeSource(src string) string {
 		return "editor settings"
 	case src == LayerProject:
 		return "project config .toolsd/config.json"
+	case src == LayerManaged:
+		return "managed policy"
+	case strings.HasPrefix(src, LayerProjectAgentPrefix):
+		return fmt.Sprintf("project rules of agent %q", strings.TrimPrefix(src, LayerProjectAgentPrefix))
 	case strings.HasPrefix(src, LayerAgentPrefix):
 		return fmt.Sprintf("rules of agent %q", strings.TrimPrefix(src, LayerAgentPrefix))
 	case src == SourceSession:
@@ -65,9 +69,9 @@ func DeniedText(rule *Rule, q Query) string {
 	}
 	by := "a rule"
 	if rule != nil {
-		by = fmt.Sprintf("rule %q (%s)", rule.Pattern+": "+string(rule.Action), describeSource(rule.Source))
+		by = fmt.Sprintf("rule %q (%s)", rule.Pattern+": "+string(rule.Action), rule.Where())
 		if rule.Permission != q.Permission && rule.Permission != "" {
-			by = fmt.Sprintf("rule %q under %q (%s)", rule.Pattern+": "+string(rule.Action), rule.Permission, describeSource(rule.Source))
+			by = fmt.Sprintf("rule %q under %q (%s)", rule.Pattern+": "+string(rule.Action), rule.Permission, rule.Where())
 		}
 	}
 	return fmt.Sprintf("permission denied by %s: %s is not allowed, so nothing ran. Do not retry this call or a variant of it "+

@@ -216,6 +216,9 @@ type AskedParams struct {
 	Metadata   json.RawMessage `json:"metadata"`
 	// Rule is the rule that made the call ask, if any ("no rule matched" otherwise).
 	Rule *RuleInfo `json:"rule,omitempty"`
+	// Provenance says why it asks: the rule and where it is written, or why no rule could
+	// allow it.
+	Provenance *Provenance `json:"provenance,omitempty"`
 	// Destructive hints the editor to use a modal.
 	Destructive bool `json:"destructive,omitempty"`
 }
@@ -226,6 +229,51 @@ type RuleInfo struct {
 	Pattern    string `json:"pattern"`
 	Action     string `json:"action"`
 	Source     string `json:"source,omitempty"`
+}
+
+// Provenance kinds.
+const (
+	ProvenanceRule       = "rule"       // a config rule decided (Layer, File, Line, Column say where)
+	ProvenanceDefault    = "default"    // a built-in default rule decided
+	ProvenanceNoRule     = "no-rule"    // no rule matched: ask
+	ProvenanceRemembered = "remembered" // an "always" answer decided (RememberedAt, RememberedBy)
+	ProvenanceOpaque     = "opaque"     // the shell analysis could not follow the line: ask (Reasons)
+	ProvenanceExactOnly  = "exact-only" // a rule with a wildcard matched, but the command is outside its safe grammar: ask (Reason)
+	ProvenanceHook       = "hook"       // reserved: a hook decided (Hook)
+	ProvenanceSandbox    = "sandbox"    // reserved: allowed because the sandbox confines it
+)
+
+// Provenance says what decided a permission request, so that a person can tell which rule
+// from which file, which remembered answer, or which part of the shell analysis made a
+// call run, ask or be refused.
+type Provenance struct {
+	// Kind is one of the Provenance* constants.
+	Kind string `json:"kind"`
+	// Text says it in one line for a person.
+	Text string `json:"text"`
+	// Rule is the deciding rule as config writes it: bash "git push *": deny.
+	Rule string `json:"rule,omitempty"`
+	// Layer is the rule's layer: default, managed, user, editor, project, agent:<name>,
+	// project-agent:<name>, session, workspace.
+	Layer string `json:"layer,omitempty"`
+	// File, Line and Column say where the rule is written (1-based).
+	File   string `json:"file,omitempty"`
+	Line   int    `json:"line,omitempty"`
+	Column int    `json:"column,omitempty"`
+	// Pattern is the request's pattern the decision is about (the strictest one).
+	Pattern string `json:"pattern,omitempty"`
+	// RememberedAt and RememberedBy say when and by whom a remembered answer was given.
+	RememberedAt *time.Time `json:"rememberedAt,omitempty"`
+	RememberedBy string     `json:"rememberedBy,omitempty"`
+	// Hook names the hook that decided (reserved).
+	Hook string `json:"hook,omitempty"`
+	// Reason says why a rule that matched could not allow the command (exact-only).
+	Reason string `json:"reason,omitempty"`
+	// Reasons say why the shell line is not fully understood (opaque).
+	Reasons []string `json:"reasons,omitempty"`
+	// Untrusted is the project rule that would allow the call once the person trusts the
+	// workspace, as config writes it.
+	Untrusted string `json:"untrusted,omitempty"`
 }
 
 // Reply values.
@@ -313,6 +361,14 @@ type Decision struct {
 	Scope      string    `json:"scope,omitempty"`   // for always
 	Message    string    `json:"message,omitempty"` // a rejection's message
 	At         time.Time `json:"at"`
+	// Provenance says what decided: the rule (or why none could) that allowed, denied or
+	// made the call ask.
+	Provenance *Provenance `json:"provenance,omitempty"`
+	// AskedAt, WaitedMs and AnsweredBy are set when a person was asked: when, how long the
+	// ask waited for the answer, and the client that answered ("" when not known).
+	AskedAt    *time.Time `json:"askedAt,omitempty"`
+	WaitedMs   int64      `json:"waitedMs,omitempty"`
+	AnsweredBy string     `json:"answeredBy,omitempty"`
 }
 
 // CallRecord is the whole record of a call (calls/get).

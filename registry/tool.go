@@ -118,6 +118,9 @@ type AskRequest struct {
 	// allow (shell commands whose arguments do not fit their safe grammar), with why: see
 	// permission.Query.ExactOnly.
 	ExactOnly map[string]string
+	// Reasons say why an Opaque request is opaque (the shell analysis's words): the
+	// decision's provenance carries them.
+	Reasons []string
 }
 
 // Result is what a tool returns.

@@ -21,8 +21,8 @@ import (
 type Policy interface {
 	Decide(q permission.Query) permission.Decision
 	// Remember records an "always" answer for the session, or for the workspace when
-	// sessionID is empty.
-	Remember(sessionID, permission string, patterns []string) error
+	// sessionID is empty, given through the client by.
+	Remember(sessionID, permission string, patterns []string, by string) error
 }
 
 // Sentinel errors of the broker; the rpc layer maps them to JSON-RPC codes.
@@ -38,6 +38,7 @@ var (
 type broker struct {
 	policy Policy
 	canAsk bool
+	client string                     // who answers: the editor's name
 	notify func(protocol.AskedParams) // sends permission/asked; must not block for long
 	now    func() time.Time
 
@@ -58,14 +59,16 @@ type askAnswer struct {
 	scope   string
 	message string
 	by      string // "person", or "rule" when an always answer released it
+	client  string // the client the answer came through
 }
 
 // ask decides req for the call, asking the person when the rules say ask. It returns the
 // decision to record and nil when the call may proceed, or a *registry.PermissionError.
 func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
-	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque, ExactOnly: req.ExactOnly}
+	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque, ExactOnly: req.ExactOnly, Reasons: req.Reasons}
 	d := b.policy.Decide(q)
-	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now()}
+	prov := permission.ProvenanceOf(d)
+	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now(), Provenance: &prov}
 	switch d.Action {
 	case permission.Allow:
 		return dec, nil
@@ -107,13 +110,15 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		meta = []byte("{}")
 	}
 	p := &pendingAsk{query: q, reply: make(chan askAnswer, 1), at: b.now()}
+	askedAt := p.at.UTC()
+	dec.AskedAt = &askedAt
 	b.mu.Lock()
 	b.seq++
 	id := "ask_" + strconv.FormatUint(b.seq, 10) + "_" + c.callID
 	p.params = protocol.AskedParams{
 		ID: id, SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Tool: c.tool,
 		Permission: req.Permission, Patterns: nonNil(req.Patterns), Always: nonNil(always),
-		Metadata: meta, Rule: ruleInfo(d.Rule), Destructive: req.Destructive,
+		Metadata: meta, Rule: ruleInfo(d.Rule), Destructive: req.Destructive, Provenance: &prov,
 	}
 	b.pending[id] = p
 	b.mu.Unlock()
@@ -121,7 +126,8 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 
 	select {
 	case a := <-p.reply:
-		dec.By, dec.Reply, dec.Scope, dec.Message, dec.At = a.by, a.reply, a.scope, a.message, b.now()
+		dec.By, dec.Reply, dec.Scope, dec.Message, dec.At, dec.AnsweredBy = a.by, a.reply, a.scope, a.message, b.now(), a.client
+		dec.WaitedMs = dec.At.Sub(p.at).Milliseconds()
 		if a.reply == protocol.ReplyReject {
 			dec.Action = string(permission.Deny)
 			return dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)}
@@ -131,6 +137,7 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	case <-ctx.Done():
 		b.withdraw(id)
 		dec.By, dec.Action, dec.At = "cancel", string(permission.Deny), b.now()
+		dec.WaitedMs = dec.At.Sub(p.at).Milliseconds()
 		return dec, ctx.Err()
 	}
 }
@@ -178,7 +185,7 @@ func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
 		p.Always = chosen
 	}
 	delete(b.pending, p.ID)
-	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person"}
+	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person", client: b.client}
 	b.mu.Unlock()
 
 	released := []string{}
@@ -188,19 +195,19 @@ func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
 		if p.Scope == protocol.ScopeWorkspace {
 			sid = ""
 		}
-		if err := b.policy.Remember(sid, a.query.Permission, p.Always); err != nil {
+		if err := b.policy.Remember(sid, a.query.Permission, p.Always, b.client); err != nil {
 			return released, fmt.Errorf("the answer was applied to this call, but could not be remembered: %w", err)
 		}
 		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
 			if b.policy.Decide(o.query).Action == permission.Allow {
-				return askAnswer{reply: protocol.ReplyAlways, scope: p.Scope, by: "rule"}, true
+				return askAnswer{reply: protocol.ReplyAlways, scope: p.Scope, by: "rule", client: b.client}, true
 			}
 			return askAnswer{}, false
 		})
 	case protocol.ReplyReject:
 		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
 			if o.query.SessionID == a.query.SessionID {
-				return askAnswer{reply: protocol.ReplyReject, message: "another request of this session was rejected: " + p.Message, by: "person"}, true
+				return askAnswer{reply: protocol.ReplyReject, message: "another request of this session was rejected: " + p.Message, by: "person", client: b.client}, true
 			}
 			return askAnswer{}, false
 		})

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -66,6 +67,14 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 		Status: protocol.StatusRunning, Args: append(json.RawMessage(nil), args...), Metadata: json.RawMessage("{}"),
 		Attachments: []protocol.Attachment{}, Decisions: []protocol.Decision{}, StartedAt: s.opts.Now().UTC(),
 	}
+	c.trace = s.opts.Audit.StartCall(audit.CallInfo{SessionID: p.SessionID, MessageID: p.MessageID, CallID: p.CallID, Tool: p.Tool, Agent: p.Agent}, rec.StartedAt)
+	defer func() {
+		end := s.opts.Now().UTC()
+		if rec.EndedAt != nil {
+			end = *rec.EndedAt
+		}
+		c.trace.End(rec.Tool, rec.Status, rec.Error, end)
+	}()
 	s.progress(c, protocol.StatusPending, "", nil)
 
 	// Looking the tool up and validating the arguments touch nothing, so they come before

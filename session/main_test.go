@@ -4,6 +4,11 @@ import (
 	"testing"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolsd/toolsd/internal/otlptest"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	otlptest.MaybeRun()
+	goleak.VerifyTestMain(m)
+}

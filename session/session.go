@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -49,6 +50,9 @@ type Options struct {
 	Notifier  Notifier
 	// CanAsk is the editor's ask capability; without it an ask is a rejection.
 	CanAsk bool
+	// Client names the editor the asks go to (initialize's clientInfo.name): decisions
+	// record that a person answered through it, and "always" answers remember it.
+	Client string
 	Limits Limits
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -65,6 +69,8 @@ type Options struct {
 	// Observe reports whether a call repeats the session's previous calls often enough to
 	// be a loop (doom_loop). nil never does.
 	Observe func(sessionID, tool string, args []byte) bool
+	// Audit exports every call's start and end and every decision; nil exports nothing.
+	Audit *audit.Exporter
 }
 
 // Service runs the calls of one workspace. Safe for concurrent use.
@@ -90,6 +96,7 @@ type callState struct {
 
 	mu        sync.Mutex // guards decisions
 	decisions []protocol.Decision
+	trace     *audit.Call // the call's audit trace (nil: none)
 
 	// record creates the call's running record, once (see Service.Execute); nil until the
 	// call is prepared.
@@ -115,6 +122,7 @@ func (c *callState) addDecision(d protocol.Decision) {
 	c.mu.Lock()
 	c.decisions = append(c.decisions, d)
 	c.mu.Unlock()
+	c.trace.Decision(d)
 }
 
 func (c *callState) takeDecisions() []protocol.Decision {
@@ -133,7 +141,7 @@ func New(opts Options) *Service {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Service{opts: opts, log: opts.Logger.With("component", "session"), calls: map[callKey]*callState{}}
-	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
+	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, client: opts.Client, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
 	return s
 }
 

@@ -2,22 +2,21 @@ package session
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
+	"github.com/toolsd/toolsd/policy"
 	"github.com/toolsd/toolsd/project"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -42,6 +41,14 @@ type WorkspaceOptions struct {
 	// LogLevel, if set, is the logger's level: the settings' logLevel sets it, at open and
 	// on every reload.
 	LogLevel *slog.LevelVar
+	// Client names the editor (initialize's clientInfo.name): the call record says an ask
+	// was answered through it.
+	Client string
+	// ManagedDir is the folder of the administrator's policy ("" for the system's,
+	// config.ManagedDir). Tests set it; nothing a user controls may.
+	ManagedDir string
+	// Version is toolsd's version, for the audit trail.
+	Version string
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
@@ -55,11 +62,13 @@ type Workspace struct {
 	svc         *Service
 	settingsSrc *config.Source
 	changed     func(protocol.ChangedParams)
-	logLevel    *slog.LevelVar // nil: the command line fixed the level
+	audit       *audit.Exporter // nil: export is off
+	auditErr    string          // why export could not start
+	logLevel    *slog.LevelVar  // nil: the command line fixed the level
 	log         *slog.Logger
 
-	mu     sync.Mutex // guards agents, layers and mcp
-	agents map[string]bool
+	mu     sync.Mutex // guards rules, layers and mcp
+	rules  *policy.Rules
 	mcp    *mcp.Source
 	layers *config.Layers
 
@@ -67,26 +76,8 @@ type Workspace struct {
 	closers   []func() error // run in reverse order by Close
 }
 
-// DefaultStorePath is the store file of a workspace: one per workspace folder under the
-// user's XDG state folder, never inside the workspace.
-func DefaultStorePath(folder string) string {
-	base := os.Getenv("XDG_STATE_HOME")
-	if base == "" {
-		home, err := os.UserHomeDir()
-		if err != nil {
-			home = os.TempDir()
-		}
-		base = filepath.Join(home, ".local", "state")
-	}
-	sum := sha256.Sum256([]byte(folder))
-	name := strings.Map(func(r rune) rune {
-		if r < 128 && (r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
-			return r
-		}
-		return '_'
-	}, filepath.Base(folder))
-	return filepath.Join(base, "toolsd", name+"-"+hex.EncodeToString(sum[:6])+".db")
-}
+// DefaultStorePath is the store file of a workspace (store.DefaultPath).
+func DefaultStorePath(folder string) string { return store.DefaultPath(folder) }
 
 // OpenWorkspace opens the store and builds the catalogue for a workspace folder.
 func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) {
@@ -117,7 +108,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 
 	// Settings first: they shape the store (retention) and the built-ins (limits).
 	cs, err := config.NewSource(config.SourceOptions{
-		Workspace: real, InitOptions: o.InitOptions, Logger: o.Logger,
+		Workspace: real, InitOptions: o.InitOptions, Logger: o.Logger, ManagedDir: o.ManagedDir,
 		OnChange: func(l *config.Layers, diags []protocol.Diagnostic) { w.applySettings(l, diags, true) },
 	})
 	if err != nil {
@@ -146,6 +137,12 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	}
 	w.store = st
 	w.closers = append(w.closers, st.Close)
+	// The audit trail: before any call, closed after the last one (Close).
+	if w.audit, err = audit.New(ctx, audit.Options{Endpoint: settings.Audit.OTLPEndpoint, Protocol: settings.Audit.OTLPProtocol,
+		Version: o.Version, Workspace: real, Logger: o.Logger}); err != nil {
+		w.auditErr = err.Error() + "; calls run without the audit trail"
+		w.log.Warn("audit export is off", "err", err)
+	}
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
 	}
@@ -190,12 +187,13 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 
 	w.svc = New(Options{
 		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: o.Notifier,
-		CanAsk: o.CanAsk, Logger: o.Logger,
+		CanAsk: o.CanAsk, Logger: o.Logger, Client: o.Client,
 		Limits:      Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
 		Visible:     w.visible,
 		Observe:     w.perms.Observe,
 		AdaptSchema: adaptSchema,
 		PrepareArgs: registry.StripNulls,
+		Audit:       w.audit,
 	})
 	ok = true
 	return w, nil
@@ -238,58 +236,16 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	if w.logLevel != nil && l.Effective.LogLevel != "" {
 		_ = w.logLevel.UnmarshalText([]byte(l.Effective.LogLevel)) // validated by config
 	}
-	layers := map[string]permission.Ruleset{}
-	agents := map[string]bool{}
-	for _, x := range l.List() {
-		for name := range x.Settings.Agents {
-			agents[name] = true
-		}
-	}
-	add := func(layer, source, path string, raw json.RawMessage) {
-		if len(raw) == 0 {
-			return
-		}
-		rs, err := permission.ParseConfig(raw, source)
-		if err != nil {
-			diags = append(diags, protocol.Diagnostic{Path: path, Message: "permission rules: " + err.Error(), Severity: "error"})
-			return
-		}
-		layers[layer] = append(layers[layer], rs...)
-	}
-	for _, x := range l.List() {
-		add(x.Source, x.Source, x.Path, x.Settings.Permission)
-	}
-	for name := range agents {
-		for _, x := range l.List() {
-			if a, ok := x.Settings.Agents[name]; ok {
-				// The project's agent rules have a layer of their own, which follows the
-				// workspace's trust like the project layer does.
-				layer := permission.LayerAgentPrefix + name
-				if x.Source == config.SourceProject {
-					layer = permission.LayerProjectAgentPrefix + name
-				}
-				add(layer, permission.LayerAgentPrefix+name, x.Path, a.Permission)
-			}
-		}
-	}
-	for _, name := range []string{permission.LayerUser, permission.LayerEditor, permission.LayerProject} {
-		_ = w.perms.SetLayer(name, layers[name])
-	}
 	w.mu.Lock()
-	prevAgents := w.agents
-	w.agents = agents
+	prev := w.rules
+	w.mu.Unlock()
+	rules, ds := policy.CheckSettings(l, prev, w.folder)
+	diags = append(diags, ds...)
+	policy.Apply(w.perms, rules, prev)
+	w.mu.Lock()
+	w.rules = rules
 	w.layers = l
 	w.mu.Unlock()
-	for name := range prevAgents {
-		if !agents[name] {
-			_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, nil)
-			_ = w.perms.SetLayer(permission.LayerProjectAgentPrefix+name, nil)
-		}
-	}
-	for name := range agents {
-		_ = w.perms.SetLayer(permission.LayerAgentPrefix+name, layers[permission.LayerAgentPrefix+name])
-		_ = w.perms.SetLayer(permission.LayerProjectAgentPrefix+name, layers[permission.LayerProjectAgentPrefix+name])
-	}
 	ch := w.reg.SetSource("config", nil, diags)
 	if notify {
 		w.notifyChanged(ch)
@@ -331,6 +287,13 @@ func (w *Workspace) Close() error {
 		if w.svc != nil {
 			w.svc.Close()
 		}
+		// Every call has ended: flush the audit trail, within a bound (a collector that is
+		// down must not hold the editor's shutdown).
+		ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+		if err := w.audit.Close(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
 		for i := len(w.closers) - 1; i >= 0; i-- {
 			if err := w.closers[i](); err != nil {
 				errs = append(errs, err)
@@ -340,8 +303,18 @@ func (w *Workspace) Close() error {
 	return errors.Join(errs...)
 }
 
-// Resolve implements rpc.Backend.
-func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult { return w.svc.Resolve(p) }
+// Resolve implements rpc.Backend. The diagnostics say when the audit trail could not start
+// or lost spans.
+func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
+	res := w.svc.Resolve(p)
+	if w.auditErr != "" {
+		res.Diagnostics = append(res.Diagnostics, protocol.Diagnostic{Path: "audit", Message: w.auditErr, Severity: "warning"})
+	}
+	if lost := w.audit.Status().Lost(); lost != "" {
+		res.Diagnostics = append(res.Diagnostics, protocol.Diagnostic{Path: "audit", Message: lost, Severity: "warning"})
+	}
+	return res
+}
 
 // Execute implements rpc.Backend.
 func (w *Workspace) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
@@ -478,7 +451,7 @@ func (a approvalStore) Approvals() ([]permission.Rule, error) {
 	}
 	out := make([]permission.Rule, 0, len(as))
 	for _, x := range as {
-		out = append(out, permission.Rule{Permission: x.Permission, Pattern: x.Pattern, Action: permission.Allow, Source: "workspace"})
+		out = append(out, permission.Rule{Permission: x.Permission, Pattern: x.Pattern, Action: permission.Allow, Source: permission.SourceWorkspace, At: x.At, By: x.By})
 	}
 	return out, nil
 }
@@ -486,7 +459,7 @@ func (a approvalStore) Approvals() ([]permission.Rule, error) {
 func (a approvalStore) AddApprovals(rules []permission.Rule) error {
 	as := make([]store.Approval, 0, len(rules))
 	for _, r := range rules {
-		as = append(as, store.Approval{Permission: r.Permission, Pattern: r.Pattern, At: time.Now().UTC()})
+		as = append(as, store.Approval{Permission: r.Permission, Pattern: r.Pattern, At: r.At, By: r.By})
 	}
 	return a.st.AddApprovals(as)
 }

@@ -46,7 +46,8 @@ var (
 
 	// bucketSessionValues: sessionID \x00 key -> be64(unix nanos written) value.
 	bucketSessionValues = []byte("session_values")
-	// bucketApprovals: permission \x00 pattern -> be64(unix nanos of the answer).
+	// bucketApprovals: permission \x00 pattern -> be64(unix nanos of the answer) followed by
+	// who gave it (the client's name, UTF-8; absent in files written before it was kept).
 	bucketApprovals = []byte("approvals")
 
 	allBuckets = [][]byte{

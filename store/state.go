@@ -4,11 +4,16 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
+	"errors"
 	"fmt"
+	"os"
 	"sort"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	berrors "go.etcd.io/bbolt/errors"
+
+	"github.com/toolsd/toolsd/internal/fsopen"
 )
 
 // SessionGet returns a small per-session value (a todo list), or nil, nil when absent.
@@ -77,26 +82,76 @@ type Approval struct {
 	Permission string
 	Pattern    string
 	At         time.Time
+	// By is who gave it: the name of the client the answer came through ("" when not known).
+	By string
 }
 
 // Approvals returns the workspace's persisted approvals, oldest first.
 func (s *Store) Approvals() ([]Approval, error) {
 	var out []Approval
 	err := s.view(func(tx *bolt.Tx) error {
-		return tx.Bucket(bucketApprovals).ForEach(func(k, v []byte) error {
-			i := bytes.IndexByte(k, 0)
-			if i < 0 || len(v) != 8 {
-				return nil
-			}
-			out = append(out, Approval{
-				Permission: string(k[:i]),
-				Pattern:    string(k[i+1:]),
-				At:         time.Unix(0, int64(binary.BigEndian.Uint64(v))),
-			})
+		out = readApprovals(tx)
+		return nil
+	})
+	return out, err
+}
+
+func readApprovals(tx *bolt.Tx) []Approval {
+	var out []Approval
+	_ = tx.Bucket(bucketApprovals).ForEach(func(k, v []byte) error {
+		i := bytes.IndexByte(k, 0)
+		if i < 0 || len(v) < 8 {
 			return nil
+		}
+		out = append(out, Approval{
+			Permission: string(k[:i]),
+			Pattern:    string(k[i+1:]),
+			At:         time.Unix(0, int64(binary.BigEndian.Uint64(v))),
+			By:         string(v[8:]),
 		})
+		return nil
 	})
 	sort.SliceStable(out, func(i, j int) bool { return out[i].At.Before(out[j].At) })
+	return out
+}
+
+// Remembered is what ReadRemembered finds in a store file.
+type Remembered struct {
+	Approvals []Approval
+	Trusted   bool
+}
+
+// ReadRemembered reads the workspace's approvals and trust from the store file at path
+// without writing to it and without waiting: a file that a daemon holds open is
+// ErrLocked, one that does not exist gives nothing. It is for tools that look at a
+// workspace's policy while no daemon runs (toolsd policy check).
+func ReadRemembered(path string) (*Remembered, error) {
+	if _, err := os.Stat(path); errors.Is(err, os.ErrNotExist) {
+		return &Remembered{}, nil
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{
+		ReadOnly: true, Timeout: 50 * time.Millisecond,
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			return fsopen.OpenFile(name, flag, perm)
+		},
+	})
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is held by a running toolsd", ErrLocked, path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	defer db.Close()
+	out := &Remembered{}
+	err = db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketApprovals) == nil || tx.Bucket(bucketMeta) == nil {
+			return fmt.Errorf("%w: %s", ErrCorrupt, path)
+		}
+		out.Approvals = readApprovals(tx)
+		v := tx.Bucket(bucketMeta).Get(keyMetaTrusted)
+		out.Trusted = len(v) == 9 && v[8] == 1
+		return nil
+	})
 	return out, err
 }
 
@@ -120,7 +175,7 @@ func (s *Store) AddApprovals(a []Approval) error {
 			if at.IsZero() {
 				at = now
 			}
-			if err := b.Put(k, be64(uint64(at.UnixNano()))); err != nil {
+			if err := b.Put(k, append(be64(uint64(at.UnixNano())), ap.By...)); err != nil {
 				return fmt.Errorf("store: approval %s %q: %w", ap.Permission, ap.Pattern, err)
 			}
 		}

@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,6 +247,27 @@ func openBoltRecover(path string, bo *bolt.Options) (db *bolt.DB, err error) {
 		}
 	}()
 	return bolt.Open(path, 0o600, bo)
+}
+
+// DefaultPath is the store file of a workspace folder (its real path): one per workspace
+// folder under the user's XDG state folder, never inside the workspace.
+func DefaultPath(folder string) string {
+	base := os.Getenv("XDG_STATE_HOME")
+	if base == "" {
+		home, err := os.UserHomeDir()
+		if err != nil {
+			home = os.TempDir()
+		}
+		base = filepath.Join(home, ".local", "state")
+	}
+	sum := sha256.Sum256([]byte(folder))
+	name := strings.Map(func(r rune) rune {
+		if r < 128 && (r == '-' || r == '_' || r == '.' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			return r
+		}
+		return '_'
+	}, filepath.Base(folder))
+	return filepath.Join(base, "toolsd", name+"-"+hex.EncodeToString(sum[:6])+".db")
 }
 
 // SlotPath is the i-th sibling slot file of path: "dir/name.db" gives "dir/name.<i>.db", and a

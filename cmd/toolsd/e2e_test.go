@@ -13,6 +13,7 @@ import (
 	"go.uber.org/goleak"
 
 	"github.com/toolsd/toolsd/internal/harness"
+	"github.com/toolsd/toolsd/internal/otlptest"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -20,6 +21,7 @@ func TestMain(m *testing.M) {
 	if len(os.Args) == 5 && os.Args[1] == backlogArg {
 		os.Exit(writeBacklog(os.Args[2:]))
 	}
+	otlptest.MaybeRun()
 	goleak.VerifyTestMain(m)
 }
 
@@ -40,6 +42,7 @@ type envOpts struct {
 	ws      string // reuse a workspace
 	store   string // reuse a store
 	options any
+	env     []string // more environment for the daemon
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -62,7 +65,7 @@ func newEnv(t *testing.T, o envOpts) *env {
 		st = filepath.Join(t.TempDir(), "store.db")
 	}
 	args := append([]string{"--store", st, "--log-level", "debug"}, o.args...)
-	d := harness.Start(t, harness.Binary(t), harness.Options{Args: args, Env: []string{"XDG_CONFIG_HOME=" + t.TempDir()}})
+	d := harness.Start(t, harness.Binary(t), harness.Options{Args: args, Env: append([]string{"XDG_CONFIG_HOME=" + t.TempDir()}, o.env...)})
 	ctx := harness.Deadline(t, 60*time.Second)
 	e := &env{t: t, d: d, ws: ws, st: st, ctx: ctx}
 	raw, err := d.Initialize(ctx, ws, !o.noAsk, o.options)

@@ -17,6 +17,7 @@ import (
 	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/mcpserver"
+	"github.com/toolsd/toolsd/policy"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/rpc"
 	"github.com/toolsd/toolsd/session"
@@ -32,6 +33,9 @@ func main() {
 	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "policy" {
+		os.Exit(policy.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], pollable(0, "/dev/stdin", os.Stdin), pollable(1, "/dev/stdout", os.Stdout), os.Stderr))
 }
@@ -74,7 +78,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		showVer    = fs.Bool("version", false, "print the version and exit")
 	)
 	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\n       toolsd mcp [--workspace DIR] [--store PATH]\nserves the workspace's tools as an MCP server on stdin/stdout; see docs/mcp.md.\n\nFlags:\n")
+		fmt.Fprintf(stderr, "Usage: toolsd [flags]\n\ntoolsd serves the toolsd protocol (JSON-RPC 2.0 with LSP framing) on stdin/stdout.\nAn editor spawns it once per workspace; see docs/protocol.md.\n\n       toolsd mcp [--workspace DIR] [--store PATH]\nserves the workspace's tools as an MCP server on stdin/stdout; see docs/mcp.md.\n\n       toolsd policy check|test [--workspace DIR] [--json] ...\nprints what the permission rules decide for a call, and why, or tests the examples next to them; see docs/permissions.md.\n\nFlags:\n")
 		fs.PrintDefaults()
 	}
 	if code, ok := cli.Parse(fs, args, "toolsd", stderr); !ok {
@@ -101,8 +105,12 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 	}
 	open := func(ctx context.Context, p protocol.InitializeParams, n rpc.Notifier) (rpc.Backend, error) {
 		canAsk := p.Capabilities != nil && p.Capabilities.Ask
+		client := ""
+		if p.ClientInfo != nil {
+			client = p.ClientInfo.Name
+		}
 		return session.OpenWorkspace(ctx, session.WorkspaceOptions{
-			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Notifier: n, Changed: n.Changed,
+			Folder: p.WorkspaceFolder, StorePath: *storePath, CanAsk: canAsk, Client: client, Version: version, Notifier: n, Changed: n.Changed,
 			InitOptions: p.InitializationOptions, Logger: logger, LogLevel: levelSetting,
 			Store: &store.Options{Retention: *retention, Sync: *syncStore, Logger: logger},
 		})

@@ -219,11 +219,15 @@ function details(ask: AskedParams): string {
   if (Array.isArray(md.files) && md.files.length > 1) parts.push(`${md.files.length} files`);
   if (typeof md.additions === 'number' && typeof md.deletions === 'number') parts.push(`+${md.additions} −${md.deletions} lines`);
   if (ask.destructive) parts.push('it deletes or overwrites something');
-  // Why a rule could not allow it: the line is not fully understood (reasons), or a
-  // command's arguments are outside what a rule with a wildcard covers (reason).
-  if (Array.isArray(md.reasons) && md.reasons.length > 0) parts.push(`not fully understood: ${md.reasons.join('; ')}`);
-  if (typeof md.reason === 'string' && md.reason) parts.push(`why it asks: ${md.reason}`);
-  if (ask.rule && ask.rule.pattern) parts.push(`rule: ${ask.rule.permission} ${ask.rule.pattern} → ${ask.rule.action}${ask.rule.source ? ` (${ask.rule.source})` : ''}`);
+  // Why it asks: the rule and where it is written, a remembered answer, or why no rule
+  // could allow it (the line is not fully understood; a command's arguments are outside what
+  // a rule with a wildcard covers). A daemon without provenance sends the older fields.
+  if (ask.provenance?.text) parts.push(`why it asks: ${ask.provenance.text}`);
+  else {
+    if (Array.isArray(md.reasons) && md.reasons.length > 0) parts.push(`not fully understood: ${md.reasons.join('; ')}`);
+    if (typeof md.reason === 'string' && md.reason) parts.push(`why it asks: ${md.reason}`);
+    if (ask.rule && ask.rule.pattern) parts.push(`rule: ${ask.rule.permission} ${ask.rule.pattern} → ${ask.rule.action}${ask.rule.source ? ` (${ask.rule.source})` : ''}`);
+  }
   return parts.join('; ');
 }
 

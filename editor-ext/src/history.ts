@@ -1,11 +1,15 @@
-// The "Tool Calls" history view fed by calls/list (paged, grouped by session); a call opens as its
-// calls/get record, and a truncated call's full output opens through outputs/read in a read-only
-// virtual document (scheme toolsd-output), one page of lines per document.
+// The "Tool Calls" history view fed by calls/list (paged, grouped by session); a call opens as a
+// page rendered from its calls/get record (what ran, why it was allowed and who answered, its
+// changes and output: record.ts; markdown turned into HTML by VS Code's own renderer) in a
+// webview whose links open here (the rule's file at its line, the full output, the raw record),
+// and a truncated call's full output opens through outputs/read in a read-only virtual document
+// (scheme toolsd-output), one page of lines per document.
 
 import * as vscode from 'vscode';
 import { errText } from './client';
 import { DaemonManager, FolderDaemon } from './manager';
 import { CallRecord, CallSummary, CallsListResult, Methods, OutputsReadResult } from './protocol';
+import { renderRecord } from './record';
 
 const PAGE = 50;
 /** Lines per outputs/read request, and per document page of a full output. */
@@ -27,6 +31,7 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
   readonly onDidChangeTreeData = this.changed.event;
   private readonly subs: vscode.Disposable[] = [];
   private refreshTimer: NodeJS.Timeout | undefined;
+  private panel: vscode.WebviewPanel | undefined;
 
   constructor(private readonly manager: DaemonManager, onDidEndCall: vscode.Event<unknown>) {
     this.subs.push(
@@ -38,6 +43,7 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
       vscode.workspace.registerTextDocumentContentProvider('toolsd-output', new OutputDocuments(manager)),
       vscode.workspace.registerTextDocumentContentProvider('toolsd-call', new CallDocuments(manager)),
       vscode.languages.registerDocumentLinkProvider({ scheme: 'toolsd-output' }, new NextPageLinks()),
+      vscode.commands.registerCommand('toolsd.openCallJson', (node?: Node) => this.openCall(node, 'json')),
       onDidEndCall(() => this.refreshSoon()),
       manager.onDidChange(() => this.refreshSoon()),
     );
@@ -135,12 +141,45 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
     }
   }
 
-  private async openCall(node?: Node): Promise<void> {
+  /** Opens a call as a page (its rendered record), or as JSON. */
+  private async openCall(node?: Node, as: 'page' | 'json' = 'page'): Promise<void> {
     if (!node || (node.kind !== 'call' && node.kind !== 'output')) return;
-    const uri = vscode.Uri.from({ scheme: 'toolsd-call', path: `/${node.call.callID}.json`, query: node.fd.folder.uri.toString() });
-    const doc = await vscode.workspace.openTextDocument(uri);
-    await vscode.languages.setTextDocumentLanguage(doc, 'json');
-    await vscode.window.showTextDocument(doc, { preview: true });
+    const uri = callUri(node.fd, node.call.callID, as === 'json' ? 'json' : 'md');
+    if (as === 'page') {
+      try {
+        await this.showPage(uri, node.call.title || node.call.tool);
+      } catch (e) {
+        void vscode.window.showErrorMessage(`toolsd: cannot open the call: ${errText(e)}`);
+      }
+      return;
+    }
+    await openLink(uri);
+  }
+
+  /** The call's page in a webview (one panel, reused), its links handled here. */
+  private async showPage(uri: vscode.Uri, title: string): Promise<void> {
+    const md = (await vscode.workspace.openTextDocument(uri)).getText();
+    let body: string;
+    try {
+      body = await vscode.commands.executeCommand<string>('markdown.api.render', md);
+    } catch {
+      body = '';
+    }
+    if (!body) {
+      // No markdown renderer (the built-in markdown extension is off): the page as text.
+      await vscode.window.showTextDocument(await vscode.workspace.openTextDocument({ content: md, language: 'markdown' }), { preview: true });
+      return;
+    }
+    if (!this.panel) {
+      this.panel = vscode.window.createWebviewPanel('toolsd.call', title, vscode.ViewColumn.Active, { enableScripts: true, enableFindWidget: true });
+      this.panel.onDidDispose(() => { this.panel = undefined; });
+      this.panel.webview.onDidReceiveMessage((m: { open?: string }) => {
+        if (typeof m?.open === 'string') void openLink(vscode.Uri.parse(m.open)).catch((e) => vscode.window.showErrorMessage(`toolsd: ${errText(e)}`));
+      });
+    }
+    this.panel.title = `Call: ${title}`;
+    this.panel.webview.html = pageHTML(body, this.panel.webview.cspSource);
+    this.panel.reveal(vscode.ViewColumn.Active);
   }
 
   private async openOutput(node?: Node): Promise<void> {
@@ -150,9 +189,65 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
 
   dispose(): void {
     if (this.refreshTimer) clearTimeout(this.refreshTimer);
+    this.panel?.dispose();
     this.subs.forEach((s) => s.dispose());
     this.changed.dispose();
   }
+}
+
+/** Opens a link of a call's page: a rule's file at its line, a full output, the raw record, or
+ * (through the system) a web address. */
+async function openLink(uri: vscode.Uri): Promise<void> {
+  switch (uri.scheme) {
+    case 'file': {
+      const m = /^L(\d+)(?:,(\d+))?$/.exec(uri.fragment);
+      const doc = await vscode.workspace.openTextDocument(uri.with({ fragment: '' }));
+      const at = m ? new vscode.Position(Number(m[1]) - 1, Math.max(0, Number(m[2] ?? 1) - 1)) : undefined;
+      await vscode.window.showTextDocument(doc, { preview: true, selection: at ? new vscode.Range(at, at) : undefined });
+      return;
+    }
+    case 'toolsd-output':
+    case 'toolsd-call': {
+      const doc = await vscode.workspace.openTextDocument(uri);
+      if (uri.path.endsWith('.json')) await vscode.languages.setTextDocumentLanguage(doc, 'json');
+      await vscode.window.showTextDocument(doc, { preview: true });
+      return;
+    }
+    case 'http':
+    case 'https':
+      await vscode.env.openExternal(uri);
+      return;
+  }
+}
+
+/** The page's HTML: the rendered markdown, VS Code's colours, and a script that hands every
+ * link click to the extension (a webview cannot open editors itself). */
+function pageHTML(body: string, cspSource: string): string {
+  const nonce = Array.from({ length: 24 }, () => Math.floor(Math.random() * 36).toString(36)).join('');
+  return `<!DOCTYPE html><html><head><meta charset="utf-8">
+<meta http-equiv="Content-Security-Policy" content="default-src 'none'; img-src ${cspSource} data:; style-src 'unsafe-inline'; script-src 'nonce-${nonce}';">
+<style>
+body { font-family: var(--vscode-font-family); font-size: var(--vscode-font-size); color: var(--vscode-foreground); padding: 0 2em 2em; max-width: 60em; }
+a { color: var(--vscode-textLink-foreground); }
+code, pre { font-family: var(--vscode-editor-font-family); }
+pre { background: var(--vscode-textCodeBlock-background); padding: .6em .8em; overflow-x: auto; }
+:not(pre) > code { background: var(--vscode-textCodeBlock-background); padding: 0 .2em; }
+h1, h2 { border-bottom: 1px solid var(--vscode-panel-border); }
+</style></head><body>${body}
+<script nonce="${nonce}">
+const vscode = acquireVsCodeApi();
+document.addEventListener('click', (e) => {
+  const a = e.target.closest && e.target.closest('a');
+  if (!a) return;
+  e.preventDefault();
+  vscode.postMessage({ open: a.getAttribute('href') });
+});
+</script></body></html>`;
+}
+
+/** toolsd-call:/<callID>.md (the page) or .json (the record). */
+export function callUri(fd: FolderDaemon, callID: string, ext: 'md' | 'json'): vscode.Uri {
+  return vscode.Uri.from({ scheme: 'toolsd-call', path: `/${callID}.${ext}`, query: fd.folder.uri.toString() });
 }
 
 export function outputUri(fd: FolderDaemon, outputID: string, offset: number): vscode.Uri {
@@ -210,14 +305,20 @@ class NextPageLinks implements vscode.DocumentLinkProvider {
   }
 }
 
-/** toolsd-call:/<callID>.json?<folder> — the whole record of a call. */
+/** toolsd-call:/<callID>.md?<folder> — a call's page; .json — its whole record. */
 class CallDocuments implements vscode.TextDocumentContentProvider {
   constructor(private readonly manager: DaemonManager) {}
   async provideTextDocumentContent(uri: vscode.Uri): Promise<string> {
     const fd = daemonFor(this.manager, uri.query || null);
-    const callID = uri.path.replace(/^\//, '').replace(/\.json$/, '');
+    const page = uri.path.endsWith('.md');
+    const callID = uri.path.replace(/^\//, '').replace(/\.(json|md)$/, '');
     const r = await fd.client.request<CallRecord>(Methods.callsGet, { callID });
-    return JSON.stringify(r, null, 2) + '\n';
+    if (!page) return JSON.stringify(r, null, 2) + '\n';
+    return renderRecord(r, {
+      output: (id) => outputUri(fd, id, 0).toString(),
+      file: (path, line, column) => vscode.Uri.file(path).with({ fragment: `L${line ?? 1},${column ?? 1}` }).toString(),
+      raw: callUri(fd, callID, 'json').toString(),
+    });
   }
 }
 

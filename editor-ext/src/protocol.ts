@@ -103,6 +103,44 @@ export interface ChangedParams { added: string[]; removed: string[]; changed: st
 
 export interface RuleInfo { permission: string; pattern: string; action: string; source?: string }
 
+/** What decided a permission request (protocol.Provenance). */
+export interface Provenance {
+  /** rule, default, no-rule, remembered, opaque, exact-only, hook, sandbox */
+  kind: string;
+  /** One line for a person. */
+  text: string;
+  rule?: string;
+  layer?: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  pattern?: string;
+  rememberedAt?: string;
+  rememberedBy?: string;
+  hook?: string;
+  reason?: string;
+  reasons?: string[];
+  untrusted?: string;
+}
+
+/** Who or what allowed or refused one permission request of a call (calls/get). */
+export interface Decision {
+  permission: string;
+  patterns: string[];
+  action: string;
+  /** rule, person, no-ui, cancel */
+  by: string;
+  rule?: RuleInfo;
+  reply?: string;
+  scope?: string;
+  message?: string;
+  at: string;
+  provenance?: Provenance;
+  askedAt?: string;
+  waitedMs?: number;
+  answeredBy?: string;
+}
+
 export interface AskedParams {
   id: string;
   sessionID: string;
@@ -114,6 +152,8 @@ export interface AskedParams {
   always: string[];
   metadata: Record<string, unknown> | null;
   rule?: RuleInfo;
+  /** Why it asks: the rule and where it is written, or why no rule could allow it. */
+  provenance?: Provenance;
   destructive?: boolean;
 }
 
@@ -151,7 +191,7 @@ export interface CallRecord extends CallSummary {
   output: string;
   error?: string;
   attachments: Attachment[];
-  decisions: unknown[];
+  decisions: Decision[];
 }
 
 export interface OutputsReadParams { outputID: string; offset?: number; limit?: number }

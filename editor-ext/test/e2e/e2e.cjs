@@ -247,10 +247,16 @@ scenario('a truncated call opens its full output from the Tool Calls view', asyn
   await openToolsdViews();
   const row = view('Tool Calls').locator('.monaco-list-row', { hasText: 'count to 30000' }).first();
   await row.waitFor({ timeout: 30000 });
-  // Selecting the call opens its whole record (calls/get).
+  // Selecting the call opens its record as a page (calls/get rendered): what ran, why it was
+  // allowed and who answered, with a link to the full output that opens it.
   await row.click();
-  await page.locator('.tab.active', { hasText: `${r.callID}.json` }).first().waitFor({ timeout: 15000 });
-  await page.locator('.editor-instance .view-lines', { hasText: '"decisions"' }).first().waitFor({ timeout: 15000 });
+  await page.locator('.tab', { hasText: 'Call: count to 30000' }).first().waitFor({ timeout: 15000 });
+  const callPage = page.frameLocator('iframe.webview.ready').frameLocator('#active-frame');
+  await callPage.locator('h2', { hasText: 'Why it was allowed' }).first().waitFor({ timeout: 15000 });
+  await callPage.locator('li', { hasText: 'a person answered once' }).first().waitFor({ timeout: 15000 });
+  await screenshot('call-page');
+  await callPage.locator('a', { hasText: 'the full output' }).first().click();
+  await page.locator('.tab', { hasText: `${r.outputID}.log` }).first().waitFor({ timeout: 30000 });
   await row.locator('.monaco-tl-twistie').click(); // expand: the truncated call has a "Full output" child
   const full = view('Tool Calls').locator('.monaco-list-row', { hasText: 'Full output' }).first();
   await full.waitFor({ timeout: 15000 });
