@@ -1,15 +1,14 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
+	"github.com/toolsd/toolsd/internal/textdiff"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -87,7 +86,7 @@ type change struct {
 	new     []byte
 	delete  bool
 	moveTo  *target // apply_patch's Move to
-	diff    fileDiff
+	diff    textdiff.Diff
 }
 
 // name is how the change names its file in a diff and in permission patterns.
@@ -99,21 +98,11 @@ func (c *change) computeDiff() {
 	if c.moveTo != nil {
 		name = c.moveTo.Pattern()
 	}
-	if !utf8.Valid(c.old) || !utf8.Valid(c.new) {
-		c.diff = fileDiff{Text: fmt.Sprintf("Binary file %s changed (%d -> %d bytes)\n", name, len(c.old), len(c.new))}
-		return
-	}
-	old, nw := c.old, c.new
+	nw := c.new
 	if c.delete {
 		nw = nil
 	}
-	// The diff of a CRLF file is shown with plain newlines: a reader (and an editor that
-	// applies it to the text it shows) sees lines, not carriage returns.
-	if bytes.Contains(old, []byte("\r\n")) || bytes.Contains(nw, []byte("\r\n")) {
-		old = bytes.ReplaceAll(old, []byte("\r\n"), []byte("\n"))
-		nw = bytes.ReplaceAll(nw, []byte("\r\n"), []byte("\n"))
-	}
-	c.diff = unifiedDiff(name, old, nw)
+	c.diff = textdiff.File(name, c.old, nw)
 	if c.moveTo != nil {
 		c.diff.Text = fmt.Sprintf("rename from %s\nrename to %s\n", c.name(), c.moveTo.Pattern()) + c.diff.Text
 	}
