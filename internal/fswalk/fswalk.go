@@ -474,3 +474,42 @@ func (q *dirQueue) finish() {
 		q.cond.Broadcast()
 	}
 }
+
+// Ignored reports whether the walk of ws would leave out rel (slash-separated, relative to
+// ws; isDir for a folder): the path itself or one of its folders is .git or matches the
+// ignore files of ws and the folders down to it.
+func Ignored(ws, rel string, isDir bool) bool {
+	parts := strings.Split(rel, "/")
+	rootfd, err := fspath.Open(ws, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rootfd)
+	var rules *ignoreRules
+	for i, part := range parts {
+		dirRel := strings.Join(parts[:i], "/")
+		name := "."
+		if dirRel != "" {
+			name = dirRel
+		}
+		if fd, err := fspath.OpenBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+			if rs := loadIgnore(fd, nil); len(rs) > 0 {
+				strip := ""
+				if dirRel != "" {
+					strip = dirRel + "/"
+				}
+				rules = &ignoreRules{parent: rules, rules: rs, strip: strip}
+			}
+			unix.Close(fd)
+		}
+		sub := strings.Join(parts[:i+1], "/")
+		dir := isDir || i < len(parts)-1
+		if dir && part == ".git" {
+			return true
+		}
+		if rules != nil && rules.ignored(sub, dir) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,5 @@
+package checkpoint
+
+const crashEnv = "TOOLSD_CHECKPOINT_CRASH"
+
+func crashChild() {}
