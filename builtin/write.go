@@ -34,6 +34,7 @@ func writeTool(o *Options) *registry.Tool {
 		Description: writeDescription,
 		Parameters:  s.raw(),
 		Permission:  "edit",
+		Changes:     registry.ChangesReported,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				FilePath string `json:"filePath"`
@@ -62,6 +63,9 @@ func writeTool(o *Options) *registry.Tool {
 			}
 			ch := &change{t: t, old: old, info: info, new: []byte(a.Content), existed: t.Exists()}
 			if err := ch.ask(ctx, call); err != nil {
+				return nil, err
+			}
+			if err := ch.report(ctx, call); err != nil {
 				return nil, err
 			}
 			if err := ch.apply(); err != nil {
@@ -143,6 +147,37 @@ func (c *change) unchanged() error {
 		return fmt.Errorf("%s changed on disk while the change waited for permission: read it again, then redo the change", c.t.Display())
 	}
 	return nil
+}
+
+// report records, for the call's checkpoint, the state before the change of every file it
+// writes (the file read, and the target of a move, which does not exist yet).
+func (c *change) report(ctx context.Context, call *registry.Call) error {
+	if err := call.ReportBefore(ctx, c.t.Abs, c.old, unixMode(c.info), c.existed); err != nil {
+		return err
+	}
+	if c.moveTo != nil && c.moveTo.Abs != c.t.Abs {
+		return call.ReportBefore(ctx, c.moveTo.Abs, nil, 0, false)
+	}
+	return nil
+}
+
+// unixMode is the permission bits (setuid, setgid and sticky too) of a file's mode.
+func unixMode(fi fs.FileInfo) uint32 {
+	if fi == nil {
+		return 0
+	}
+	m := fi.Mode()
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
 }
 
 // apply writes the change.

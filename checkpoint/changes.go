@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"sort"
@@ -17,7 +18,11 @@ const maxContentsBytes = 2 << 20
 // Changes answers calls/changes: what one call changed, or (callID empty) the net change of
 // every call of a session, each path from its state before the first call that changed it
 // to its state after the last.
-func (t *Tracker) Changes(p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
+func (t *Tracker) Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
+	// Calls a dead daemon left running are recorded by the first look.
+	if _, err := t.wait(ctx); err != nil {
+		return nil, err
+	}
 	var cps []*store.Checkpoint
 	var err error
 	if p.CallID != "" {

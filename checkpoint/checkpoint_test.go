@@ -146,7 +146,7 @@ func (e *env) shell(cmd string) store.CallRef {
 
 func (e *env) changes(ref store.CallRef) map[string]protocol.FileChangeInfo {
 	e.t.Helper()
-	res, err := e.tr.Changes(protocol.CallsChangesParams{SessionID: ref.SessionID, CallID: ref.CallID, Contents: true})
+	res, err := e.tr.Changes(context.Background(), protocol.CallsChangesParams{SessionID: ref.SessionID, CallID: ref.CallID, Contents: true})
 	if err != nil {
 		e.t.Fatal(err)
 	}

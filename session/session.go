@@ -15,6 +15,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -65,6 +66,9 @@ type Options struct {
 	// Observe reports whether a call repeats the session's previous calls often enough to
 	// be a loop (doom_loop). nil never does.
 	Observe func(sessionID, tool string, args []byte) bool
+	// Checkpoints records what each changing call does to the workspace; nil records
+	// nothing.
+	Checkpoints *checkpoint.Tracker
 }
 
 // Service runs the calls of one workspace. Safe for concurrent use.

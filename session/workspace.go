@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/builtin"
+	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
@@ -146,6 +147,13 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	}
 	w.store = st
 	w.closers = append(w.closers, st.Close)
+	// Checkpoints: the first look at the workspace runs in the background; the first
+	// changing call waits for it.
+	cps, err := checkpoint.Open(checkpoint.Options{Workspace: real, Store: st, Logger: o.Logger})
+	if err != nil {
+		return nil, fmt.Errorf("opening checkpoints: %w", err)
+	}
+	w.closers = append(w.closers, cps.Close)
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
 	}
@@ -196,6 +204,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		Observe:     w.perms.Observe,
 		AdaptSchema: adaptSchema,
 		PrepareArgs: registry.StripNulls,
+		Checkpoints: cps,
 	})
 	ok = true
 	return w, nil
@@ -397,6 +406,16 @@ func (w *Workspace) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, er
 		return nil, storeErr(err)
 	}
 	return rec, nil
+}
+
+// Changes implements rpc.Backend (calls/changes).
+func (w *Workspace) Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
+	return w.svc.Changes(ctx, p)
+}
+
+// Revert implements rpc.Backend (calls/revert).
+func (w *Workspace) Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error) {
+	return w.svc.Revert(ctx, p)
 }
 
 // ReadOutput implements rpc.Backend.

@@ -93,4 +93,3 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 	_ = unix.Fsync(dfd)
 	return nil
 }
-
