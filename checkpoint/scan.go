@@ -57,8 +57,12 @@ func sameIdentity(a, b store.FileState) bool {
 	return a.Kind == b.Kind && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime && a.Ino == b.Ino
 }
 
-// budget is how many bytes a look at the workspace may still store.
-type budget struct{ left atomic.Int64 }
+// budget is how many bytes a look at the workspace may still store; with batch set, the
+// contents go to the store in batches.
+type budget struct {
+	left  atomic.Int64
+	batch *batcher
+}
 
 func newBudget(n int64) *budget {
 	b := &budget{}
@@ -89,6 +93,10 @@ func (t *Tracker) keep(s *store.FileState, data []byte, b *budget) {
 	}
 	if !b.take(int64(len(data))) {
 		s.NotKept = fmt.Sprintf("more than %d MiB of files changed at once", t.opts.MaxCallBytes>>20)
+		return
+	}
+	if b != nil && b.batch != nil {
+		b.batch.add(data)
 		return
 	}
 	if _, err := t.st.PutContent(data); err != nil {
@@ -413,6 +421,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var mu sync.Mutex // guards found and fromGit
 	var count atomic.Int64
 	b := newBudget(4 * t.opts.MaxCallBytes)
+	b.batch = &batcher{st: t.st}
 	gen := t.beginWalk()
 	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
@@ -468,6 +477,9 @@ func (t *Tracker) baseline(ctx context.Context) error {
 			found[p] = s
 		}
 	}
+	if err := b.batch.flush(); err != nil {
+		return fmt.Errorf("storing the workspace's files: %w", err)
+	}
 	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", len(fromGit), "took", t.opts.Now().Sub(start))
 	t.lastSync = start
 	quiet := make(map[string]bool, len(found))
@@ -496,4 +508,44 @@ func (t *Tracker) endWalk(gen int) {
 	if t.jr != nil {
 		t.jr.endWalk(gen)
 	}
+}
+
+// batcher stores contents in batches of a few MiB, one transaction each (the first look
+// at a workspace that is not a git repository stores every file). Safe for concurrent use.
+type batcher struct {
+	st   *store.Store
+	mu   sync.Mutex // guards the fields below
+	pend [][]byte
+	size int
+	err  error
+}
+
+const batchBytes = 8 << 20
+
+func (b *batcher) add(data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pend = append(b.pend, data)
+	b.size += len(data)
+	if b.size >= batchBytes || len(b.pend) >= 2048 {
+		b.flushLocked()
+	}
+}
+
+func (b *batcher) flushLocked() {
+	if len(b.pend) == 0 {
+		return
+	}
+	if _, err := b.st.PutContents(b.pend); err != nil && b.err == nil {
+		b.err = err
+	}
+	b.pend, b.size = nil, 0
+}
+
+// flush stores what is pending and returns the first error of any batch.
+func (b *batcher) flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+	return b.err
 }

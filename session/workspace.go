@@ -43,6 +43,11 @@ type WorkspaceOptions struct {
 	// LogLevel, if set, is the logger's level: the settings' logLevel sets it, at open and
 	// on every reload.
 	LogLevel *slog.LevelVar
+	// NoCheckpoints turns checkpoints off (benchmarks compare with it).
+	NoCheckpoints bool
+	// Checkpoint tunes checkpoints (nil: the defaults); its Workspace, Store and Logger
+	// are set by OpenWorkspace.
+	Checkpoint *checkpoint.Options
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
@@ -66,7 +71,12 @@ type Workspace struct {
 
 	closeOnce sync.Once
 	closers   []func() error // run in reverse order by Close
+
+	checkpoints *checkpoint.Tracker // nil when off
 }
+
+// Checkpoints is the workspace's checkpoint tracker, nil when checkpoints are off.
+func (w *Workspace) Checkpoints() *checkpoint.Tracker { return w.checkpoints }
 
 // DefaultStorePath is the store file of a workspace: one per workspace folder under the
 // user's XDG state folder, never inside the workspace.
@@ -149,11 +159,19 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	w.closers = append(w.closers, st.Close)
 	// Checkpoints: the first look at the workspace runs in the background; the first
 	// changing call waits for it.
-	cps, err := checkpoint.Open(checkpoint.Options{Workspace: real, Store: st, Logger: o.Logger})
-	if err != nil {
-		return nil, fmt.Errorf("opening checkpoints: %w", err)
+	var cps *checkpoint.Tracker
+	if !o.NoCheckpoints {
+		copts := checkpoint.Options{}
+		if o.Checkpoint != nil {
+			copts = *o.Checkpoint
+		}
+		copts.Workspace, copts.Store, copts.Logger = real, st, o.Logger
+		if cps, err = checkpoint.Open(copts); err != nil {
+			return nil, fmt.Errorf("opening checkpoints: %w", err)
+		}
+		w.closers = append(w.closers, cps.Close)
+		w.checkpoints = cps
 	}
-	w.closers = append(w.closers, cps.Close)
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
 	}

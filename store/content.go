@@ -42,17 +42,81 @@ var chunkBufs = sync.Pool{New: func() any { b := make([]byte, contentMaxChunk); 
 // is split into content-defined chunks, each stored once (deflated when that makes it
 // smaller); the manifest and its new chunks are one transaction.
 func (s *Store) PutContent(data []byte) (string, error) {
-	sum := sha256.Sum256(data)
-	id := hex.EncodeToString(sum[:])
-	if s.HasContent(id) {
-		return id, nil
+	ids, err := s.PutContents([][]byte{data})
+	if err != nil {
+		return "", err
 	}
+	return ids[0], nil
+}
+
+// PutContents is PutContent of many contents in one transaction (a first look at a
+// workspace stores thousands of files).
+func (s *Store) PutContents(datas [][]byte) ([]string, error) {
 	s.contentMu.RLock()
 	defer s.contentMu.RUnlock()
-	type piece struct {
-		sum  [32]byte
-		data []byte
+	ids := make([]string, len(datas))
+	var todo []*prepared
+	for i, data := range datas {
+		sum := sha256.Sum256(data)
+		ids[i] = hex.EncodeToString(sum[:])
+		if s.HasContent(ids[i]) {
+			continue
+		}
+		p, err := s.prepare(sum, data)
+		if err != nil {
+			return nil, err
+		}
+		todo = append(todo, p)
 	}
+	if len(todo) == 0 {
+		return ids, nil
+	}
+	err := s.update(func(tx *bolt.Tx) error {
+		chunks, contents := tx.Bucket(bucketChunks), tx.Bucket(bucketContent)
+		for _, p := range todo {
+			if contents.Get(p.sum[:]) != nil {
+				continue
+			}
+			for i, pc := range p.pieces {
+				if chunks.Get(pc.sum[:]) != nil {
+					continue
+				}
+				v := p.enc[i]
+				if v == nil {
+					v = encodeChunk(pc.data)
+				}
+				if err := chunks.Put(pc.sum[:], v); err != nil {
+					return err
+				}
+			}
+			if err := contents.Put(p.sum[:], p.manifest); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return ids, nil
+}
+
+type piece struct {
+	sum  [32]byte
+	data []byte
+}
+
+// prepared is a content split and compressed, ready to be written.
+type prepared struct {
+	sum      [32]byte
+	pieces   []piece
+	enc      [][]byte
+	manifest []byte
+}
+
+// prepare splits data into chunks and compresses the ones not stored yet, outside any
+// write transaction (a group commit runs many callers' closures).
+func (s *Store) prepare(sum [32]byte, data []byte) (*prepared, error) {
 	var pieces []piece
 	c := chunkers.Get().(*chunker.Chunker)
 	c.ResetWithBoundaries(bytes.NewReader(data), contentChunkPoly, contentMinChunk, contentMaxChunk)
@@ -66,7 +130,7 @@ func (s *Store) PutContent(data []byte) (string, error) {
 		if err != nil {
 			chunkers.Put(c)
 			chunkBufs.Put(bufp)
-			return "", fmt.Errorf("store: chunking content: %w", err)
+			return nil, fmt.Errorf("store: chunking content: %w", err)
 		}
 		// ch.Data aliases the buffer: the chunk is a slice of data itself.
 		part := data[ch.Start : ch.Start+ch.Length]
@@ -81,56 +145,45 @@ func (s *Store) PutContent(data []byte) (string, error) {
 	for _, p := range pieces {
 		manifest = append(manifest, p.sum[:]...)
 	}
-	// Compress outside the transaction (a group commit runs many callers' closures).
-	enc := make([][]byte, len(pieces))
+	missing := make([]bool, len(pieces))
 	err := s.view(func(tx *bolt.Tx) error {
 		chunks := tx.Bucket(bucketChunks)
 		for i, p := range pieces {
-			if chunks.Get(p.sum[:]) == nil {
-				enc[i] = encodeChunk(p.data)
-			}
+			missing[i] = chunks.Get(p.sum[:]) == nil
 		}
 		return nil
 	})
 	if err != nil {
-		return "", err
+		return nil, err
 	}
-	err = s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketContent).Get(sum[:]) != nil {
-			return nil
+	enc := make([][]byte, len(pieces))
+	for i, p := range pieces {
+		if missing[i] {
+			enc[i] = encodeChunk(p.data)
 		}
-		chunks := tx.Bucket(bucketChunks)
-		for i, p := range pieces {
-			if chunks.Get(p.sum[:]) != nil {
-				continue
-			}
-			v := enc[i]
-			if v == nil {
-				v = encodeChunk(p.data)
-			}
-			if err := chunks.Put(p.sum[:], v); err != nil {
-				return err
-			}
-		}
-		return tx.Bucket(bucketContent).Put(sum[:], manifest)
-	})
-	if err != nil {
-		return "", err
 	}
-	return id, nil
+	return &prepared{sum: sum, pieces: pieces, enc: enc, manifest: manifest}, nil
 }
+
+// flateWriters are reused: a new one allocates its tables, most of a chunk's cost.
+var flateWriters = sync.Pool{New: func() any { w, _ := flate.NewWriter(io.Discard, flate.BestSpeed); return w }}
 
 func encodeChunk(data []byte) []byte {
 	var b bytes.Buffer
+	b.Grow(len(data)/2 + 64)
 	b.WriteByte(1)
-	w, _ := flate.NewWriter(&b, flate.BestSpeed)
+	w := flateWriters.Get().(*flate.Writer)
+	w.Reset(&b)
 	_, _ = w.Write(data)
 	_ = w.Close()
+	flateWriters.Put(w)
 	if b.Len() < len(data)+1 {
 		return b.Bytes()
 	}
 	return append([]byte{0}, data...)
 }
+
+var flateReaders sync.Pool
 
 func decodeChunk(v []byte) ([]byte, error) {
 	if len(v) == 0 {
@@ -139,7 +192,14 @@ func decodeChunk(v []byte) ([]byte, error) {
 	if v[0] == 0 {
 		return bytes.Clone(v[1:]), nil
 	}
-	out, err := io.ReadAll(io.LimitReader(flate.NewReader(bytes.NewReader(v[1:])), contentMaxChunk+1))
+	r, _ := flateReaders.Get().(io.ReadCloser)
+	if r == nil {
+		r = flate.NewReader(bytes.NewReader(v[1:]))
+	} else {
+		_ = r.(flate.Resetter).Reset(bytes.NewReader(v[1:]), nil)
+	}
+	out, err := io.ReadAll(io.LimitReader(r, contentMaxChunk+1))
+	flateReaders.Put(r)
 	if err != nil {
 		return nil, fmt.Errorf("%w: chunk: %v", ErrCorrupt, err)
 	}
