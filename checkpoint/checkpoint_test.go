@@ -18,12 +18,7 @@ import (
 	"github.com/toolsd/toolsd/store"
 )
 
-func TestMain(m *testing.M) {
-	if os.Getenv(crashEnv) != "" {
-		crashChild() // never returns
-	}
-	goleak.VerifyTestMain(m)
-}
+func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
 
 // env is a workspace with a store and a tracker.
 type env struct {
@@ -260,6 +255,7 @@ func TestShellChangeKinds(t *testing.T) {
 		{"symlink replaced by a file", "ln -s a.txt link && true", map[string]string{"link": protocol.ChangeAdded}},
 		{"new file and folder", "mkdir -p new/deep && printf 'x' > new/deep/f.txt", map[string]string{"new": protocol.ChangeAdded, "new/deep": protocol.ChangeAdded, "new/deep/f.txt": protocol.ChangeAdded}},
 		{"binary", "printf '\\x00\\x09' >> img.bin", map[string]string{"img.bin": protocol.ChangeModified}},
+		{"mv dir", "mv dir dir2", map[string]string{"dir": protocol.ChangeDeleted, "dir/sub": protocol.ChangeDeleted, "dir2": protocol.ChangeAdded, "dir2/sub": protocol.ChangeAdded, "dir2/c.txt": protocol.ChangeRenamed, "dir2/sub/d.txt": protocol.ChangeRenamed}},
 		{"ignored files are not tracked", "echo more >> ignored/big.js && echo x > run.log", map[string]string{}},
 	}
 	for _, mode := range []struct {
@@ -468,5 +464,40 @@ func TestContentIsChunked(t *testing.T) {
 	st1, _ := os.Stat(e.st.Path())
 	if grew := st1.Size() - st0.Size(); grew > 3<<20 {
 		t.Fatalf("the store grew by %d bytes for ten one-line edits of a 1 MiB file", grew)
+	}
+}
+
+// TestJournalAfterFolderRename: after a folder is renamed, changes inside it are still found
+// (the journal's watches below it would report the old names: it walks and watches anew).
+func TestJournalAfterFolderRename(t *testing.T) {
+	e := newEnv(t, envOpts{files: base, journal: true})
+	e.shell("mv dir moved")
+	ref := e.shell("echo more >> moved/sub/d.txt && mkdir moved/sub/new && echo n > moved/sub/new/f.txt")
+	got := e.changes(ref)
+	if got["moved/sub/d.txt"].Status != protocol.ChangeModified || got["moved/sub/new/f.txt"].Status != protocol.ChangeAdded {
+		t.Fatalf("changes after the rename: %v", got)
+	}
+	ref = e.shell("echo again >> moved/sub/new/f.txt")
+	if got := e.changes(ref); got["moved/sub/new/f.txt"].Status != protocol.ChangeModified {
+		t.Fatalf("a change in a folder made after the rename: %v", got)
+	}
+}
+
+// TestIgnoreRulesChange: a call that changes .gitignore does not claim the files that become
+// ignored (deleted) or no longer ignored (added): only the ignore file changed.
+func TestIgnoreRulesChange(t *testing.T) {
+	for _, journal := range []bool{false, true} {
+		t.Run(fmt.Sprint("journal=", journal), func(t *testing.T) {
+			e := newEnv(t, envOpts{files: base, journal: journal})
+			ref := e.shell("printf 'dir/\\n*.log\\n' > .gitignore") // dir/ ignored, ignored/ no longer
+			got := e.changes(ref)
+			if len(got) != 1 || got[".gitignore"].Status != protocol.ChangeModified {
+				t.Fatalf("changes: %v", got)
+			}
+			ref = e.shell("echo x >> ignored/big.js && echo y >> dir/c.txt")
+			if got := e.changes(ref); len(got) != 1 || got["ignored/big.js"].Status != protocol.ChangeModified {
+				t.Fatalf("after the rules changed: %v", got)
+			}
+		})
 	}
 }

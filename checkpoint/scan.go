@@ -11,7 +11,6 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
-	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -220,13 +219,12 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 			ignoreChanged = true
 		}
 	}
-	if ignoreChanged && !t.lastSync.IsZero() {
-		// A path seen for the first time whose inode has not changed since well before the
-		// last look was not made now: it is only newly seen (an ignore rule went away). The
-		// margin covers the kernel's coarse file timestamps.
-		seenBefore := t.lastSync.Add(-time.Second).UnixNano()
+	if ignoreChanged {
+		// A path seen for the first time that the ignore files as they were before left out
+		// was not made now: it is only newly seen. Tell it with the old ignore files.
+		old := t.oldIgnoreFiles(changed, idx)
 		for p, s := range changed {
-			if _, ok := idx[p]; !ok && s.Kind != store.KindDir && s.Ctime < seenBefore {
+			if _, ok := idx[p]; !ok && fswalk.IgnoredWith(t.ws, p, s.Kind == store.KindDir, old) {
 				quiet[p] = true
 			}
 		}
@@ -549,3 +547,39 @@ func (b *batcher) flush() error {
 	b.flushLocked()
 	return b.err
 }
+
+// oldIgnoreFiles is the content before this look of every ignore file that changed in it
+// (nil for one that did not exist), for fswalk.IgnoredWith.
+func (t *Tracker) oldIgnoreFiles(changed map[string]store.FileState, idx map[string]store.FileState) map[string][]byte {
+	out := map[string][]byte{}
+	for p := range changed {
+		if b := path.Base(p); b != ".gitignore" && b != ".ignore" {
+			continue
+		}
+		old, ok := idx[p]
+		if !ok || old.Kind != store.KindFile {
+			out[p] = nil
+			continue
+		}
+		if old.Content != "" && old.NotKept == "" {
+			if data, err := t.st.Content(old.Content); err == nil {
+				out[p] = data
+				continue
+			}
+		}
+		if old.Git != "" && t.git != nil {
+			if blobs, err := t.git.blobs(context.Background(), []string{old.Git}, maxIgnoreBytes); err == nil {
+				if data, ok := blobs[old.Git]; ok {
+					out[p] = data
+					continue
+				}
+			}
+		}
+		// Unknown: the ignore file as it is now is the best guess.
+		delete(out, p)
+	}
+	return out
+}
+
+// maxIgnoreBytes bounds an ignore file read back from git.
+const maxIgnoreBytes = fswalk.MaxIgnoreFileBytes

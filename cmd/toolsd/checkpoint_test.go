@@ -193,6 +193,31 @@ func TestCheckpointsThroughEachTool(t *testing.T) {
 	}
 }
 
+// TestProjectToolCheckpoint: a project tool's changes are found like a shell command's.
+func TestProjectToolCheckpoint(t *testing.T) {
+	e := newEnv(t, envOpts{
+		options: map[string]any{"permission": map[string]any{"stamp": "allow"}},
+		files: map[string]string{
+			"log.txt":                 "first\n",
+			".toolsd/tool/stamp.json": `{"description": "Stamps the log.", "parameters": {"type": "object", "properties": {}}, "command": ["sh", "-c", "echo stamped >> log.txt && echo new > made.txt"]}`,
+		},
+	})
+	e.run("p1", "stamp", map[string]any{})
+	res := e.changes("s1", "p1")
+	if fmt.Sprint(statuses(res)) != fmt.Sprint(map[string]string{"log.txt": "modified", "made.txt": "added"}) || res.Files[0].Attribution != "during" {
+		t.Fatalf("the project tool's changes: %+v", res)
+	}
+	if r := e.revert(protocol.CallsRevertParams{SessionID: "s1", CallID: "p1"}); r.Status != protocol.RevertDone {
+		t.Fatalf("revert: %+v", r)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.ws, "log.txt")); string(b) != "first\n" {
+		t.Fatalf("log.txt: %q", b)
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "made.txt")); !os.IsNotExist(err) {
+		t.Fatalf("made.txt is still there: %v", err)
+	}
+}
+
 // TestRevertConflict: a file changed since the call (outside toolsd) is not overwritten; the
 // refusal names it, and a forced revert restores it.
 func TestRevertConflict(t *testing.T) {

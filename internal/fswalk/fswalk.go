@@ -165,6 +165,37 @@ func compileIgnore(lines []string) []ignoreRule {
 	return rules
 }
 
+// overrideIgnore is loadIgnore of the folder dirRel with the files given in files.
+func overrideIgnore(dirfd int, dirRel string, files map[string][]byte) []ignoreRule {
+	var lines []string
+	for _, n := range ignoreFiles {
+		key := n
+		if dirRel != "" {
+			key = dirRel + "/" + n
+		}
+		if b, ok := files[key]; ok {
+			if b != nil {
+				lines = append(lines, strings.Split(string(b), "\n")...)
+			}
+			continue
+		}
+		lines = append(lines, readIgnoreLines(dirfd, n)...)
+	}
+	return compileIgnore(lines)
+}
+
+func readIgnoreLines(dirfd int, n string) []string {
+	fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	if b, ok := readSmallRegular(fd, MaxIgnoreFileBytes); ok {
+		return strings.Split(string(b), "\n")
+	}
+	return nil
+}
+
 // MaxIgnoreFileBytes caps an ignore file: a larger one is not read (nor is anything but a
 // regular file: a FIFO would block the walk, a link to /dev/zero would never end).
 const MaxIgnoreFileBytes = 1 << 20
@@ -478,7 +509,12 @@ func (q *dirQueue) finish() {
 // Ignored reports whether the walk of ws would leave out rel (slash-separated, relative to
 // ws; isDir for a folder): the path itself or one of its folders is .git or matches the
 // ignore files of ws and the folders down to it.
-func Ignored(ws, rel string, isDir bool) bool {
+func Ignored(ws, rel string, isDir bool) bool { return IgnoredWith(ws, rel, isDir, nil) }
+
+// IgnoredWith is Ignored with some ignore files read from files instead of the disk: keys are
+// workspace-relative paths of .gitignore or .ignore files, values their content (nil: the file
+// does not exist). It tells what older ignore files left out.
+func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
 	parts := strings.Split(rel, "/")
 	rootfd, err := fspath.Open(ws, unix.O_PATH|unix.O_DIRECTORY)
 	if err != nil {
@@ -493,7 +529,11 @@ func Ignored(ws, rel string, isDir bool) bool {
 			name = dirRel
 		}
 		if fd, err := fspath.OpenBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
-			if rs := loadIgnore(fd, nil); len(rs) > 0 {
+			rs := loadIgnore(fd, nil)
+			if files != nil {
+				rs = overrideIgnore(fd, dirRel, files)
+			}
+			if len(rs) > 0 {
 				strip := ""
 				if dirRel != "" {
 					strip = dirRel + "/"

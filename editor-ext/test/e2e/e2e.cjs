@@ -357,6 +357,62 @@ scenario('"Always allow…" for the workspace outlives a daemon restart', async 
   log('"ls *" remembered for the workspace: another session ran ls -a after a restart without an ask');
 });
 
+scenario('an agent\'s bash call changes two files; "Show Changes" shows them, "Revert" puts them back', async () => {
+  fs.writeFileSync(path.join(WS, 'notes-a.txt'), 'draft one\n');
+  fs.writeFileSync(path.join(WS, 'notes-b.txt'), 'draft two\n');
+  const call = execute('bash', { command: 'sed -i s/draft/final/ notes-a.txt notes-b.txt', description: 'finalize the notes' });
+  await call.press();
+  // toolsd asks for the files sed writes (edit) and for the command (bash): allow each once.
+  let r;
+  for (let i = 0; !r; i++) {
+    if (i === 6) throw new Error('still asking after 5 answers');
+    const ask = toast('sed -i s/draft/final/').or(toast('notes-a.txt'));
+    const which = await Promise.race([
+      call.result(4000).then((v) => { r = v; return 'done'; }),
+      ask.first().waitFor({ state: 'visible', timeout: 4000 }).then(() => 'ask'),
+    ]).catch(() => 'none');
+    if (which === 'ask') {
+      await ask.first().getByRole('button', { name: 'Allow once', exact: true }).click().catch(() => {});
+    }
+  }
+  if (r.status !== 'completed') throw new Error('result: ' + JSON.stringify(r));
+  for (const [f, want] of [['notes-a.txt', 'final one\n'], ['notes-b.txt', 'final two\n']]) {
+    const body = fs.readFileSync(path.join(WS, f), 'utf8');
+    if (body !== want) throw new Error(`${f} after the call: ${JSON.stringify(body)}`);
+  }
+  await openToolsdViews();
+  await runCommand('toolsd: Refresh Tool Calls');
+  const row = view('Tool Calls').locator('.monaco-list-row', { hasText: 'finalize the notes' }).first();
+  await row.waitFor({ timeout: 30000 });
+  await row.locator('.label-description', { hasText: '2 files changed' }).waitFor({ timeout: 15000 });
+  // Show Changes from the call's context menu: both files in the multi-file diff editor.
+  await row.click({ button: 'right' });
+  await page.locator('.context-view .action-label', { hasText: 'Show Changes' }).first().click();
+  await page.locator('.tab', { hasText: 'Changes of call finalize the notes' }).first().waitFor({ timeout: 30000 });
+  for (const f of ['notes-a.txt', 'notes-b.txt']) {
+    await page.locator('.multiDiffEntry', { hasText: f }).first().waitFor({ timeout: 30000 });
+  }
+  await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: 'draft one' }).first().waitFor({ timeout: 30000 });
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'final one' }).first().waitFor({ timeout: 30000 });
+  await screenshot('show-changes');
+  // Revert: a modal lists the files; confirming puts them back.
+  await row.click({ button: 'right' });
+  await page.locator('.context-view .action-label', { hasText: /^Revert…$/ }).first().click();
+  const dialog = page.locator('.monaco-dialog-box', { hasText: 'Revert call finalize the notes?' });
+  await dialog.waitFor({ state: 'visible', timeout: 30000 });
+  for (const f of ['notes-a.txt', 'notes-b.txt']) {
+    if (!(await dialog.innerText()).includes(`restore ${f}`)) throw new Error(`the confirmation does not list ${f}: ${await dialog.innerText()}`);
+  }
+  await screenshot('revert-confirmation');
+  await dialog.locator('.monaco-button', { hasText: /^Revert$/ }).click();
+  await waitFor(() => fs.readFileSync(path.join(WS, 'notes-a.txt'), 'utf8') === 'draft one\n' &&
+    fs.readFileSync(path.join(WS, 'notes-b.txt'), 'utf8') === 'draft two\n', 'the files to be back');
+  await toast('Reverted 2 files').waitFor({ state: 'visible', timeout: 15000 });
+  await view('Tool Calls').locator('.monaco-list-row', { hasText: 'Revert call' }).first().waitFor({ timeout: 30000 });
+  await screenshot('reverted');
+  log('Show Changes listed both files in the diff editor; Revert put them back and left a revert call');
+});
+
 scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {
   const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
   const before = starts();

@@ -1,5 +1,0 @@
-package checkpoint
-
-const crashEnv = "TOOLSD_CHECKPOINT_CRASH"
-
-func crashChild() {}
