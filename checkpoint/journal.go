@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 )
@@ -33,6 +34,7 @@ type journal struct {
 	w       *fsnotify.Watcher
 	dirty   map[string]bool // workspace-relative paths touched
 	broken  string          // why the journal cannot be trusted until the next walk
+	refused bool            // the kernel refused a watch: the journal cannot cover the workspace
 	gen     int             // incremented whenever broken is set
 	barrier map[string]chan struct{}
 	seq     int
@@ -158,7 +160,7 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
 		// whatever was made in it before the watch is found too.
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
 			if err := w.Add(ev.Name); err != nil {
-				j.brokeLocked("a watch was refused: " + err.Error())
+				j.addFailedLocked(err)
 			}
 		}
 	}
@@ -188,9 +190,20 @@ func (j *journal) watch(rel string) {
 	}
 	if err := w.Add(abs); err != nil {
 		j.mu.Lock()
-		j.brokeLocked("a watch was refused: " + err.Error())
+		j.addFailedLocked(err)
 		j.mu.Unlock()
 	}
+}
+
+// addFailedLocked handles a watch that could not be added: a folder gone meanwhile is no
+// matter (its parent's events cover it); any other failure (the kernel's limit on watches)
+// means the journal cannot cover the workspace.
+func (j *journal) addFailedLocked(err error) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return
+	}
+	j.refused = true
+	j.brokeLocked("a watch was refused: " + err.Error())
 }
 
 // beginWalk prepares a walk of the whole workspace: a fresh watcher when the journal was
@@ -198,7 +211,12 @@ func (j *journal) watch(rel string) {
 func (j *journal) beginWalk() (int, error) {
 	j.mu.Lock()
 	fresh := j.broken != "" && j.broken != "the journal starts"
+	refused := j.refused
 	j.mu.Unlock()
+	if refused {
+		// Watching anew would be refused again (max_user_watches): walks from now on.
+		return 0, errors.New("the kernel refused a watch (see /proc/sys/fs/inotify/max_user_watches)")
+	}
 	if fresh {
 		if err := j.restart(); err != nil {
 			return 0, err
