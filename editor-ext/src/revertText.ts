@@ -30,7 +30,7 @@ export function confirmation(plan: CallsRevertResult, what: string): { message: 
   }
   const n = plan.files.length;
   return {
-    message: `Revert ${what}? ${n} file${n === 1 ? '' : 's'} will be put back as ${plan.calls.length === 1 ? 'it was' : 'they were'} before.`,
+    message: `Revert ${what}? ${n} file${n === 1 ? '' : 's'} will be put back as ${n === 1 ? 'it was' : 'they were'} before.`,
     detail: [...lines, ...(extra.length ? ['', ...extra] : [])].join('\n'),
     conflicts,
   };

@@ -76,6 +76,21 @@ async function clickToastButton(text, button) {
   }
 }
 
+/** Right-clicks a row and picks an item of its context menu, by keyboard (a mouse click on a menu
+ * that is still sliding in can be lost). */
+async function contextMenu(row, label) {
+  await row.click({ button: 'right' });
+  const menu = page.locator('.context-view .monaco-menu').first();
+  await menu.waitFor({ state: 'visible', timeout: 15000 });
+  const items = await menu.locator('.action-item:not(.disabled) .action-label').allInnerTexts();
+  const i = items.findIndex((t) => t.trim() === label);
+  if (i < 0) throw new Error(`no "${label}" in the context menu: ${JSON.stringify(items)}`);
+  await page.keyboard.press('Home');
+  for (let k = 0; k < i; k++) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await menu.waitFor({ state: 'hidden', timeout: 15000 });
+}
+
 /** The pane of a view in the side bar, by its title. */
 function view(title) {
   return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) }).first();
@@ -386,8 +401,7 @@ scenario('an agent\'s bash call changes two files; "Show Changes" shows them, "R
   await row.waitFor({ timeout: 30000 });
   await row.locator('.label-description', { hasText: '2 files changed' }).waitFor({ timeout: 15000 });
   // Show Changes from the call's context menu: both files in the multi-file diff editor.
-  await row.click({ button: 'right' });
-  await page.locator('.context-view .action-label', { hasText: 'Show Changes' }).first().click();
+  await contextMenu(row, 'Show Changes');
   await page.locator('.tab', { hasText: 'Changes of call finalize the notes' }).first().waitFor({ timeout: 30000 });
   for (const f of ['notes-a.txt', 'notes-b.txt']) {
     await page.locator('.multiDiffEntry', { hasText: f }).first().waitFor({ timeout: 30000 });
@@ -396,8 +410,7 @@ scenario('an agent\'s bash call changes two files; "Show Changes" shows them, "R
   await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'final one' }).first().waitFor({ timeout: 30000 });
   await screenshot('show-changes');
   // Revert: a modal lists the files; confirming puts them back.
-  await row.click({ button: 'right' });
-  await page.locator('.context-view .action-label', { hasText: /^Revert…$/ }).first().click();
+  await contextMenu(row, 'Revert…');
   const dialog = page.locator('.monaco-dialog-box', { hasText: 'Revert call finalize the notes?' });
   await dialog.waitFor({ state: 'visible', timeout: 30000 });
   for (const f of ['notes-a.txt', 'notes-b.txt']) {
