@@ -68,6 +68,8 @@ type Tracker struct {
 	startErr error         // written before ready is closed
 	stop     chan struct{}
 	wg       sync.WaitGroup
+	startMu  sync.Mutex // guards started and the closing of stop
+	started  bool
 
 	// syncMu serializes looks at the workspace (syncs) and the changes a revert makes.
 	syncMu sync.Mutex
@@ -83,7 +85,9 @@ type Tracker struct {
 // Open loads the index of the workspace and starts the first look at it in the background:
 // the baseline of a workspace never seen (from its git index where it has one), or the
 // changes since the daemon last ran, which it attributes to the calls a dead daemon left
-// running. Begin waits for it.
+// running. Begin waits for it. In a folder that is not a git repository, whose first look
+// reads every file, it starts only when something needs it (the first changing call), unless
+// a dead daemon left calls running.
 func Open(opts Options) (*Tracker, error) {
 	if opts.Store == nil || opts.Workspace == "" {
 		return nil, errors.New("checkpoint: Open needs a workspace and a store")
@@ -113,6 +117,29 @@ func Open(opts Options) (*Tracker, error) {
 	if opts.Git != "none" {
 		t.git = findGit(opts.Git, t.ws)
 	}
+	open, err := t.st.OpenCheckpoints()
+	if err != nil {
+		return nil, err
+	}
+	if t.git != nil || len(open) > 0 {
+		t.kick()
+	}
+	return t, nil
+}
+
+// kick starts the first look at the workspace, once.
+func (t *Tracker) kick() {
+	t.startMu.Lock()
+	defer t.startMu.Unlock()
+	select {
+	case <-t.stop:
+		return
+	default:
+	}
+	if t.started {
+		return
+	}
+	t.started = true
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
@@ -125,21 +152,27 @@ func Open(opts Options) (*Tracker, error) {
 		}
 		close(t.ready)
 	}()
-	return t, nil
 }
 
-// Ready is closed once the first look at the workspace is done.
-func (t *Tracker) Ready() <-chan struct{} { return t.ready }
+// Ready starts the first look at the workspace if it has not started, and returns a channel
+// closed once it is done.
+func (t *Tracker) Ready() <-chan struct{} {
+	t.kick()
+	return t.ready
+}
 
 // Close stops the tracker and waits for its goroutines. Windows still open stay open in the
 // store, as if the daemon had died: the next Open finishes them.
 func (t *Tracker) Close() error {
+	t.startMu.Lock()
 	select {
 	case <-t.stop:
+		t.startMu.Unlock()
 		return nil
 	default:
 	}
 	close(t.stop)
+	t.startMu.Unlock()
 	t.wg.Wait()
 	if t.jr != nil {
 		t.jr.close()
@@ -207,6 +240,7 @@ func (t *Tracker) start() error {
 
 // wait waits for the first look at the workspace, and reports why tracking is off.
 func (t *Tracker) wait(ctx context.Context) (string, error) {
+	t.kick()
 	select {
 	case <-t.ready:
 	case <-ctx.Done():
