@@ -501,3 +501,66 @@ func TestIgnoreRulesChange(t *testing.T) {
 		})
 	}
 }
+
+// TestConcurrentShellCalls: two shell calls at the same time that change the same file name
+// each other; a file only one of them could have changed (it changed before the other
+// began) is not shared.
+func TestConcurrentShellCalls(t *testing.T) {
+	e := newEnv(t, envOpts{files: base, journal: true})
+	ctx := context.Background()
+	a, b := e.call("bash"), e.call("bash")
+	wa := e.tr.NewWindow(a, false)
+	if err := wa.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(e.ws, "b.txt"), "only while a ran\n", 0o644)
+	wb := e.tr.NewWindow(b, false)
+	if err := wb.Begin(ctx); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, filepath.Join(e.ws, "a.txt"), "while both ran\n", 0o644)
+	if _, err := wb.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := wa.End(ctx); err != nil {
+		t.Fatal(err)
+	}
+	ca, cb := e.changes(a), e.changes(b)
+	if len(ca) != 2 || len(cb) != 1 {
+		t.Fatalf("a changed %v, b changed %v", ca, cb)
+	}
+	if x := ca["a.txt"].AlsoTouchedBy; len(x) != 1 || x[0].CallID != b.CallID {
+		t.Errorf("a's a.txt: %+v", ca["a.txt"])
+	}
+	if x := cb["a.txt"].AlsoTouchedBy; len(x) != 1 || x[0].CallID != a.CallID {
+		t.Errorf("b's a.txt: %+v", cb["a.txt"])
+	}
+	if x := ca["b.txt"].AlsoTouchedBy; len(x) != 0 {
+		t.Errorf("a's b.txt changed before b began: %+v", ca["b.txt"])
+	}
+}
+
+// TestSizeCap: a file over the size cap is recorded as changed with its content not kept, and
+// a revert leaves it as it is while restoring the rest.
+func TestSizeCap(t *testing.T) {
+	e := newEnv(t, envOpts{files: map[string]string{"small.txt": "s\n", "big.txt": strings.Repeat("x", 2000)}, journal: true,
+		opts: func(o *Options) { o.MaxFileBytes = 1000 }})
+	ref := e.shell("echo more >> big.txt && echo more >> small.txt")
+	got := e.changes(ref)
+	if got["big.txt"].NotKept == "" || got["small.txt"].NotKept != "" {
+		t.Fatalf("changes: %+v", got)
+	}
+	plan, _, n := e.revert(ref, false, false)
+	if n != 1 {
+		t.Fatalf("restored %d paths: %+v", n, plan)
+	}
+	res := plan.Result(protocol.RevertDone)
+	for _, f := range res.Files {
+		if (f.Path == "big.txt") != (f.Skipped != "") {
+			t.Errorf("%s: skipped %q", f.Path, f.Skipped)
+		}
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.ws, "small.txt")); string(b) != "s\n" {
+		t.Errorf("small.txt: %q", b)
+	}
+}

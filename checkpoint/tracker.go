@@ -476,9 +476,6 @@ func (w *Window) closeLockedN(ctx context.Context) (int, error) {
 // Off says why the window records nothing ("" when it does).
 func (w *Window) Off() string { return w.off }
 
-// Ref is the call the window belongs to.
-func (w *Window) Ref() store.CallRef { return w.ref }
-
 // applyLocked makes the index say what a look at the workspace found: for each changed path
 // its new state (KindAbsent for a path gone). Every open window that had not seen the path
 // change takes its old state as the state before it. t.mu is held.

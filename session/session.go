@@ -6,6 +6,10 @@
 // going away) withdraws its pending asks, kills its processes and ends it "cancelled". The
 // call record is written to the store at every state change, and its final state is
 // committed before the result is returned, so a result the editor got survives a crash.
+//
+// A call that can change the workspace gets a checkpoint window (package checkpoint): its
+// record says how many paths it changed, calls/changes shows them, and calls/revert (Service.
+// Revert, itself a recorded call) puts them back.
 package session
 
 import (
