@@ -564,3 +564,37 @@ func TestSizeCap(t *testing.T) {
 		t.Errorf("small.txt: %q", b)
 	}
 }
+
+// TestWriteIntoNewFolders: a file written into folders that did not exist: the revert takes
+// the folders away too.
+func TestWriteIntoNewFolders(t *testing.T) {
+	e := newEnv(t, envOpts{files: map[string]string{"a.txt": "a\n"}, journal: true})
+	before := e.snapshot()
+	ctx := context.Background()
+	ref := e.call("write")
+	w := e.tr.NewWindow(ref, true)
+	p := filepath.Join(e.ws, "x", "y", "new.txt")
+	if err := w.Before(ctx, p, nil, 0, false); err != nil {
+		t.Fatal(err)
+	}
+	writeFile(t, p, "new\n", 0o644)
+	if n, err := w.End(ctx); err != nil || n != 3 {
+		t.Fatalf("%d paths, %v: %v", n, err, e.changes(ref))
+	}
+	e.revert(ref, false, false)
+	if d := diffSnap(before, e.snapshot()); d != "" {
+		t.Fatalf("after the revert:\n%s", d)
+	}
+}
+
+// TestOwnFilesSkipped: toolsd's own files in the workspace (a store put there) are never
+// tracked.
+func TestOwnFilesSkipped(t *testing.T) {
+	e := newEnv(t, envOpts{files: map[string]string{"a.txt": "a\n"}, journal: true, opts: func(o *Options) {
+		o.Skip = func(abs string) bool { return filepath.Base(abs) == "own.db" }
+	}})
+	ref := e.shell("echo x > own.db && echo y >> a.txt")
+	if got := e.changes(ref); len(got) != 1 || got["a.txt"].Status != protocol.ChangeModified {
+		t.Fatalf("changes: %v", got)
+	}
+}

@@ -26,11 +26,28 @@ func (t *Tracker) rel(abs string) (string, bool) {
 	if !ok || r == "." {
 		return "", false
 	}
-	if fswalk.Ignored(t.ws, r, false) {
+	if t.skip(r) || fswalk.Ignored(t.ws, r, false) {
 		return "", false
 	}
 	return r, true
 }
+
+// skip reports whether a workspace path is one of toolsd's own files (its store, if the
+// person put it in the workspace; the journal's barrier folder), never tracked.
+func (t *Tracker) skip(rel string) bool {
+	abs := t.abs(rel)
+	for _, p := range t.own {
+		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) {
+			return true
+		}
+	}
+	if t.opts.Skip != nil && t.opts.Skip(abs) {
+		return true
+	}
+	return false
+}
+
+func (t *Tracker) skipEntry(rel string, _ bool) bool { return t.skip(rel) }
 
 // statState is what lstat tells of a path: its kind, mode and stat identity.
 func statState(st *unix.Stat_t) (store.FileState, bool) {
@@ -175,7 +192,7 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 	b := newBudget(t.opts.MaxCallBytes)
 	idx := t.index // only syncMu holders write it
 	gen := t.beginWalk()
-	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}
@@ -311,7 +328,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 		if err := ctx.Err(); err != nil {
 			return err
 		}
-		if p == "" || p == "." {
+		if p == "" || p == "." || t.skip(p) {
 			continue
 		}
 		dir, name := path.Split(p)
@@ -370,7 +387,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 		if t.jr != nil {
 			t.jr.watch(d)
 		}
-		err := fswalk.Walk(ctx, fswalk.Options{Root: root, Workspace: t.ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
+		err := fswalk.Walk(ctx, fswalk.Options{Root: root, Workspace: t.ws, Dirs: true, Links: true, Skip: func(rel string, isDir bool) bool { return t.skipEntry(d+"/"+rel, isDir) }}, func(e fswalk.Entry) {
 			rel := d + "/" + e.Rel
 			if e.Dir && t.jr != nil {
 				t.jr.watch(rel)
@@ -421,7 +438,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
 	gen := t.beginWalk()
-	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"os"
+	"path"
+	"path/filepath"
 	"sort"
 	"sync"
 	"time"
@@ -49,7 +52,10 @@ type Options struct {
 	Git string
 	// NoJournal turns the change journal off: every look at the workspace walks it.
 	NoJournal bool
-	Now       func() time.Time
+	// Skip, if set, leaves out a path (absolute) that is toolsd's own (its store file, when
+	// it lies in the workspace, and the store's slot files).
+	Skip func(abs string) bool
+	Now  func() time.Time
 }
 
 // Tracker keeps the checkpoints of one workspace: what toolsd last saw of every file (the
@@ -63,6 +69,7 @@ type Tracker struct {
 	ws   string
 	git  *gitRepo
 	jr   *journal // nil: every sync walks the workspace
+	own  []string // absolute paths never tracked (the journal's folder)
 
 	ready    chan struct{} // closed when the first look is done
 	startErr error         // written before ready is closed
@@ -114,17 +121,28 @@ func Open(opts Options) (*Tracker, error) {
 	if err := t.st.LoadCheckpointIndex(func(p string, s store.FileState) { t.index[p] = s }); err != nil {
 		return nil, err
 	}
-	if opts.Git != "none" {
-		t.git = findGit(opts.Git, t.ws)
-	}
 	open, err := t.st.OpenCheckpoints()
 	if err != nil {
 		return nil, err
 	}
-	if t.git != nil || len(open) > 0 {
+	if (opts.Git != "none" && inGitRepo(t.ws)) || len(open) > 0 {
 		t.kick()
 	}
 	return t, nil
+}
+
+// inGitRepo reports whether ws or a folder above it has a .git (without running git).
+func inGitRepo(ws string) bool {
+	for dir := ws; ; {
+		if _, err := os.Lstat(filepath.Join(dir, ".git")); err == nil {
+			return true
+		}
+		parent := filepath.Dir(dir)
+		if parent == dir {
+			return false
+		}
+		dir = parent
+	}
 }
 
 // kick starts the first look at the workspace, once.
@@ -193,10 +211,14 @@ func (t *Tracker) start() error {
 	}()
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
+	if t.opts.Git != "none" {
+		t.git = findGit(t.opts.Git, t.ws)
+	}
 	if !t.opts.NoJournal {
 		// Started before the walk, so that nothing changed during it is missed.
 		if jr, err := newJournal(t.ws, t.log); err == nil {
 			t.jr = jr
+			t.own = append(t.own, jr.private)
 		} else {
 			t.log.Info("no change journal: every look at the workspace walks it", "err", err)
 		}
@@ -363,15 +385,29 @@ func (w *Window) Before(ctx context.Context, abs string, data []byte, mode uint3
 		return nil
 	}
 	var st store.FileState
+	var missing []string // folders the write will create
 	if existed {
 		st = store.FileState{Kind: store.KindFile, Mode: mode & 0o7777, Size: int64(len(data))}
 		t.keep(&st, data, nil)
+	} else {
+		for d := path.Dir(rel); d != "." && d != "/"; d = path.Dir(d) {
+			if _, err := os.Lstat(t.abs(d)); !errors.Is(err, os.ErrNotExist) {
+				break
+			}
+			missing = append(missing, d)
+		}
 	}
 	t.mu.Lock()
 	if _, seen := w.before[rel]; !seen || !w.reported[rel] {
 		w.before[rel] = st
 	}
 	w.reported[rel] = true
+	for _, d := range missing {
+		if !w.reported[d] {
+			w.before[d] = store.FileState{}
+			w.reported[d] = true
+		}
+	}
 	cp := w.openRecordLocked()
 	t.mu.Unlock()
 	if err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{Open: []*store.Checkpoint{cp}}); err != nil {

@@ -148,6 +148,11 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if sopts.Logger == nil {
 		sopts.Logger = o.Logger
 	}
+	if abs, err := filepath.Abs(storePath); err == nil {
+		if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			storePath = filepath.Join(r, filepath.Base(abs))
+		}
+	}
 	if sopts.Retention == 0 && settings.RetentionDays > 0 {
 		sopts.Retention = time.Duration(settings.RetentionDays) * 24 * time.Hour
 	}
@@ -166,6 +171,13 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 			copts = *o.Checkpoint
 		}
 		copts.Workspace, copts.Store, copts.Logger = real, st, o.Logger
+		// The store's own files, should the person keep them in the workspace.
+		stAbs := st.Path()
+		ext := filepath.Ext(storePath)
+		base := strings.TrimSuffix(storePath, ext)
+		copts.Skip = func(abs string) bool {
+			return abs == stAbs || strings.HasPrefix(abs, base) && strings.HasSuffix(abs, ext)
+		}
 		if cps, err = checkpoint.Open(copts); err != nil {
 			return nil, fmt.Errorf("opening checkpoints: %w", err)
 		}
