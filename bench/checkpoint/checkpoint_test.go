@@ -37,7 +37,14 @@ import (
 	"github.com/toolsd/toolsd/store"
 )
 
-func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.Cleanup(func(code int) {
+		if treeDir != "" {
+			_ = os.RemoveAll(filepath.Dir(treeDir)) // the copy of the Go tree
+		}
+		os.Exit(code)
+	}))
+}
 
 var (
 	treeOnce sync.Once
