@@ -9,7 +9,7 @@
 #   CALLS=2000            sequential calls per server and client in benchmark 2
 #   CONC_CALLS=20000      calls per server and client in benchmark 3
 #   ONLY="spawn read concurrent big"   which benchmarks to run
-#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload), if present
+#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint), if present
 #
 # Results: the table on stdout; the raw JSON lines and the table also go to
 # bench/results/<UTC time>.{jsonl,txt} (ignored by git).
@@ -90,5 +90,9 @@ if [[ $OTHERS == 1 ]]; then
 	if [[ -d bench/hotreload ]]; then
 		step "bench/hotreload (owned by another helper)"
 		go test ./bench/hotreload -run '^$' -bench . -benchtime 100x || echo "bench/hotreload exited $?" >&2
+	fi
+	if [[ -d bench/checkpoint ]]; then
+		step "bench/checkpoint (checkpoints on the Go tree, issue 12)"
+		go test ./bench/checkpoint -run '^$' -bench . -benchtime 1x -timeout 40m || echo "bench/checkpoint exited $?" >&2
 	fi
 fi

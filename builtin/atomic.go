@@ -1,13 +1,9 @@
 package builtin
 
 import (
-	"crypto/rand"
-	"encoding/hex"
-	"errors"
 	"fmt"
 	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 
 	"golang.org/x/sys/unix"
@@ -25,82 +21,11 @@ func openDir(dir string) (int, error) {
 	return fd, nil
 }
 
-// writeAtomic replaces (or creates) the file at abs, a real path, with data: a temporary
-// file in the same folder, fsync, rename, fsync of the folder. An existing file keeps its
-// mode; a new one gets 0644 (less the umask). Missing parent folders are created now, one
-// at a time inside the folder opened before (fspath.MkdirAll), so a folder swapped for a
-// symlink since the check fails the write before anything is created where it leads.
+// writeAtomic replaces (or creates) the file at abs, a real path, with data, keeping an
+// existing file's mode (fspath.WriteFile). A folder swapped for a symlink since the check
+// fails the write (errPathChanged) before anything is created where it leads.
 func writeAtomic(abs string, data []byte) error {
-	dir, base := filepath.Split(abs)
-	dir = filepath.Clean(dir)
-	dfd, err := fspath.MkdirAll(dir, 0o755)
-	if err != nil {
-		return pathErr(err)
-	}
-	defer unix.Close(dfd)
-
-	mode := uint32(0o644)
-	keepMode := false
-	var st unix.Stat_t
-	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
-	case err == nil:
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
-			mode, keepMode = st.Mode&0o7777, true
-		case unix.S_IFLNK:
-			return errPathChanged
-		case unix.S_IFDIR:
-			return fmt.Errorf("%s is a folder", abs)
-		default:
-			return fmt.Errorf("%s is not a regular file", abs)
-		}
-	case errors.Is(err, unix.ENOENT):
-	default:
-		return &fs.PathError{Op: "stat", Path: abs, Err: err}
-	}
-
-	var rnd [6]byte
-	_, _ = rand.Read(rnd[:])
-	tmp := "." + base + ".toolsd-" + hex.EncodeToString(rnd[:]) + ".tmp"
-	if len(tmp) > 255 {
-		tmp = ".toolsd-" + hex.EncodeToString(rnd[:]) + ".tmp"
-	}
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
-	if err != nil {
-		return &fs.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
-	}
-	f := os.NewFile(uintptr(fd), filepath.Join(dir, tmp))
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			_ = unix.Unlinkat(dfd, tmp, 0)
-		}
-	}()
-	if _, err := f.Write(data); err != nil {
-		return err
-	}
-	if keepMode {
-		// The umask may have narrowed the mode at creation.
-		if err := f.Chmod(fs.FileMode(mode & 0o777)); err != nil {
-			return err
-		}
-		if mode&0o7000 != 0 {
-			_ = unix.Fchmod(fd, mode)
-		}
-	}
-	if err := f.Sync(); err != nil {
-		return err
-	}
-	if err := f.Close(); err != nil {
-		return err
-	}
-	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
-		return &fs.PathError{Op: "rename", Path: abs, Err: err}
-	}
-	ok = true
-	_ = unix.Fsync(dfd)
-	return nil
+	return pathErr(fspath.WriteFile(abs, data, 0o644, true))
 }
 
 // removeFile removes the regular file at abs (a real path) through its checked folder.

@@ -194,6 +194,13 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 		}()
 	}
 
+	// The checkpoint looks at the workspace now, after the asks: what the person changes
+	// while an ask waits is theirs, not the command's.
+	if err := call.BeginChanges(ctx); err != nil {
+		close(stopProgress)
+		progressWG.Wait()
+		return nil, err
+	}
 	start := time.Now()
 	cut, err := proc.Run(cmd)
 	dur := time.Since(start)

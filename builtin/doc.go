@@ -60,6 +60,14 @@ package builtin
 // which runs one regexp per pattern per path, was ten times slower on a 40-line .gitignore
 // and is kept as the reference of a differential test.
 //
+// # Checkpoints
+//
+// write, edit and apply_patch report each file's exact state before they write it
+// (Call.ReportBefore: the bytes read and checked unchanged, the mode; a move's target as
+// not existing) after their asks and checks and before the first write, so their call's
+// checkpoint holds exactly those files. bash begins its checkpoint's window (Call.
+// BeginChanges) after its asks, right before the command starts.
+//
 // # Stored outputs
 //
 // read and grep page through a stored output (toolsd://output/<id>) by the lines the store

@@ -41,6 +41,7 @@ func editTool(o *Options) *registry.Tool {
 		Description: editDescription,
 		Parameters:  s.raw(),
 		Permission:  "edit",
+		Changes:     registry.ChangesReported,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				FilePath   string `json:"filePath"`
@@ -109,6 +110,9 @@ func runEdit(ctx context.Context, o *Options, call *registry.Call, filePath, old
 
 	ch := &change{t: t, old: data, info: info, new: updated, existed: t.Exists()}
 	if err := ch.ask(ctx, call); err != nil {
+		return nil, err
+	}
+	if err := ch.report(ctx, call); err != nil {
 		return nil, err
 	}
 	if err := ch.apply(); err != nil {

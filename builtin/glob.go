@@ -76,7 +76,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 		}
 		var mt time.Time
 		var st unix.Stat_t
-		if e.lstat(&st) == nil {
+		if e.Lstat(&st) == nil {
 			mt = time.Unix(st.Mtim.Unix())
 		}
 		mu.Lock()

@@ -495,15 +495,6 @@ func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int)
 	return gf, true
 }
 
-func readRetry(fd int, b []byte) (int, error) {
-	for {
-		n, err := unix.Read(fd, b)
-		if err != unix.EINTR {
-			return n, err
-		}
-	}
-}
-
 // maxGrepBuf bounds the buffer a single long line can grow.
 const maxGrepBuf = 16 << 20
 
@@ -580,11 +571,11 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 		}
 	} else {
 		err := walk(ctx, walkOptions{Root: root, Workspace: call.Workspace}, func(e walkEntry) {
-			if inc != nil && !inc(e.Rel, e.name) {
+			if inc != nil && !inc(e.Rel, e.Name()) {
 				return
 			}
 			var st unix.Stat_t
-			if fd, ok := e.open(&st); ok {
+			if fd, ok := e.Open(&st); ok {
 				search(fd, &st, e.Abs)
 			}
 		})

@@ -46,6 +46,7 @@ func applyPatchTool(o *Options) *registry.Tool {
 		Description: applyPatchDescription,
 		Parameters:  s.raw(),
 		Permission:  "edit",
+		Changes:     registry.ChangesReported,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				PatchText string `json:"patchText"`
@@ -471,6 +472,11 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 	// Check every file is as read before writing any, then write; undo on a failure.
 	for _, ch := range changes {
 		if err := ch.unchanged(); err != nil {
+			return nil, err
+		}
+	}
+	for _, ch := range changes {
+		if err := ch.report(ctx, call); err != nil {
 			return nil, err
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/fswalk"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -42,7 +43,7 @@ func TestIgnoreFilesMustBeRegular(t *testing.T) {
 			return os.Symlink(filepath.Base(p)+".fifo", p)
 		}},
 		{"over the cap", func(p string) error {
-			return os.WriteFile(p, []byte("*.txt\n"+strings.Repeat("#", maxIgnoreFileBytes)), 0o644)
+			return os.WriteFile(p, []byte("*.txt\n"+strings.Repeat("#", fswalk.MaxIgnoreFileBytes)), 0o644)
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -47,6 +47,7 @@ func webfetchTool(o *Options) *registry.Tool {
 		Description: fmt.Sprintf(webfetchDescription, int(o.WebfetchDefaultTimeout.Seconds()), int(o.WebfetchMaxTimeout.Seconds()), o.WebfetchMaxRedirects, sizeWords(o.WebfetchMaxBytes)),
 		Parameters:  s.raw(),
 		Permission:  "webfetch",
+		Changes:     registry.ChangesNone,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				URL     string   `json:"url"`

@@ -1,15 +1,14 @@
 package builtin
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
-	"unicode/utf8"
 
+	"github.com/toolsd/toolsd/internal/textdiff"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -35,6 +34,7 @@ func writeTool(o *Options) *registry.Tool {
 		Description: writeDescription,
 		Parameters:  s.raw(),
 		Permission:  "edit",
+		Changes:     registry.ChangesReported,
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {
 			var a struct {
 				FilePath string `json:"filePath"`
@@ -65,6 +65,9 @@ func writeTool(o *Options) *registry.Tool {
 			if err := ch.ask(ctx, call); err != nil {
 				return nil, err
 			}
+			if err := ch.report(ctx, call); err != nil {
+				return nil, err
+			}
 			if err := ch.apply(); err != nil {
 				return nil, err
 			}
@@ -87,7 +90,7 @@ type change struct {
 	new     []byte
 	delete  bool
 	moveTo  *target // apply_patch's Move to
-	diff    fileDiff
+	diff    textdiff.Diff
 }
 
 // name is how the change names its file in a diff and in permission patterns.
@@ -99,21 +102,11 @@ func (c *change) computeDiff() {
 	if c.moveTo != nil {
 		name = c.moveTo.Pattern()
 	}
-	if !utf8.Valid(c.old) || !utf8.Valid(c.new) {
-		c.diff = fileDiff{Text: fmt.Sprintf("Binary file %s changed (%d -> %d bytes)\n", name, len(c.old), len(c.new))}
-		return
-	}
-	old, nw := c.old, c.new
+	nw := c.new
 	if c.delete {
 		nw = nil
 	}
-	// The diff of a CRLF file is shown with plain newlines: a reader (and an editor that
-	// applies it to the text it shows) sees lines, not carriage returns.
-	if bytes.Contains(old, []byte("\r\n")) || bytes.Contains(nw, []byte("\r\n")) {
-		old = bytes.ReplaceAll(old, []byte("\r\n"), []byte("\n"))
-		nw = bytes.ReplaceAll(nw, []byte("\r\n"), []byte("\n"))
-	}
-	c.diff = unifiedDiff(name, old, nw)
+	c.diff = textdiff.File(name, c.old, nw)
 	if c.moveTo != nil {
 		c.diff.Text = fmt.Sprintf("rename from %s\nrename to %s\n", c.name(), c.moveTo.Pattern()) + c.diff.Text
 	}
@@ -154,6 +147,37 @@ func (c *change) unchanged() error {
 		return fmt.Errorf("%s changed on disk while the change waited for permission: read it again, then redo the change", c.t.Display())
 	}
 	return nil
+}
+
+// report records, for the call's checkpoint, the state before the change of every file it
+// writes (the file read, and the target of a move, which does not exist yet).
+func (c *change) report(ctx context.Context, call *registry.Call) error {
+	if err := call.ReportBefore(ctx, c.t.Abs, c.old, unixMode(c.info), c.existed); err != nil {
+		return err
+	}
+	if c.moveTo != nil && c.moveTo.Abs != c.t.Abs {
+		return call.ReportBefore(ctx, c.moveTo.Abs, nil, 0, false)
+	}
+	return nil
+}
+
+// unixMode is the permission bits (setuid, setgid and sticky too) of a file's mode.
+func unixMode(fi fs.FileInfo) uint32 {
+	if fi == nil {
+		return 0
+	}
+	m := fi.Mode()
+	u := uint32(m.Perm())
+	if m&fs.ModeSetuid != 0 {
+		u |= 0o4000
+	}
+	if m&fs.ModeSetgid != 0 {
+		u |= 0o2000
+	}
+	if m&fs.ModeSticky != 0 {
+		u |= 0o1000
+	}
+	return u
 }
 
 // apply writes the change.

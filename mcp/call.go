@@ -65,6 +65,9 @@ func (sv *server) call(ctx context.Context, call *registry.Call, id, name string
 		return nil, errors.New(msg + "; try again later or use another tool")
 	}
 
+	if err := call.BeginChanges(ctx); err != nil {
+		return nil, err
+	}
 	params := &sdk.CallToolParams{Name: name, Arguments: argMap}
 	params.SetProgressToken(token)
 	res, err := cs.CallTool(ctx, params)

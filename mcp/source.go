@@ -487,12 +487,19 @@ func (sv *server) tool(id string, t *sdk.Tool, schema json.RawMessage) *registry
 		N string
 	}{desc, schema, annotations, t.Name})
 	mcpName := t.Name
+	changes := registry.ChangesFound
+	if t.Annotations != nil && t.Annotations.ReadOnlyHint {
+		// Its checkpoint trusts the claim: a server that writes anyway is seen by the next
+		// look at the workspace, as a change made outside toolsd.
+		changes = registry.ChangesNone
+	}
 	return &registry.Tool{
 		ID:          id,
 		Description: desc,
 		Parameters:  schema,
 		Permission:  id,
 		ReadOnly:    false, // a server's readOnlyHint is a claim, not a guarantee
+		Changes:     changes,
 		Source:      SourcePrefix + sv.name,
 		Fingerprint: string(fp),
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {

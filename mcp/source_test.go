@@ -490,3 +490,32 @@ func TestSetServers(t *testing.T) {
 	}
 	f.entry(t, "one_echo")
 }
+
+// beginCounter is a registry.ChangeRecorder that counts Begin.
+type beginCounter struct{ begins int }
+
+func (b *beginCounter) Begin(context.Context) error { b.begins++; return nil }
+func (b *beginCounter) Before(context.Context, string, []byte, uint32, bool) error {
+	return nil
+}
+
+// TestCheckpointKinds: a tool marked read-only has no checkpoint; any other begins its
+// checkpoint's window before its request, once.
+func TestCheckpointKinds(t *testing.T) {
+	f := start(t, map[string]string{"test": "1"}, nil)
+	if e := f.entry(t, "test_echo"); e.Changes != registry.ChangesNone {
+		t.Errorf("test_echo (readOnlyHint): Changes %v", e.Changes)
+	}
+	if e := f.entry(t, "test_rich"); e.Changes != registry.ChangesFound {
+		t.Errorf("test_rich: Changes %v", e.Changes)
+	}
+	c := newCall(nil)
+	rec := &beginCounter{}
+	c.Call.Changes = rec
+	if _, err := f.exec(t, deadline(t), "test_rich", `{}`, c); err != nil {
+		t.Fatal(err)
+	}
+	if rec.begins != 1 {
+		t.Fatalf("Begin called %d times, want once", rec.begins)
+	}
+}

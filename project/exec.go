@@ -90,6 +90,9 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 	}
 	cmd.Stdout = out
 
+	if err := call.BeginChanges(ctx); err != nil {
+		return nil, err
+	}
 	cut, err := proc.Run(cmd)
 	if ctx.Err() != nil {
 		return nil, ctx.Err()

@@ -336,6 +336,8 @@ type CallSummary struct {
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
 	Truncated bool       `json:"truncated"`
 	OutputID  string     `json:"outputID,omitempty"`
+	// Changes is how many paths of the workspace the call changed (calls/changes).
+	Changes int `json:"changes,omitempty"`
 }
 
 // CallsListResult is the result of calls/list.
@@ -391,6 +393,8 @@ type CallRecord struct {
 	Decisions   []Decision      `json:"decisions"`
 	StartedAt   time.Time       `json:"startedAt"`
 	EndedAt     *time.Time      `json:"endedAt,omitempty"`
+	// Changes is how many paths of the workspace the call changed (calls/changes).
+	Changes int `json:"changes,omitempty"`
 }
 
 // OutputsReadParams are the params of outputs/read. Offset is a 0-based line number.

@@ -36,6 +36,9 @@ type Tool struct {
 	Permission string
 	// ReadOnly tools change nothing; the default policy lets them run without asking.
 	ReadOnly bool
+	// Changes says how the tool's calls change the workspace, for their checkpoints
+	// (ChangesFound unless set; a ReadOnly tool changes nothing).
+	Changes Changes
 	// Source is "builtin", "project" or "mcp:<server>".
 	Source string
 	// Path is the file a project tool was defined in, for diagnostics and the editor.
@@ -53,6 +56,22 @@ type Tool struct {
 	// to fix the call.
 	Execute func(ctx context.Context, call *Call, args json.RawMessage) (*Result, error)
 }
+
+// Changes says how a tool's calls change the workspace, so that each call's checkpoint
+// records what it changed.
+type Changes int
+
+const (
+	// ChangesFound: a call may change anything (a shell command, a project tool, an MCP
+	// tool); what it changed is found by looking at the workspace when it begins
+	// (Call.BeginChanges, right before it starts what may change files) and when it ends.
+	ChangesFound Changes = iota
+	// ChangesReported: a call changes only the files it reports, each with its exact bytes
+	// before the change (Call.ReportBefore), before it writes it.
+	ChangesReported
+	// ChangesNone: a call changes no file of the workspace.
+	ChangesNone
+)
 
 // PermissionKey is the key the tool's calls are checked under.
 func (t *Tool) PermissionKey() string {
@@ -95,6 +114,38 @@ type Call struct {
 
 	// State keeps small per-session values that survive restarts (a todo list).
 	State SessionState
+
+	// Changes records what the call changes in the workspace (its checkpoint); nil when
+	// nothing is recorded. Tools use it through BeginChanges and ReportBefore.
+	Changes ChangeRecorder
+}
+
+// ChangeRecorder records what one call changes in the workspace. The session provides it.
+type ChangeRecorder interface {
+	// Begin says the call is about to change the workspace; calls after the first do
+	// nothing. It returns only ctx's error.
+	Begin(ctx context.Context) error
+	// Before records the file at abs (a real path) as it is before the call changes it:
+	// its exact bytes and permission bits, or that it does not exist yet (existed false).
+	Before(ctx context.Context, abs string, data []byte, mode uint32, existed bool) error
+}
+
+// BeginChanges tells the call's checkpoint that the call starts changing the workspace now:
+// a tool whose changes are found (ChangesFound) calls it right before it starts a process
+// or a request that may change files. It returns only ctx's error.
+func (c *Call) BeginChanges(ctx context.Context) error {
+	if c == nil || c.Changes == nil {
+		return nil
+	}
+	return c.Changes.Begin(ctx)
+}
+
+// ReportBefore records a file's exact state before the call writes it (ChangesReported).
+func (c *Call) ReportBefore(ctx context.Context, abs string, data []byte, mode uint32, existed bool) error {
+	if c == nil || c.Changes == nil {
+		return nil
+	}
+	return c.Changes.Before(ctx, abs, data, mode, existed)
 }
 
 // AskRequest is what a call asks permission for.

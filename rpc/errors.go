@@ -18,7 +18,7 @@ func mapError(err error) (jsonrpc2.Code, bool) {
 		return jsonrpc2.InvalidParams, true
 	case errors.Is(err, session.ErrCancelled):
 		return protocol.CodeRequestCancelled, true
-	case errors.Is(err, session.ErrDuplicate):
+	case errors.Is(err, session.ErrDuplicate), errors.Is(err, session.ErrCallRunning):
 		return protocol.CodeConflict, true
 	case errors.Is(err, session.ErrUnknownAsk), errors.Is(err, session.ErrNotFound):
 		return protocol.CodeNotFound, true

@@ -75,9 +75,26 @@ func TestWireShapes(t *testing.T) {
 					Provenance: &protocol.Provenance{Kind: "remembered", Text: `remembered answer edit "notes.txt": allow (an answer remembered for this workspace on 2026-11-30 12:00:00 UTC by Visual Studio Code)`,
 						Rule: `edit "notes.txt": allow`, Layer: "workspace", Pattern: "notes.txt", RememberedAt: &at, RememberedBy: "Visual Studio Code"}},
 			},
-			StartedAt: at, EndedAt: &end,
+			StartedAt: at, EndedAt: &end, Changes: 2,
 		},
 		"outputs_read_result": protocol.OutputsReadResult{Content: "50000\n50001", Offset: 49999, Lines: 2, TotalLines: 100000, TotalBytes: 588895},
+		"changes_result": protocol.CallsChangesResult{
+			Files: []protocol.FileChangeInfo{
+				{Path: "src/a.go", Status: "modified", Kind: "file", OldKind: "file", Mode: 0o644, OldMode: 0o644, Diff: "--- a/src/a.go\n+++ b/src/a.go\n@@ -1,3 +1,3 @@\n a\n-b\n+B\n c\n", Additions: 1, Deletions: 1,
+					Attribution: "during", AlsoTouchedBy: []protocol.CallRef{{SessionID: "s1", CallID: "call_8", Tool: "write"}}, Calls: []protocol.CallRef{{SessionID: "s1", CallID: "call_7", Tool: "bash"}}, Before: ptr("a\nb\nc\n"), After: ptr("a\nB\nc\n")},
+				{Path: "big.bin", Status: "added", Kind: "file", Mode: 0o644, Binary: true, Diff: "big.bin changed; its content was not kept (larger than 4 MiB)\n", NotKept: "larger than 4 MiB",
+					Attribution: "during", AlsoTouchedBy: []protocol.CallRef{}, Calls: []protocol.CallRef{{SessionID: "s1", CallID: "call_7", Tool: "bash"}}},
+			},
+			Calls: []protocol.CallRef{{SessionID: "s1", CallID: "call_7", Tool: "bash"}}, Concurrent: []protocol.CallRef{{SessionID: "s1", CallID: "call_8", Tool: "write"}}, Notes: []string{},
+		},
+		"revert_result": protocol.CallsRevertResult{
+			Status: "reverted", RevertCallID: "revert_0a1b2c3d4e5f", Calls: []protocol.CallRef{{SessionID: "s1", CallID: "call_7", Tool: "bash"}},
+			Files: []protocol.RevertFile{
+				{Path: "src/a.go", Action: "restore", ChangedBy: []protocol.CallRef{}, AlsoTouchedBy: []protocol.CallRef{}},
+				{Path: "notes.md", Action: "restore", Conflict: "changed since call call_7 by call call_9 (edit)", ChangedBy: []protocol.CallRef{{SessionID: "s1", CallID: "call_9", Tool: "edit"}}, AlsoTouchedBy: []protocol.CallRef{}, Skipped: "changed since: changed since call call_7 by call call_9 (edit)"},
+			},
+			Concurrent: []protocol.CallRef{}, Message: "Reverted 1 path(s) changed by 1 call(s).",
+		},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -107,3 +124,5 @@ func TestWireShapes(t *testing.T) {
 		})
 	}
 }
+
+func ptr[T any](v T) *T { return &v }

@@ -41,6 +41,8 @@ type Backend interface {
 	ListCalls(p protocol.CallsListParams) (*protocol.CallsListResult, error)
 	GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error)
 	ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error)
+	Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error)
+	Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error)
 	StorePath() string
 	Permissions() []string
 	// Close cancels every call, waits for them to be recorded, and releases the workspace.
@@ -375,6 +377,8 @@ var handlers = map[string]func(s *server, ctx context.Context, b Backend, params
 	protocol.MethodCallsList:       handler((*server).listCalls),
 	protocol.MethodCallsGet:        handler((*server).getCall),
 	protocol.MethodOutputsRead:     handler((*server).readOutput),
+	protocol.MethodCallsChanges:    handler((*server).changes),
+	protocol.MethodCallsRevert:     handler((*server).revert),
 }
 
 // handler adapts a typed handler: it decodes the params and reports a type mismatch with the

@@ -72,6 +72,12 @@ func (f *fakeBackend) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, 
 func (f *fakeBackend) ReadOutput(protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	return nil, nil
 }
+func (f *fakeBackend) Changes(context.Context, protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
+	return nil, nil
+}
+func (f *fakeBackend) Revert(context.Context, protocol.CallsRevertParams) (*protocol.CallsRevertResult, error) {
+	return nil, nil
+}
 func (f *fakeBackend) StorePath() string     { return "/tmp/x.db" }
 func (f *fakeBackend) Permissions() []string { return []string{"read"} }
 func (f *fakeBackend) Close() error          { f.closed.Store(true); return nil }

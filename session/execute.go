@@ -150,11 +150,12 @@ type outcome struct {
 	attachments []registry.Attachment
 	truncated   bool
 	outputID    string
+	changes     int // paths of the workspace the call changed
 }
 
 func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 	rec.Status, rec.Title, rec.Output, rec.Error = o.status, o.title, o.output, o.errText
-	rec.Truncated, rec.OutputID = o.truncated, o.outputID
+	rec.Truncated, rec.OutputID, rec.Changes = o.truncated, o.outputID, o.changes
 	if o.tool != "" {
 		rec.Tool = o.tool
 	}
@@ -237,8 +238,22 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		Outputs: s.opts.Store,
 		State:   sessionState{s.opts.Store, c.sessionID},
 	}
+	win := s.window(c, e)
+	if win != nil {
+		call.Changes = win
+	}
 	res, err := s.safeExecute(ctx, e, call, args)
 	w.close()
+	changes := 0
+	if win != nil {
+		// The look after the call happens even when it was cancelled: its processes are
+		// gone by now, and what they changed is on record.
+		n, cerr := win.End(context.WithoutCancel(ctx))
+		if cerr != nil {
+			s.log.Error("recording a call's checkpoint failed", "call", c.callID, "err", cerr)
+		}
+		changes = n
+	}
 	if res != nil && res.NoTruncate && !w.wrote {
 		// The tool pages its own output (read): keep it whole up to a hard cap.
 		tr = newTruncator(Limits{Lines: 1 << 30, Bytes: noTruncateCap}, tr.open)
@@ -250,7 +265,7 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		_, _ = tr.Write([]byte(res.Output))
 	}
 	text, truncated, outputID, _ := tr.finish()
-	o := outcome{status: protocol.StatusCompleted, tool: e.ID, output: text, truncated: truncated, outputID: outputID}
+	o := outcome{status: protocol.StatusCompleted, tool: e.ID, output: text, truncated: truncated, outputID: outputID, changes: changes}
 	if res != nil {
 		o.title, o.metadata, o.attachments = res.Title, res.Metadata, res.Attachments
 	}

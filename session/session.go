@@ -6,6 +6,10 @@
 // going away) withdraws its pending asks, kills its processes and ends it "cancelled". The
 // call record is written to the store at every state change, and its final state is
 // committed before the result is returned, so a result the editor got survives a crash.
+//
+// A call that can change the workspace gets a checkpoint window (package checkpoint): its
+// record says how many paths it changed, calls/changes shows them, and calls/revert (Service.
+// Revert, itself a recorded call) puts them back.
 package session
 
 import (
@@ -16,6 +20,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/audit"
+	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -71,6 +76,9 @@ type Options struct {
 	Observe func(sessionID, tool string, args []byte) bool
 	// Audit exports every call's start and end and every decision; nil exports nothing.
 	Audit *audit.Exporter
+	// Checkpoints records what each changing call does to the workspace; nil records
+	// nothing.
+	Checkpoints *checkpoint.Tracker
 }
 
 // Service runs the calls of one workspace. Safe for concurrent use.

@@ -8,11 +8,13 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/builtin"
+	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
@@ -49,6 +51,11 @@ type WorkspaceOptions struct {
 	ManagedDir string
 	// Version is toolsd's version, for the audit trail.
 	Version string
+	// NoCheckpoints turns checkpoints off (benchmarks compare with it).
+	NoCheckpoints bool
+	// Checkpoint tunes checkpoints (nil: the defaults); its Workspace, Store and Logger
+	// are set by OpenWorkspace.
+	Checkpoint *checkpoint.Options
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
@@ -74,7 +81,12 @@ type Workspace struct {
 
 	closeOnce sync.Once
 	closers   []func() error // run in reverse order by Close
+
+	checkpoints *checkpoint.Tracker // nil when off
 }
+
+// Checkpoints is the workspace's checkpoint tracker, nil when checkpoints are off.
+func (w *Workspace) Checkpoints() *checkpoint.Tracker { return w.checkpoints }
 
 // DefaultStorePath is the store file of a workspace (store.DefaultPath).
 func DefaultStorePath(folder string) string { return store.DefaultPath(folder) }
@@ -128,6 +140,11 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if sopts.Logger == nil {
 		sopts.Logger = o.Logger
 	}
+	if abs, err := filepath.Abs(storePath); err == nil {
+		if r, err := filepath.EvalSymlinks(filepath.Dir(abs)); err == nil {
+			storePath = filepath.Join(r, filepath.Base(abs))
+		}
+	}
 	if sopts.Retention == 0 && settings.RetentionDays > 0 {
 		sopts.Retention = time.Duration(settings.RetentionDays) * 24 * time.Hour
 	}
@@ -142,6 +159,28 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		Version: o.Version, Workspace: real, Logger: o.Logger}); err != nil {
 		w.auditErr = err.Error() + "; calls run without the audit trail"
 		w.log.Warn("audit export is off", "err", err)
+	}
+	// Checkpoints: the first look at the workspace runs in the background; the first
+	// changing call waits for it.
+	var cps *checkpoint.Tracker
+	if !o.NoCheckpoints {
+		copts := checkpoint.Options{}
+		if o.Checkpoint != nil {
+			copts = *o.Checkpoint
+		}
+		copts.Workspace, copts.Store, copts.Logger = real, st, o.Logger
+		// The store's own files, should the person keep them in the workspace.
+		stAbs := st.Path()
+		ext := filepath.Ext(storePath)
+		base := strings.TrimSuffix(storePath, ext)
+		copts.Skip = func(abs string) bool {
+			return abs == stAbs || strings.HasPrefix(abs, base) && strings.HasSuffix(abs, ext)
+		}
+		if cps, err = checkpoint.Open(copts); err != nil {
+			return nil, fmt.Errorf("opening checkpoints: %w", err)
+		}
+		w.closers = append(w.closers, cps.Close)
+		w.checkpoints = cps
 	}
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)
@@ -194,6 +233,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		AdaptSchema: adaptSchema,
 		PrepareArgs: registry.StripNulls,
 		Audit:       w.audit,
+		Checkpoints: cps,
 	})
 	ok = true
 	return w, nil
@@ -370,6 +410,16 @@ func (w *Workspace) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, er
 		return nil, storeErr(err)
 	}
 	return rec, nil
+}
+
+// Changes implements rpc.Backend (calls/changes).
+func (w *Workspace) Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
+	return w.svc.Changes(ctx, p)
+}
+
+// Revert implements rpc.Backend (calls/revert).
+func (w *Workspace) Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error) {
+	return w.svc.Revert(ctx, p)
 }
 
 // ReadOutput implements rpc.Backend.

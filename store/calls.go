@@ -426,6 +426,6 @@ func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
 	return &protocol.CallSummary{
 		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
 		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-		Truncated: r.Truncated, OutputID: r.OutputID,
+		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes,
 	}
 }

@@ -35,6 +35,18 @@
 // transaction so the mapping cannot change meanwhile); the data stays in the page cache and
 // the file. A 1 GiB output thus costs the daemon a few MiB of resident memory, not 1 GiB.
 //
+// Checkpoints (checkpoint.go, content.go) keep what each changing call did to the workspace:
+// an index of the workspace (path -> FileState), the open checkpoints of calls in flight,
+// the finished checkpoints keyed by their call's sequence, and a path index (which calls
+// changed a path, in order). Contents are content-addressed: a manifest per content (its
+// SHA-256) lists content-defined chunks of about 8 KiB (restic's Rabin chunker, 2 to 64 KiB),
+// each stored once, deflated when that makes it smaller, so a small edit of a large file
+// costs a chunk or two. Content reads are checked against their id. Checkpoints are pruned
+// with outputs (Options.Retention after their call ended), then content that neither the
+// index, an open checkpoint nor a kept one names is collected (mark and sweep, never content
+// younger than the retention, and no content is stored while it runs). Slot files' checkpoints
+// are not merged.
+//
 // Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
 // their outputID; reading it then gives ErrExpired (which also matches ErrNotFound). The

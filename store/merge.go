@@ -69,7 +69,7 @@ func (s *Store) mergeFrom(src *bolt.DB, srcPath string) (int, error) {
 		if v := meta.Get(keyMetaSchema); len(v) == 4 && binary.BigEndian.Uint32(v) > SchemaVersion {
 			return &SchemaError{Path: srcPath, Found: int(binary.BigEndian.Uint32(v)), Known: SchemaVersion}
 		}
-		for _, name := range allBuckets {
+		for _, name := range mergedBuckets {
 			if tx.Bucket(name) == nil {
 				return fmt.Errorf("%w: %s lacks bucket %s", ErrCorrupt, srcPath, name)
 			}

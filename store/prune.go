@@ -31,6 +31,11 @@ func (s *Store) maintain() {
 		} else if n > 0 {
 			s.log.Info("pruned outputs older than the retention period", "count", n, "retention", s.opts.Retention)
 		}
+		if n, err := s.PruneCheckpoints(); err != nil && err != ErrClosed {
+			s.log.Warn("pruning old checkpoints failed", "err", err)
+		} else if n > 0 {
+			s.log.Info("pruned checkpoints older than the retention period", "count", n, "retention", s.opts.Retention)
+		}
 		if h := s.opts.pruned; h != nil {
 			h(n, err)
 		}

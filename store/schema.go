@@ -50,12 +50,36 @@ var (
 	// who gave it (the client's name, UTF-8; absent in files written before it was kept).
 	bucketApprovals = []byte("approvals")
 
-	allBuckets = [][]byte{
+	// Checkpoints (see checkpoints.go and content.go).
+	//
+	// bucketContent: sha256(content) -> a content manifest: be64(created unix nanos),
+	// be64(size), then the sha256 of each chunk in order. Content-addressed: the same bytes
+	// are stored once, whatever path or call they belong to.
+	bucketContent = []byte("cp_content")
+	// bucketChunks: sha256(chunk) -> one byte (0 raw, 1 deflate) and the chunk's bytes. A
+	// chunk is written in the transaction of the first manifest that names it.
+	bucketChunks = []byte("cp_chunks")
+	// bucketCPIndex: workspace-relative path -> JSON FileState: the workspace as toolsd
+	// last saw it (stat identity and content id), the pre-image of the next change.
+	bucketCPIndex = []byte("cp_index")
+	// bucketCPRecords: be64(call seq) -> JSON Checkpoint of a finished call.
+	bucketCPRecords = []byte("cp_records")
+	// bucketCPOpen: be64(call seq) -> JSON Checkpoint of a call still running (its files
+	// carry the states before the call only). Open finds what a dead daemon left here.
+	bucketCPOpen = []byte("cp_open")
+	// bucketCPPaths: path \x00 be64(call seq) -> nil: which calls changed a path, in order.
+	bucketCPPaths = []byte("cp_paths")
+
+	// mergedBuckets are the buckets of schema version 1 that a slot file must have to be
+	// merged (checkpoints stay in the slot file: see the package doc).
+	mergedBuckets = [][]byte{
 		bucketMeta,
 		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketUnfinished,
 		bucketOutputs, bucketOutputsByTime, bucketOutputsOpen, bucketOutputsExpired,
 		bucketSessionValues, bucketApprovals,
 	}
+	allBuckets = append(append([][]byte{}, mergedBuckets...),
+		bucketContent, bucketChunks, bucketCPIndex, bucketCPRecords, bucketCPOpen, bucketCPPaths)
 )
 
 var (

@@ -95,13 +95,16 @@ type Store struct {
 	now     func() time.Time
 	log     *slog.Logger
 
-	done     chan struct{}
-	wg       sync.WaitGroup
-	closeMu  sync.Mutex // guards closed
-	closed   bool
-	pruneMu  sync.Mutex // serializes Prune passes
-	commitMu sync.Mutex // guards pending and committing
-	pending  []*op
+	done    chan struct{}
+	wg      sync.WaitGroup
+	closeMu sync.Mutex // guards closed
+	closed  bool
+	pruneMu sync.Mutex // serializes Prune passes
+	// contentMu is held for reading while content is stored, and for writing while unused
+	// content is collected.
+	contentMu sync.RWMutex
+	commitMu  sync.Mutex // guards pending and committing
+	pending   []*op
 	// committing is true while some caller is leading a group commit.
 	committing bool
 

@@ -4,9 +4,11 @@
 // webview whose links open here (the rule's file at its line, the full output, the raw record),
 // and a truncated call's full output opens through outputs/read in a read-only virtual document
 // (scheme toolsd-output), one page of lines per document.
+// A call that changed files, and every session, offers "Show Changes" and "Revert" (changes.ts).
 
 import * as vscode from 'vscode';
 import { errText } from './client';
+import { Changes, ChangesTarget } from './changes';
 import { DaemonManager, FolderDaemon } from './manager';
 import { CallRecord, CallSummary, CallsListResult, Methods, OutputsReadResult } from './protocol';
 import { renderRecord } from './record';
@@ -32,9 +34,15 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
   private readonly subs: vscode.Disposable[] = [];
   private refreshTimer: NodeJS.Timeout | undefined;
   private panel: vscode.WebviewPanel | undefined;
+  private readonly changes: Changes;
 
   constructor(private readonly manager: DaemonManager, onDidEndCall: vscode.Event<unknown>) {
+    this.changes = new Changes(manager, () => this.refreshSoon());
     this.subs.push(
+      this.changes,
+      vscode.commands.registerCommand('toolsd.showChanges', (node?: Node) => { const t = target(node); if (t) return this.changes.show(t); }),
+      vscode.commands.registerCommand('toolsd.revert', (node?: Node) => { const t = target(node); if (t) return this.changes.revert(t, 'call'); }),
+      vscode.commands.registerCommand('toolsd.revertFrom', (node?: Node) => { const t = target(node); if (t) return this.changes.revert(t, 'from'); }),
       vscode.window.createTreeView('toolsd.history', { treeDataProvider: this, showCollapseAll: true }),
       vscode.commands.registerCommand('toolsd.refreshHistory', () => this.refresh()),
       vscode.commands.registerCommand('toolsd.history.loadMore', (fd: FolderDaemon) => this.loadMore(fd)),
@@ -116,6 +124,7 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
         it.id = `${node.fd.folder.uri}#session:${node.sessionID}`;
         it.description = `${node.calls.length} call${node.calls.length === 1 ? '' : 's'}${multi ? ` · ${node.fd.folder.name}` : ''}`;
         it.iconPath = new vscode.ThemeIcon('comment-discussion');
+        it.contextValue = 'toolsd.session';
         return it;
       }
       case 'output': {
@@ -131,10 +140,12 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
         const it = new vscode.TreeItem(c.title || c.tool,
           c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         it.id = `${node.fd.folder.uri}#call:${c.callID}`;
-        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : ''].filter(Boolean).join(' · ');
+        const changed = c.changes ? `${c.changes} file${c.changes === 1 ? '' : 's'} changed` : '';
+        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : '', changed].filter(Boolean).join(' · ');
         it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
         it.iconPath = statusIcon(c.status);
-        it.contextValue = c.truncated && c.outputID ? 'toolsd.call.truncated' : 'toolsd.call';
+        // toolsd.call, then .truncated (a full output to open) and .changed (changes to show and revert).
+        it.contextValue = 'toolsd.call' + (c.truncated && c.outputID ? '.truncated' : '') + (c.changes ? '.changed' : '');
         it.command = { command: 'toolsd.openCall', title: 'Open Call', arguments: [node] };
         return it;
       }
@@ -248,6 +259,19 @@ document.addEventListener('click', (e) => {
 /** toolsd-call:/<callID>.md (the page) or .json (the record). */
 export function callUri(fd: FolderDaemon, callID: string, ext: 'md' | 'json'): vscode.Uri {
   return vscode.Uri.from({ scheme: 'toolsd-call', path: `/${callID}.${ext}`, query: fd.folder.uri.toString() });
+}
+
+/** What Show Changes and Revert act on, from a node of the view. */
+function target(node?: Node): ChangesTarget | undefined {
+  if (!node) return undefined;
+  if (node.kind === 'call') {
+    return { fd: node.fd, sessionID: node.call.sessionID, callID: node.call.callID, title: `call ${node.call.title || node.call.tool}` };
+  }
+  if (node.kind === 'session') {
+    const oldest = node.calls[node.calls.length - 1];
+    return { fd: node.fd, sessionID: node.sessionID, oldestCallID: oldest?.callID, title: `session ${node.sessionID}` };
+  }
+  return undefined;
 }
 
 export function outputUri(fd: FolderDaemon, outputID: string, offset: number): vscode.Uri {

@@ -17,6 +17,8 @@ export const Methods = {
   callsList: 'calls/list',
   callsGet: 'calls/get',
   outputsRead: 'outputs/read',
+  callsChanges: 'calls/changes',
+  callsRevert: 'calls/revert',
 } as const;
 
 export const ErrorCodes = {
@@ -179,6 +181,8 @@ export interface CallSummary {
   endedAt?: string;
   truncated: boolean;
   outputID?: string;
+  /** How many paths of the workspace the call changed (calls/changes shows them). */
+  changes?: number;
 }
 
 export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }
@@ -196,3 +200,46 @@ export interface CallRecord extends CallSummary {
 
 export interface OutputsReadParams { outputID: string; offset?: number; limit?: number }
 export interface OutputsReadResult { content: string; offset: number; lines: number; totalLines: number; totalBytes: number }
+
+export interface CallRef { sessionID: string; callID: string; tool?: string }
+
+export interface FileChangeInfo {
+  path: string;
+  oldPath?: string;
+  status: 'added' | 'modified' | 'deleted' | 'renamed' | 'typeChanged';
+  kind: '' | 'file' | 'link' | 'dir';
+  oldKind: '' | 'file' | 'link' | 'dir';
+  mode?: number;
+  oldMode?: number;
+  binary?: boolean;
+  diff: string;
+  additions: number;
+  deletions: number;
+  notKept?: string;
+  attribution: 'call' | 'during' | 'interrupted';
+  alsoTouchedBy: CallRef[];
+  calls: CallRef[];
+  before?: string;
+  after?: string;
+}
+
+export interface CallsChangesParams { sessionID: string; callID?: string; path?: string; contents?: boolean }
+export interface CallsChangesResult { files: FileChangeInfo[]; calls: CallRef[]; concurrent: CallRef[]; notes: string[] }
+
+export interface CallsRevertParams { sessionID: string; callID: string; scope?: 'call' | 'from'; force?: boolean; dryRun?: boolean }
+export interface RevertFile {
+  path: string;
+  action: 'restore' | 'delete' | 'create';
+  conflict?: string;
+  changedBy: CallRef[];
+  alsoTouchedBy: CallRef[];
+  skipped?: string;
+}
+export interface CallsRevertResult {
+  status: 'planned' | 'reverted' | 'conflict' | 'nothing';
+  revertCallID?: string;
+  calls: CallRef[];
+  files: RevertFile[];
+  concurrent: CallRef[];
+  message: string;
+}

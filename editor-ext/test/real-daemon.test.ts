@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DaemonClient, DaemonClientOptions, StartError } from '../src/client';
-import { AskedParams, CallsListResult, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
+import { AskedParams, CallsChangesResult, CallsListResult, CallsRevertResult, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
 import { nextNotification, realDaemon, tempWorkspace, waitForState } from './helpers';
 
 const clients: DaemonClient[] = [];
@@ -188,4 +188,26 @@ test('calls/list pages newest first through nextCursor, as the Tool Calls view l
   } while (cursor && pages < 10);
   assert.deepEqual(seen, [...ids].reverse());
   assert.equal(pages, 3);
+});
+
+test('a bash call that changes two files: calls/changes with contents, then calls/revert puts them back', async () => {
+  const { client, ws } = realClient({ initializationOptions: { permission: { bash: 'allow', edit: 'allow' } } });
+  fs.writeFileSync(path.join(ws, 'a.txt'), 'draft a\n');
+  fs.writeFileSync(path.join(ws, 'b.txt'), 'draft b\n');
+  await client.start();
+  const r = await execute(client, 'bash', { command: 'sed -i s/draft/final/ a.txt b.txt' });
+  assert.equal(r.status, 'completed', JSON.stringify(r));
+  const list = await client.request<CallsListResult>(Methods.callsList, { sessionID: 's1' });
+  assert.equal(list.calls[0].changes, 2);
+  const ch = await client.request<CallsChangesResult>(Methods.callsChanges, { sessionID: 's1', callID: r.callID, contents: true });
+  assert.deepEqual(ch.files.map((f) => [f.path, f.status, f.before, f.after]), [
+    ['a.txt', 'modified', 'draft a\n', 'final a\n'], ['b.txt', 'modified', 'draft b\n', 'final b\n'],
+  ]);
+  const plan = await client.request<CallsRevertResult>(Methods.callsRevert, { sessionID: 's1', callID: r.callID, dryRun: true });
+  assert.equal(plan.status, 'planned');
+  assert.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'final a\n', 'a dry run changes nothing');
+  const done = await client.request<CallsRevertResult>(Methods.callsRevert, { sessionID: 's1', callID: r.callID });
+  assert.equal(done.status, 'reverted');
+  assert.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'draft a\n');
+  assert.equal(fs.readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'draft b\n');
 });

@@ -76,6 +76,21 @@ async function clickToastButton(text, button) {
   }
 }
 
+/** Right-clicks a row and picks an item of its context menu, by keyboard (a mouse click on a menu
+ * that is still sliding in can be lost). */
+async function contextMenu(row, label) {
+  await row.click({ button: 'right' });
+  const menu = page.locator('.context-view .monaco-menu').first();
+  await menu.waitFor({ state: 'visible', timeout: 15000 });
+  const items = await menu.locator('.action-item:not(.disabled) .action-label').allInnerTexts();
+  const i = items.findIndex((t) => t.trim() === label);
+  if (i < 0) throw new Error(`no "${label}" in the context menu: ${JSON.stringify(items)}`);
+  await page.keyboard.press('Home');
+  for (let k = 0; k < i; k++) await page.keyboard.press('ArrowDown');
+  await page.keyboard.press('Enter');
+  await menu.waitFor({ state: 'hidden', timeout: 15000 });
+}
+
 /** The pane of a view in the side bar, by its title. */
 function view(title) {
   return page.locator('.pane', { has: page.locator('.pane-header', { hasText: title }) }).first();
@@ -361,6 +376,60 @@ scenario('"Always allow…" for the workspace outlives a daemon restart', async 
   const r2 = await second.result(30000);
   if (r2.status !== 'completed' || !/hello\.txt/.test(r2.output)) throw new Error('second: ' + JSON.stringify(r2).slice(0, 300));
   log('"ls *" remembered for the workspace: another session ran ls -a after a restart without an ask');
+});
+
+scenario('an agent\'s bash call changes two files; "Show Changes" shows them, "Revert" puts them back', async () => {
+  fs.writeFileSync(path.join(WS, 'notes-a.txt'), 'draft one\n');
+  fs.writeFileSync(path.join(WS, 'notes-b.txt'), 'draft two\n');
+  const call = execute('bash', { command: 'sed -i s/draft/final/ notes-a.txt notes-b.txt', description: 'finalize the notes' });
+  await call.press();
+  // toolsd asks for the files sed writes (edit) and for the command (bash): allow each once.
+  let r;
+  for (let i = 0; !r; i++) {
+    if (i === 6) throw new Error('still asking after 5 answers');
+    const ask = toast('sed -i s/draft/final/').or(toast('notes-a.txt'));
+    const which = await Promise.race([
+      call.result(4000).then((v) => { r = v; return 'done'; }),
+      ask.first().waitFor({ state: 'visible', timeout: 4000 }).then(() => 'ask'),
+    ]).catch(() => 'none');
+    if (which === 'ask') {
+      await ask.first().getByRole('button', { name: 'Allow once', exact: true }).click().catch(() => {});
+    }
+  }
+  if (r.status !== 'completed') throw new Error('result: ' + JSON.stringify(r));
+  for (const [f, want] of [['notes-a.txt', 'final one\n'], ['notes-b.txt', 'final two\n']]) {
+    const body = fs.readFileSync(path.join(WS, f), 'utf8');
+    if (body !== want) throw new Error(`${f} after the call: ${JSON.stringify(body)}`);
+  }
+  await openToolsdViews();
+  await runCommand('toolsd: Refresh Tool Calls');
+  const row = view('Tool Calls').locator('.monaco-list-row', { hasText: 'finalize the notes' }).first();
+  await row.waitFor({ timeout: 30000 });
+  await row.locator('.label-description', { hasText: '2 files changed' }).waitFor({ timeout: 15000 });
+  // Show Changes from the call's context menu: both files in the multi-file diff editor.
+  await contextMenu(row, 'Show Changes');
+  await page.locator('.tab', { hasText: 'Changes of call finalize the notes' }).first().waitFor({ timeout: 30000 });
+  for (const f of ['notes-a.txt', 'notes-b.txt']) {
+    await page.locator('.multiDiffEntry', { hasText: f }).first().waitFor({ timeout: 30000 });
+  }
+  await page.locator('.monaco-diff-editor .editor.original .view-lines', { hasText: 'draft one' }).first().waitFor({ timeout: 30000 });
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'final one' }).first().waitFor({ timeout: 30000 });
+  await screenshot('show-changes');
+  // Revert: a modal lists the files; confirming puts them back.
+  await contextMenu(row, 'Revert…');
+  const dialog = page.locator('.monaco-dialog-box', { hasText: 'Revert call finalize the notes?' });
+  await dialog.waitFor({ state: 'visible', timeout: 30000 });
+  for (const f of ['notes-a.txt', 'notes-b.txt']) {
+    if (!(await dialog.innerText()).includes(`restore ${f}`)) throw new Error(`the confirmation does not list ${f}: ${await dialog.innerText()}`);
+  }
+  await screenshot('revert-confirmation');
+  await dialog.locator('.monaco-button', { hasText: /^Revert$/ }).click();
+  await waitFor(() => fs.readFileSync(path.join(WS, 'notes-a.txt'), 'utf8') === 'draft one\n' &&
+    fs.readFileSync(path.join(WS, 'notes-b.txt'), 'utf8') === 'draft two\n', 'the files to be back');
+  await toast('Reverted 2 files').waitFor({ state: 'visible', timeout: 15000 });
+  await view('Tool Calls').locator('.monaco-list-row', { hasText: 'Revert call' }).first().waitFor({ timeout: 30000 });
+  await screenshot('reverted');
+  log('Show Changes listed both files in the diff editor; Revert put them back and left a revert call');
 });
 
 scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {

@@ -1,9 +1,12 @@
-package builtin
+// Package textdiff makes unified diffs of file contents: cheap for a small change of a large
+// file, cut at a size cap, and a one-line note for binary contents.
+package textdiff
 
 import (
 	"bytes"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/pmezard/go-difflib/difflib"
 )
@@ -13,21 +16,21 @@ const (
 	// diffMaxMatch bounds the changed region given to the line matcher; a larger one is
 	// shown as one replaced block (the matcher is quadratic in the worst case).
 	diffMaxMatch = 4000
-	// diffMaxBytes caps a diff put in metadata.
-	diffMaxBytes = 256 << 10
+	// MaxBytes caps the text of a diff.
+	MaxBytes = 256 << 10
 )
 
-// fileDiff is a unified diff of one file's change.
-type fileDiff struct {
+// Diff is a unified diff of one file's change.
+type Diff struct {
 	Text      string
 	Additions int
 	Deletions int
 }
 
-// unifiedDiff returns the unified diff from old to new of the file named name (a
+// Unified returns the unified diff from old to new of the file named name (a
 // workspace-relative or absolute slash path). Only the region between the common prefix
 // and suffix is split into lines and matched, so a small edit of a large file is cheap.
-func unifiedDiff(name string, old, new []byte) fileDiff {
+func Unified(name string, old, new []byte) Diff {
 	// Common prefix and suffix at byte level, cut back to whole lines and widened by the
 	// context lines.
 	p := 0
@@ -61,8 +64,8 @@ func unifiedDiff(name string, old, new []byte) fileDiff {
 	return diffLines(name, old[start:endA], new[start:endB], offset)
 }
 
-// diffLines is unifiedDiff of a region that starts at line offset+1 of both files.
-func diffLines(name string, old, new []byte, offset int) fileDiff {
+// diffLines is Unified of a region that starts at line offset+1 of both files.
+func diffLines(name string, old, new []byte, offset int) Diff {
 	a, b := splitLinesKeep(old), splitLinesKeep(new)
 	p := 0
 	for p < len(a) && p < len(b) && a[p] == b[p] {
@@ -73,7 +76,7 @@ func diffLines(name string, old, new []byte, offset int) fileDiff {
 		s++
 	}
 	if p == len(a) && p == len(b) {
-		return fileDiff{}
+		return Diff{}
 	}
 	lo := max(0, p-diffContext)
 	hiA := min(len(a), len(a)-s+diffContext)
@@ -104,11 +107,11 @@ func diffLines(name string, old, new []byte, offset int) fileDiff {
 	}
 
 	var out strings.Builder
-	fd := fileDiff{}
+	fd := Diff{}
 	fmt.Fprintf(&out, "--- a/%s\n+++ b/%s\n", strings.TrimPrefix(name, "/"), strings.TrimPrefix(name, "/"))
 	cut := false
 	line := func(prefix byte, l string) {
-		if out.Len() > diffMaxBytes {
+		if out.Len() > MaxBytes {
 			cut = true
 			return
 		}
@@ -120,7 +123,7 @@ func diffLines(name string, old, new []byte, offset int) fileDiff {
 	}
 	for _, g := range groups {
 		first, last := g[0], g[len(g)-1]
-		if out.Len() <= diffMaxBytes {
+		if out.Len() <= MaxBytes {
 			fmt.Fprintf(&out, "@@ -%s +%s @@\n", unifiedRange(offset+first.I1, offset+last.I2), unifiedRange(offset+first.J1, offset+last.J2))
 		}
 		for _, c := range g {
@@ -145,7 +148,7 @@ func diffLines(name string, old, new []byte, offset int) fileDiff {
 		}
 	}
 	if cut {
-		fmt.Fprintf(&out, "... (diff cut at %d KiB: +%d -%d lines in all)\n", diffMaxBytes>>10, fd.Additions, fd.Deletions)
+		fmt.Fprintf(&out, "... (diff cut at %d KiB: +%d -%d lines in all)\n", MaxBytes>>10, fd.Additions, fd.Deletions)
 	}
 	fd.Text = out.String()
 	return fd
@@ -181,4 +184,18 @@ func splitLinesKeep(b []byte) []string {
 		s = s[i+1:]
 	}
 	return out
+}
+
+// File is the diff a person reads of a file's change: a one-line note when either side is not
+// UTF-8 text, and a diff with plain newlines when either side has CRLF line endings (a reader,
+// and an editor that applies it to the text it shows, sees lines, not carriage returns).
+func File(name string, old, new []byte) Diff {
+	if !utf8.Valid(old) || !utf8.Valid(new) {
+		return Diff{Text: fmt.Sprintf("Binary file %s changed (%d -> %d bytes)\n", name, len(old), len(new))}
+	}
+	if bytes.Contains(old, []byte("\r\n")) || bytes.Contains(new, []byte("\r\n")) {
+		old = bytes.ReplaceAll(old, []byte("\r\n"), []byte("\n"))
+		new = bytes.ReplaceAll(new, []byte("\r\n"), []byte("\n"))
+	}
+	return Unified(name, old, new)
 }

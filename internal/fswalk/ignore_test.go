@@ -1,7 +1,11 @@
-package builtin
+package fswalk
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 
 	ignore "github.com/sabhiram/go-gitignore"
@@ -83,6 +87,35 @@ func TestIgnoreAnchoredMiddleSlash(t *testing.T) {
 	for p, want := range map[string]bool{"a/b/c": true, "x/a/b/c": false, "docs/x.md": true, "x/docs/x.md": false, "gen": true, "q/r/gen": true, "keep": false} {
 		if got := r.ignored(p, false); got != want {
 			t.Errorf("%s: ignored = %v, want %v", p, got, want)
+		}
+	}
+}
+
+func TestIgnoredAgreesWithWalk(t *testing.T) {
+	ws := t.TempDir()
+	for p, body := range map[string]string{
+		".gitignore": "*.log\nbuild/\n", "sub/.gitignore": "!keep.log\nsecret\n", "a.log": "", "sub/keep.log": "",
+		"sub/secret": "", "sub/ok.txt": "", "build/x.txt": "", "ok.txt": "", ".git/config": "",
+	} {
+		if err := os.MkdirAll(filepath.Join(ws, filepath.Dir(p)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, p), []byte(body), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seen := map[string]bool{}
+	var mu sync.Mutex
+	if err := Walk(context.Background(), Options{Root: ws, Workspace: ws}, func(e Entry) {
+		mu.Lock()
+		seen[e.Rel] = true
+		mu.Unlock()
+	}); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{".gitignore", "sub/.gitignore", "a.log", "sub/keep.log", "sub/secret", "sub/ok.txt", "build/x.txt", "ok.txt", ".git/config"} {
+		if got := Ignored(ws, p, false); got == seen[p] {
+			t.Errorf("%s: Ignored = %v, but the walk visited it: %v", p, got, seen[p])
 		}
 	}
 }

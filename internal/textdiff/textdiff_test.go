@@ -1,4 +1,4 @@
-package builtin
+package textdiff
 
 import (
 	"fmt"
@@ -21,7 +21,7 @@ func TestUnifiedDiff(t *testing.T) {
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
-			d := unifiedDiff("f", []byte(tc.old), []byte(tc.new))
+			d := Unified("f", []byte(tc.old), []byte(tc.new))
 			if d.Text != tc.want || d.Additions != tc.add || d.Deletions != tc.del {
 				t.Errorf("diff = %q +%d -%d, want %q +%d -%d", d.Text, d.Additions, d.Deletions, tc.want, tc.add, tc.del)
 			}
@@ -37,11 +37,11 @@ func TestUnifiedDiffLarge(t *testing.T) {
 		fmt.Fprintf(&a, "line %d\n", i)
 		fmt.Fprintf(&b, "LINE %d\n", i)
 	}
-	d := unifiedDiff("big", []byte(a.String()), []byte(b.String()))
+	d := Unified("big", []byte(a.String()), []byte(b.String()))
 	if d.Additions != 20000 || d.Deletions != 20000 {
 		t.Errorf("+%d -%d", d.Additions, d.Deletions)
 	}
-	if len(d.Text) > diffMaxBytes+1024 || !strings.Contains(d.Text, "diff cut at 256 KiB: +20000 -20000 lines in all") {
+	if len(d.Text) > MaxBytes+1024 || !strings.Contains(d.Text, "diff cut at 256 KiB: +20000 -20000 lines in all") {
 		t.Errorf("diff of %d bytes, tail %q", len(d.Text), d.Text[len(d.Text)-100:])
 	}
 }
@@ -67,7 +67,7 @@ func TestUnifiedDiffRegionMatchesWhole(t *testing.T) {
 		for _, nl := range []string{"\n", ""} {
 			a := strings.Join(base, "\n") + nl
 			b := strings.Join(mutate(append([]string(nil), base...)), "\n") + nl
-			if got, want := unifiedDiff("f", []byte(a), []byte(b)).Text, whole(a, b); got != want {
+			if got, want := Unified("f", []byte(a), []byte(b)).Text, whole(a, b); got != want {
 				t.Errorf("case %d (newline %q): region diff\n%s\nwhole diff\n%s", i, nl, got, want)
 			}
 		}

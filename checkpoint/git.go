@@ -1,0 +1,263 @@
+package checkpoint
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"crypto/sha1"
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/toolsd/toolsd/internal/fsopen"
+	"github.com/toolsd/toolsd/store"
+)
+
+// gitRepo is the git repository a workspace lies in. toolsd only reads it: its index (to
+// know which files are exactly what git has, without reading them) and, with `git cat-file
+// --batch`, the blobs of such files once a call changed them. It never runs a git command
+// that could run something the repository configures (hooks, fsmonitor, filters).
+type gitRepo struct {
+	bin    string
+	ws     string
+	prefix string // the workspace's path in the repository, "" or ending in "/"
+	index  string // the index file
+	sha256 bool
+	// trust is false when core.autocrlf converts line endings on checkout: then a file's
+	// bytes differ from its blob.
+	trust bool
+}
+
+const maxIndexBytes = 512 << 20
+
+// gitEnv is the environment of the git commands toolsd runs: no prompts, no optional locks
+// (nothing is written into the repository).
+func gitEnv() []string {
+	return append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "GIT_NO_LAZY_FETCH=1", "GIT_CONFIG_NOSYSTEM=1")
+}
+
+func (g *gitRepo) cmd(ctx context.Context, args ...string) *exec.Cmd {
+	c := exec.CommandContext(ctx, g.bin, append([]string{"-C", g.ws, "-c", "core.fsmonitor=false"}, args...)...)
+	c.Env = gitEnv()
+	c.WaitDelay = 2 * time.Second
+	return c
+}
+
+// findGit returns the git repository of the workspace, or nil (no git, not a repository).
+func findGit(bin, ws string) *gitRepo {
+	if bin == "" {
+		p, err := exec.LookPath("git")
+		if err != nil {
+			return nil
+		}
+		bin = p
+	}
+	g := &gitRepo{bin: bin, ws: ws, trust: true}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	out, err := g.cmd(ctx, "rev-parse", "--is-inside-work-tree", "--show-prefix", "--git-path", "index", "--show-object-format").Output()
+	if err != nil {
+		return nil
+	}
+	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
+	if len(lines) < 4 || lines[0] != "true" {
+		return nil
+	}
+	g.prefix, g.index = lines[1], lines[2]
+	if !filepath.IsAbs(g.index) {
+		g.index = filepath.Join(ws, g.index)
+	}
+	g.sha256 = lines[3] == "sha256"
+	if v, err := g.cmd(ctx, "config", "--get", "core.autocrlf").Output(); err == nil && strings.TrimSpace(string(v)) == "true" {
+		g.trust = false
+	}
+	return g
+}
+
+// blobID is git's id of a blob with these bytes.
+func (g *gitRepo) blobID(data []byte) string {
+	hdr := "blob " + strconv.Itoa(len(data)) + "\x00"
+	if g.sha256 {
+		h := sha256.New()
+		h.Write([]byte(hdr))
+		h.Write(data)
+		return hex.EncodeToString(h.Sum(nil))
+	}
+	h := sha1.New()
+	h.Write([]byte(hdr))
+	h.Write(data)
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+// cleanEntry is what git's index says of a file: its blob and the stat it had when git
+// last looked at it.
+type cleanEntry struct {
+	oid  string
+	mode filemode.FileMode
+	st   store.FileState
+}
+
+// readIndex reads git's index: for each file of the workspace (stage 0, checked out), its
+// blob and stat. racy is the index file's mtime: an entry whose mtime is not older may
+// have changed within the same tick and is not trusted. nil when the index cannot be read
+// (a split index, say): then every file is read.
+func (g *gitRepo) readIndex() (map[string]cleanEntry, int64) {
+	if !g.trust || g.sha256 {
+		return nil, 0
+	}
+	f, err := fsopen.OpenFile(g.index, os.O_RDONLY, 0)
+	if err != nil {
+		return nil, 0
+	}
+	defer f.Close()
+	fi, err := f.Stat()
+	if err != nil || fi.Size() > maxIndexBytes {
+		return nil, 0
+	}
+	var idx index.Index
+	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
+		return nil, 0
+	}
+	out := make(map[string]cleanEntry, len(idx.Entries))
+	for _, e := range idx.Entries {
+		// Stage 0 is a merged entry (go-git's index.Merged constant says 1, but its decoder
+		// gives git's 0).
+		if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd || !strings.HasPrefix(e.Name, g.prefix) {
+			continue
+		}
+		if e.Mode != filemode.Regular && e.Mode != filemode.Executable {
+			continue
+		}
+		out[e.Name[len(g.prefix):]] = cleanEntry{oid: e.Hash.String(), mode: e.Mode, st: store.FileState{
+			Size: int64(e.Size), Mtime: e.ModifiedAt.UnixNano(), Ctime: e.CreatedAt.UnixNano(), Ino: uint64(e.Inode),
+		}}
+	}
+	return out, fi.ModTime().UnixNano()
+}
+
+// matches reports whether a file's lstat is the one git's index recorded, and not racy.
+func (e cleanEntry) matches(s store.FileState, racy int64) bool {
+	exec := s.Mode&0o111 != 0
+	return s.Kind == store.KindFile && exec == (e.mode == filemode.Executable) &&
+		s.Size == e.st.Size && s.Mtime == e.st.Mtime && s.Ctime == e.st.Ctime && uint32(s.Ino) == uint32(e.st.Ino) &&
+		s.Mtime < racy
+}
+
+// converted returns the paths among rels whose checked-out bytes git converts (a filter, an
+// end-of-line conversion, ident, a working-tree encoding): their bytes are not their blob's.
+func (g *gitRepo) converted(ctx context.Context, rels []string) (map[string]bool, error) {
+	c := g.cmd(ctx, "check-attr", "-z", "--stdin", "filter", "eol", "ident", "working-tree-encoding")
+	var in bytes.Buffer
+	for _, r := range rels {
+		in.WriteString(r)
+		in.WriteByte(0)
+	}
+	c.Stdin = &in
+	out, err := c.Output()
+	if err != nil {
+		return nil, err
+	}
+	conv := map[string]bool{}
+	f := bytes.Split(out, []byte{0})
+	for i := 0; i+2 < len(f); i += 3 {
+		attr, val := string(f[i+1]), string(f[i+2])
+		if val == "unspecified" || val == "unset" || (attr == "eol" && val == "lf") {
+			continue
+		}
+		conv[string(f[i])] = true
+	}
+	return conv, nil
+}
+
+// blobs reads blobs from the repository's object store (git cat-file --batch). Missing ones
+// are left out.
+func (g *gitRepo) blobs(ctx context.Context, oids []string, max int64) (map[string][]byte, error) {
+	c := g.cmd(ctx, "cat-file", "--batch")
+	var in bytes.Buffer
+	for _, o := range oids {
+		in.WriteString(o)
+		in.WriteByte('\n')
+	}
+	c.Stdin = &in
+	stdout, err := c.StdoutPipe()
+	if err != nil {
+		return nil, err
+	}
+	if err := c.Start(); err != nil {
+		return nil, err
+	}
+	defer func() { _ = c.Wait() }()
+	r := bufio.NewReader(stdout)
+	out := map[string][]byte{}
+	for range oids {
+		hdr, err := r.ReadString('\n')
+		if err != nil {
+			return out, err
+		}
+		f := strings.Fields(hdr)
+		if len(f) == 2 && f[1] == "missing" {
+			continue
+		}
+		if len(f) != 3 {
+			return out, fmt.Errorf("git cat-file: unexpected header %q", hdr)
+		}
+		n, err := strconv.ParseInt(f[2], 10, 64)
+		if err != nil {
+			return out, fmt.Errorf("git cat-file: unexpected header %q", hdr)
+		}
+		if f[1] != "blob" || n > max {
+			if _, err := r.Discard(int(n) + 1); err != nil {
+				return out, err
+			}
+			continue
+		}
+		data := make([]byte, n+1)
+		if _, err := io.ReadFull(r, data); err != nil {
+			return out, err
+		}
+		out[f[0]] = data[:n]
+	}
+	return out, nil
+}
+
+// copyFromGit keeps in the store the bytes of states known only to the workspace's git
+// store (a clean file a call changed), checked against their blob id.
+func (t *Tracker) copyFromGit(ctx context.Context, states []*store.FileState) {
+	if t.git == nil {
+		for _, s := range states {
+			s.NotKept = "not kept (the git repository is gone)"
+		}
+		return
+	}
+	var oids []string
+	for _, s := range states {
+		oids = append(oids, s.Git)
+	}
+	blobs, err := t.git.blobs(ctx, oids, t.opts.MaxFileBytes)
+	if err != nil {
+		t.log.Warn("reading blobs from the workspace's git store failed", "err", err)
+	}
+	for _, s := range states {
+		data, ok := blobs[s.Git]
+		if !ok || t.git.blobID(data) != s.Git {
+			s.NotKept = "not in the workspace's git store any more"
+			continue
+		}
+		id, err := t.st.PutContent(data)
+		if err != nil {
+			s.NotKept = "could not be stored: " + err.Error()
+			continue
+		}
+		s.Content = id
+	}
+}

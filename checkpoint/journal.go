@@ -1,0 +1,281 @@
+package checkpoint
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/fsnotify/fsnotify"
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
+)
+
+// journal lists the paths of the workspace touched since it was last drained, from inotify
+// watches on every folder that is not ignored, so that a look at the workspace reads a
+// handful of paths instead of walking it. It says when it cannot be trusted (a queue
+// overflow, a folder renamed, an ignore file changed, a watch refused): the next look then
+// walks the whole workspace, and the journal watches anew.
+//
+// A barrier makes a drain complete: the journal writes a file in a private folder it also
+// watches and waits for that event; inotify queues the events of one instance in order, so
+// every change made before the drain began has been read by then.
+type journal struct {
+	ws      string
+	log     *slog.Logger
+	private string // the barrier's folder, outside the workspace
+
+	mu      sync.Mutex // guards the fields below
+	w       *fsnotify.Watcher
+	dirty   map[string]bool // workspace-relative paths touched
+	broken  string          // why the journal cannot be trusted until the next walk
+	refused bool            // the kernel refused a watch: the journal cannot cover the workspace
+	gen     int             // incremented whenever broken is set
+	barrier map[string]chan struct{}
+	seq     int
+	done    chan struct{}
+	wg      sync.WaitGroup
+}
+
+func newJournal(ws string, log *slog.Logger) (*journal, error) {
+	private, err := os.MkdirTemp("", "toolsd-journal-")
+	if err != nil {
+		return nil, err
+	}
+	j := &journal{ws: ws, log: log, private: private, dirty: map[string]bool{}, barrier: map[string]chan struct{}{}}
+	if err := j.restart(); err != nil {
+		_ = os.RemoveAll(private)
+		return nil, err
+	}
+	return j, nil
+}
+
+// restart replaces the watcher with a fresh one that watches only the private folder (and
+// marks the journal broken: a walk must add the workspace's folders).
+func (j *journal) restart() error {
+	j.stopLoop()
+	w, err := fsnotify.NewWatcher()
+	if err != nil {
+		return err
+	}
+	if err := w.Add(j.private); err != nil {
+		w.Close()
+		return err
+	}
+	j.mu.Lock()
+	j.w = w
+	j.dirty = map[string]bool{}
+	j.brokeLocked("the journal starts")
+	j.done = make(chan struct{})
+	j.mu.Unlock()
+	j.wg.Add(1)
+	go j.loop(w, j.done)
+	return nil
+}
+
+func (j *journal) stopLoop() {
+	j.mu.Lock()
+	w, done := j.w, j.done
+	j.w, j.done = nil, nil
+	j.mu.Unlock()
+	if w == nil {
+		return
+	}
+	close(done)
+	w.Close()
+	j.wg.Wait()
+}
+
+func (j *journal) close() {
+	j.stopLoop()
+	_ = os.RemoveAll(j.private)
+}
+
+func (j *journal) brokeLocked(why string) {
+	if j.broken == "" {
+		j.broken = why
+	}
+	j.gen++
+}
+
+// loop reads the watcher's events until it is closed.
+func (j *journal) loop(w *fsnotify.Watcher, done chan struct{}) {
+	defer j.wg.Done()
+	for {
+		select {
+		case <-done:
+			return
+		case ev, ok := <-w.Events:
+			if !ok {
+				return
+			}
+			j.event(w, ev)
+		case err, ok := <-w.Errors:
+			if !ok {
+				return
+			}
+			j.mu.Lock()
+			if errors.Is(err, fsnotify.ErrEventOverflow) {
+				j.brokeLocked("the event queue overflowed")
+			} else {
+				j.brokeLocked("watch error: " + err.Error())
+			}
+			j.mu.Unlock()
+		}
+	}
+}
+
+func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
+	if filepath.Dir(ev.Name) == j.private {
+		j.mu.Lock()
+		if ch, ok := j.barrier[filepath.Base(ev.Name)]; ok && ev.Has(fsnotify.Create) {
+			delete(j.barrier, filepath.Base(ev.Name))
+			close(ch)
+		}
+		j.mu.Unlock()
+		return
+	}
+	rel, ok := fspath.Within(j.ws, ev.Name)
+	if !ok || rel == "." {
+		return
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	base := filepath.Base(rel)
+	switch {
+	case base == ".gitignore" || base == ".ignore":
+		j.brokeLocked("an ignore file changed")
+	case ev.Has(fsnotify.Rename) && j.isWatchedLocked(w, ev.Name):
+		// A folder moved away: the watches below it would report under its old name.
+		j.brokeLocked("a folder was renamed")
+	}
+	j.dirty[rel] = true
+	if ev.Has(fsnotify.Create) {
+		// A new folder is watched at once; the look that drains this path walks it, so
+		// whatever was made in it before the watch is found too.
+		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+			if err := w.Add(ev.Name); err != nil {
+				j.addFailedLocked(err)
+			}
+		}
+	}
+}
+
+func (j *journal) isWatchedLocked(w *fsnotify.Watcher, abs string) bool {
+	for _, p := range w.WatchList() {
+		if p == abs || strings.HasPrefix(p, abs+string(filepath.Separator)) {
+			return true
+		}
+	}
+	return false
+}
+
+// watch adds a folder of the workspace (relative; "" for the workspace) during a walk, before
+// the walk lists it.
+func (j *journal) watch(rel string) {
+	abs := j.ws
+	if rel != "" {
+		abs = filepath.Join(j.ws, filepath.FromSlash(rel))
+	}
+	j.mu.Lock()
+	w := j.w
+	j.mu.Unlock()
+	if w == nil {
+		return
+	}
+	if err := w.Add(abs); err != nil {
+		j.mu.Lock()
+		j.addFailedLocked(err)
+		j.mu.Unlock()
+	}
+}
+
+// addFailedLocked handles a watch that could not be added: a folder gone meanwhile is no
+// matter (its parent's events cover it); any other failure (the kernel's limit on watches)
+// means the journal cannot cover the workspace.
+func (j *journal) addFailedLocked(err error) {
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
+		return
+	}
+	j.refused = true
+	j.brokeLocked("a watch was refused: " + err.Error())
+}
+
+// beginWalk prepares a walk of the whole workspace: a fresh watcher when the journal was
+// broken, then the workspace folder watched. It returns the generation that endWalk needs.
+func (j *journal) beginWalk() (int, error) {
+	j.mu.Lock()
+	fresh := j.broken != "" && j.broken != "the journal starts"
+	refused := j.refused
+	j.mu.Unlock()
+	if refused {
+		// Watching anew would be refused again (max_user_watches): walks from now on.
+		return 0, errors.New("the kernel refused a watch (see /proc/sys/fs/inotify/max_user_watches)")
+	}
+	if fresh {
+		if err := j.restart(); err != nil {
+			return 0, err
+		}
+	}
+	j.mu.Lock()
+	gen := j.gen
+	j.dirty = map[string]bool{}
+	j.mu.Unlock()
+	j.watch("")
+	return gen, nil
+}
+
+// endWalk trusts the journal again after a walk that added every folder, unless it broke
+// meanwhile.
+func (j *journal) endWalk(gen int) {
+	j.mu.Lock()
+	if j.gen == gen {
+		j.broken = ""
+	}
+	j.mu.Unlock()
+}
+
+// drain returns the paths touched since the last drain, once every event before the call is
+// read; false when the journal cannot be trusted (the caller walks instead).
+func (j *journal) drain() ([]string, bool) {
+	j.mu.Lock()
+	if j.broken != "" || j.w == nil {
+		j.mu.Unlock()
+		return nil, false
+	}
+	j.seq++
+	name := fmt.Sprintf("b%d", j.seq)
+	ch := make(chan struct{})
+	j.barrier[name] = ch
+	j.mu.Unlock()
+	f, err := os.Create(filepath.Join(j.private, name))
+	if err == nil {
+		f.Close()
+		select {
+		case <-ch:
+		case <-time.After(5 * time.Second):
+			err = errors.New("the barrier event did not come")
+		}
+		_ = os.Remove(filepath.Join(j.private, name))
+	}
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	delete(j.barrier, name)
+	if err != nil {
+		j.brokeLocked("barrier: " + err.Error())
+	}
+	if j.broken != "" {
+		return nil, false
+	}
+	out := make([]string, 0, len(j.dirty))
+	for p := range j.dirty {
+		out = append(out, p)
+	}
+	j.dirty = map[string]bool{}
+	return out, true
+}

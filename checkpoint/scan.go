@@ -1,0 +1,602 @@
+package checkpoint
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
+	"github.com/toolsd/toolsd/internal/fswalk"
+	"github.com/toolsd/toolsd/store"
+)
+
+// rel is abs (a real path) relative to the workspace, slash-separated; false outside it
+// (and for the workspace itself).
+func (t *Tracker) rel(abs string) (string, bool) {
+	r, ok := fspath.Within(t.ws, abs)
+	if !ok || r == "." {
+		return "", false
+	}
+	if t.skip(r) || fswalk.Ignored(t.ws, r, false) {
+		return "", false
+	}
+	return r, true
+}
+
+// skip reports whether a workspace path is one of toolsd's own files (its store, if the
+// person put it in the workspace; the journal's barrier folder), never tracked.
+func (t *Tracker) skip(rel string) bool {
+	abs := t.abs(rel)
+	for _, p := range t.own {
+		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) {
+			return true
+		}
+	}
+	if t.opts.Skip != nil && t.opts.Skip(abs) {
+		return true
+	}
+	return false
+}
+
+func (t *Tracker) skipEntry(rel string, _ bool) bool { return t.skip(rel) }
+
+// statState is what lstat tells of a path: its kind, mode and stat identity.
+func statState(st *unix.Stat_t) (store.FileState, bool) {
+	s := store.FileState{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}
+	switch st.Mode & unix.S_IFMT {
+	case unix.S_IFREG:
+		s.Kind = store.KindFile
+	case unix.S_IFLNK:
+		s.Kind = store.KindLink
+		s.Mode = 0
+	case unix.S_IFDIR:
+		s.Kind = store.KindDir
+		s.Size, s.Mtime, s.Ctime = 0, 0, 0 // a folder's times change with its entries
+	default:
+		return s, false // FIFOs, sockets, devices are not tracked
+	}
+	return s, true
+}
+
+// sameIdentity reports whether a path's stat identity is unchanged, so that its content is
+// what the index says without reading it.
+func sameIdentity(a, b store.FileState) bool {
+	return a.Kind == b.Kind && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime && a.Ino == b.Ino
+}
+
+// budget is how many bytes a look at the workspace may still store; with batch set, the
+// contents go to the store in batches.
+type budget struct {
+	left  atomic.Int64
+	batch *batcher
+}
+
+func newBudget(n int64) *budget {
+	b := &budget{}
+	b.left.Store(n)
+	return b
+}
+
+func (b *budget) take(n int64) bool {
+	if b == nil {
+		return true
+	}
+	if b.left.Add(-n) < 0 {
+		b.left.Add(n)
+		return false
+	}
+	return true
+}
+
+// keep fills a file state's content ids from its bytes and stores them, unless over a cap.
+func (t *Tracker) keep(s *store.FileState, data []byte, b *budget) {
+	s.Content = store.ContentID(data)
+	if t.git != nil {
+		s.Git = t.git.blobID(data)
+	}
+	if int64(len(data)) > t.opts.MaxFileBytes {
+		s.NotKept = fmt.Sprintf("larger than %d MiB", t.opts.MaxFileBytes>>20)
+		return
+	}
+	if !b.take(int64(len(data))) {
+		s.NotKept = fmt.Sprintf("more than %d MiB of files changed at once", t.opts.MaxCallBytes>>20)
+		return
+	}
+	if b != nil && b.batch != nil {
+		b.batch.add(data)
+		return
+	}
+	if _, err := t.st.PutContent(data); err != nil {
+		s.NotKept = "could not be stored: " + err.Error()
+	}
+}
+
+// readAt completes the state of the path name in the open folder dirfd: a file's content
+// (read, identified and kept), a link's target.
+func (t *Tracker) readAt(dirfd int, name string, s store.FileState, b *budget) store.FileState {
+	switch s.Kind {
+	case store.KindLink:
+		buf := make([]byte, 4096)
+		if n, err := unix.Readlinkat(dirfd, name, buf); err == nil {
+			s.Link = string(buf[:n])
+			s.Size = int64(n)
+		}
+	case store.KindFile:
+		if s.Size > t.opts.MaxFileBytes {
+			s.NotKept = fmt.Sprintf("larger than %d MiB", t.opts.MaxFileBytes>>20)
+			return s
+		}
+		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			s.NotKept = "unreadable: " + err.Error()
+			return s
+		}
+		f := os.NewFile(uintptr(fd), name)
+		defer f.Close()
+		var st unix.Stat_t
+		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+			s.NotKept = "unreadable"
+			return s
+		}
+		data, err := io.ReadAll(io.LimitReader(f, t.opts.MaxFileBytes+1))
+		if err != nil {
+			s.NotKept = "unreadable: " + err.Error()
+			return s
+		}
+		// The identity after reading: a write during the read shows as a change next time.
+		if after, ok := statState(&st); ok {
+			s.Mode, s.Mtime, s.Ctime, s.Ino = after.Mode, after.Mtime, after.Ctime, after.Ino
+		}
+		s.Size = int64(len(data))
+		t.keep(&s, data, b)
+	}
+	return s
+}
+
+// syncLocked brings the index up to date with the workspace: from the journal's list of
+// paths touched since the last sync when it can be trusted, else by walking the whole
+// workspace (full forces the walk). syncMu is held.
+func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
+	start := t.opts.Now()
+	var err error
+	if t.jr != nil && !full {
+		paths, ok := t.jr.drain()
+		if ok {
+			err = t.refreshLocked(ctx, paths)
+			if err == nil {
+				t.lastSync = start
+			}
+			return err
+		}
+	}
+	if err = t.scanLocked(ctx); err == nil {
+		t.lastSync = start
+	}
+	return err
+}
+
+// scanLocked walks the workspace and applies what changed since the index. syncMu is held.
+func (t *Tracker) scanLocked(ctx context.Context) error {
+	found := map[string]store.FileState{}
+	var mu sync.Mutex // guards found
+	var count atomic.Int64
+	b := newBudget(t.opts.MaxCallBytes)
+	idx := t.index // only syncMu holders write it
+	gen := t.beginWalk()
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+		if count.Add(1) > int64(t.opts.MaxFiles) {
+			return
+		}
+		if e.Dir && t.jr != nil {
+			t.jr.watch(e.Rel)
+		}
+		var st unix.Stat_t
+		if e.Lstat(&st) != nil {
+			return
+		}
+		cur, ok := statState(&st)
+		if !ok {
+			return
+		}
+		if old, ok := idx[e.Rel]; ok && sameIdentity(old, cur) {
+			cur = old
+		} else {
+			cur = t.readEntry(e, cur, b)
+		}
+		mu.Lock()
+		found[e.Rel] = cur
+		mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	if n := count.Load(); n > int64(t.opts.MaxFiles) {
+		return t.tooLarge(n)
+	}
+	t.endWalk(gen)
+	changed := map[string]store.FileState{}
+	quiet := map[string]bool{}
+	ignoreChanged := false
+	for p, s := range found {
+		old, ok := idx[p]
+		if ok && sameIdentity(old, s) && old.Content == s.Content && old.NotKept == s.NotKept {
+			continue
+		}
+		changed[p] = s
+		if b := path.Base(p); b == ".gitignore" || b == ".ignore" {
+			ignoreChanged = true
+		}
+	}
+	if ignoreChanged {
+		// A path seen for the first time that the ignore files as they were before left out
+		// was not made now: it is only newly seen. Tell it with the old ignore files.
+		old := t.oldIgnoreFiles(changed, idx)
+		for p, s := range changed {
+			if _, ok := idx[p]; !ok && fswalk.IgnoredWith(t.ws, p, s.Kind == store.KindDir, old) {
+				quiet[p] = true
+			}
+		}
+	}
+	for p := range idx {
+		if _, ok := found[p]; ok {
+			continue
+		}
+		changed[p] = store.FileState{}
+		if _, err := os.Lstat(filepath.Join(t.ws, filepath.FromSlash(p))); err == nil {
+			quiet[p] = true // still there, but ignored now
+		}
+	}
+	return t.commitLocked(changed, quiet)
+}
+
+func (t *Tracker) tooLarge(n int64) error {
+	t.mu.Lock()
+	t.disabled = fmt.Sprintf("the workspace has more than %d files and folders that are not ignored", t.opts.MaxFiles)
+	t.mu.Unlock()
+	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
+}
+
+// readEntry is readAt for a walked entry.
+func (t *Tracker) readEntry(e fswalk.Entry, s store.FileState, b *budget) store.FileState {
+	dir, name := path.Split(e.Rel)
+	dirfd, err := t.openDir(strings.TrimSuffix(dir, "/"))
+	if err != nil {
+		s.NotKept = "unreadable"
+		return s
+	}
+	defer unix.Close(dirfd)
+	return t.readAt(dirfd, name, s, b)
+}
+
+// openDir opens the workspace folder rel ("" for the workspace) without following a link.
+func (t *Tracker) openDir(rel string) (int, error) {
+	abs := t.ws
+	if rel != "" {
+		abs = filepath.Join(t.ws, filepath.FromSlash(rel))
+	}
+	return fspath.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY)
+}
+
+// commitLocked applies changed paths to the index (quiet ones without telling any window),
+// and persists the index and the open checkpoints that changed in one transaction.
+func (t *Tracker) commitLocked(changed map[string]store.FileState, quiet map[string]bool) error {
+	if len(changed) == 0 {
+		return nil
+	}
+	loud := make(map[string]store.FileState, len(changed))
+	t.mu.Lock()
+	idxDelta := map[string]*store.FileState{}
+	for p, s := range changed {
+		if quiet[p] {
+			if s.Kind == store.KindAbsent {
+				delete(t.index, p)
+				idxDelta[p] = nil
+			} else {
+				t.index[p] = s
+				n := s
+				idxDelta[p] = &n
+			}
+			continue
+		}
+		loud[p] = s
+	}
+	delta, open := t.applyLocked(loud)
+	t.mu.Unlock()
+	for p, s := range delta {
+		idxDelta[p] = s
+	}
+	return t.st.UpdateCheckpoints(&store.CheckpointUpdate{Index: idxDelta, Open: open})
+}
+
+// refreshLocked looks at the given paths only (and below a folder among them that is new or
+// gone) and applies what changed. syncMu is held.
+func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
+	changed := map[string]store.FileState{}
+	b := newBudget(t.opts.MaxCallBytes)
+	idx := t.index
+	var walkDirs []string
+	for _, p := range paths {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		if p == "" || p == "." || t.skip(p) {
+			continue
+		}
+		dir, name := path.Split(p)
+		dirfd, err := t.openDir(strings.TrimSuffix(dir, "/"))
+		var st unix.Stat_t
+		if err == nil {
+			err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+		}
+		cur, ok := store.FileState{}, false
+		if err == nil {
+			cur, ok = statState(&st)
+		}
+		if !ok {
+			if dirfd >= 0 {
+				unix.Close(dirfd)
+			}
+			// Gone (or no longer a file we track): it and everything the index has below it.
+			if _, had := idx[p]; had {
+				changed[p] = store.FileState{}
+			}
+			prefix := p + "/"
+			for q := range idx {
+				if strings.HasPrefix(q, prefix) {
+					changed[q] = store.FileState{}
+				}
+			}
+			continue
+		}
+		if fswalk.Ignored(t.ws, p, cur.Kind == store.KindDir) {
+			unix.Close(dirfd)
+			continue
+		}
+		old, had := idx[p]
+		if had && old.Kind == store.KindDir && cur.Kind != store.KindDir {
+			prefix := p + "/"
+			for q := range idx {
+				if strings.HasPrefix(q, prefix) {
+					changed[q] = store.FileState{}
+				}
+			}
+		}
+		if !had || !sameIdentity(old, cur) {
+			if cur.Kind != store.KindDir || !had {
+				cur = t.readAt(dirfd, name, cur, b)
+			}
+			changed[p] = cur
+		}
+		unix.Close(dirfd)
+		if cur.Kind == store.KindDir && (!had || old.Kind != store.KindDir) {
+			walkDirs = append(walkDirs, p)
+		}
+	}
+	for _, d := range walkDirs {
+		var mu sync.Mutex
+		root := filepath.Join(t.ws, filepath.FromSlash(d))
+		if t.jr != nil {
+			t.jr.watch(d)
+		}
+		err := fswalk.Walk(ctx, fswalk.Options{Root: root, Workspace: t.ws, Dirs: true, Links: true, Skip: func(rel string, isDir bool) bool { return t.skipEntry(d+"/"+rel, isDir) }}, func(e fswalk.Entry) {
+			rel := d + "/" + e.Rel
+			if e.Dir && t.jr != nil {
+				t.jr.watch(rel)
+			}
+			var st unix.Stat_t
+			if e.Lstat(&st) != nil {
+				return
+			}
+			cur, ok := statState(&st)
+			if !ok {
+				return
+			}
+			if old, ok := idx[rel]; ok && sameIdentity(old, cur) {
+				return
+			}
+			cur = t.readEntry(fswalkEntryAt(e, rel), cur, b)
+			mu.Lock()
+			changed[rel] = cur
+			mu.Unlock()
+		})
+		if err != nil && !errors.Is(err, fspath.ErrSymlink) && !errors.Is(err, os.ErrNotExist) {
+			return err
+		}
+	}
+	return t.commitLocked(changed, nil)
+}
+
+// fswalkEntryAt re-roots a walked entry at the workspace (its Rel relative to it).
+func fswalkEntryAt(e fswalk.Entry, rel string) fswalk.Entry {
+	e.Rel = rel
+	return e
+}
+
+// baseline is the first look at a workspace: every file's state, its bytes kept, except for
+// files that are exactly what the workspace's git index says (their blobs are in git's
+// object store: reading them would cost a read of the whole repository). syncMu is held.
+func (t *Tracker) baseline(ctx context.Context) error {
+	start := t.opts.Now()
+	var clean map[string]cleanEntry
+	var racy int64
+	if t.git != nil {
+		clean, racy = t.git.readIndex()
+	}
+	found := map[string]store.FileState{}
+	var fromGit []string
+	var mu sync.Mutex // guards found and fromGit
+	var count atomic.Int64
+	b := newBudget(4 * t.opts.MaxCallBytes)
+	b.batch = &batcher{st: t.st}
+	gen := t.beginWalk()
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+		if count.Add(1) > int64(t.opts.MaxFiles) {
+			return
+		}
+		if e.Dir && t.jr != nil {
+			t.jr.watch(e.Rel)
+		}
+		var st unix.Stat_t
+		if e.Lstat(&st) != nil {
+			return
+		}
+		cur, ok := statState(&st)
+		if !ok {
+			return
+		}
+		if ce, ok := clean[e.Rel]; ok && ce.matches(cur, racy) {
+			cur.Git = ce.oid
+			mu.Lock()
+			found[e.Rel] = cur
+			fromGit = append(fromGit, e.Rel)
+			mu.Unlock()
+			return
+		}
+		cur = t.readEntry(e, cur, b)
+		mu.Lock()
+		found[e.Rel] = cur
+		mu.Unlock()
+	})
+	if err != nil {
+		return err
+	}
+	if n := count.Load(); n > int64(t.opts.MaxFiles) {
+		return t.tooLarge(n)
+	}
+	t.endWalk(gen)
+	if len(fromGit) > 0 {
+		conv, err := t.git.converted(ctx, fromGit)
+		if err != nil {
+			t.log.Info("git check-attr failed: reading every file instead", "err", err)
+		}
+		for _, p := range fromGit {
+			if err == nil && !conv[p] {
+				continue
+			}
+			s := found[p]
+			s.Git = ""
+			dir, name := path.Split(p)
+			if dirfd, err := t.openDir(strings.TrimSuffix(dir, "/")); err == nil {
+				s = t.readAt(dirfd, name, s, b)
+				unix.Close(dirfd)
+			}
+			found[p] = s
+		}
+	}
+	if err := b.batch.flush(); err != nil {
+		return fmt.Errorf("storing the workspace's files: %w", err)
+	}
+	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", len(fromGit), "took", t.opts.Now().Sub(start))
+	t.lastSync = start
+	quiet := make(map[string]bool, len(found))
+	for p := range found {
+		quiet[p] = true
+	}
+	return t.commitLocked(found, quiet)
+}
+
+// beginWalk readies the journal for a walk of the whole workspace (which watches every
+// folder it lists); without a journal it does nothing.
+func (t *Tracker) beginWalk() int {
+	if t.jr == nil {
+		return 0
+	}
+	gen, err := t.jr.beginWalk()
+	if err != nil {
+		t.log.Info("the change journal stopped: every look at the workspace walks it", "err", err)
+		t.jr.close()
+		t.jr = nil
+	}
+	return gen
+}
+
+func (t *Tracker) endWalk(gen int) {
+	if t.jr != nil {
+		t.jr.endWalk(gen)
+	}
+}
+
+// batcher stores contents in batches of a few MiB, one transaction each (the first look
+// at a workspace that is not a git repository stores every file). Safe for concurrent use.
+type batcher struct {
+	st   *store.Store
+	mu   sync.Mutex // guards the fields below
+	pend [][]byte
+	size int
+	err  error
+}
+
+const batchBytes = 8 << 20
+
+func (b *batcher) add(data []byte) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.pend = append(b.pend, data)
+	b.size += len(data)
+	if b.size >= batchBytes || len(b.pend) >= 2048 {
+		b.flushLocked()
+	}
+}
+
+func (b *batcher) flushLocked() {
+	if len(b.pend) == 0 {
+		return
+	}
+	if _, err := b.st.PutContents(b.pend); err != nil && b.err == nil {
+		b.err = err
+	}
+	b.pend, b.size = nil, 0
+}
+
+// flush stores what is pending and returns the first error of any batch.
+func (b *batcher) flush() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.flushLocked()
+	return b.err
+}
+
+// oldIgnoreFiles is the content before this look of every ignore file that changed in it
+// (nil for one that did not exist), for fswalk.IgnoredWith.
+func (t *Tracker) oldIgnoreFiles(changed map[string]store.FileState, idx map[string]store.FileState) map[string][]byte {
+	out := map[string][]byte{}
+	for p := range changed {
+		if b := path.Base(p); b != ".gitignore" && b != ".ignore" {
+			continue
+		}
+		old, ok := idx[p]
+		if !ok || old.Kind != store.KindFile {
+			out[p] = nil
+			continue
+		}
+		if old.Content != "" && old.NotKept == "" {
+			if data, err := t.st.Content(old.Content); err == nil {
+				out[p] = data
+				continue
+			}
+		}
+		if old.Git != "" && t.git != nil {
+			if blobs, err := t.git.blobs(context.Background(), []string{old.Git}, maxIgnoreBytes); err == nil {
+				if data, ok := blobs[old.Git]; ok {
+					out[p] = data
+					continue
+				}
+			}
+		}
+		// Unknown: the ignore file as it is now is the best guess.
+		delete(out, p)
+	}
+	return out
+}
+
+// maxIgnoreBytes bounds an ignore file read back from git.
+const maxIgnoreBytes = fswalk.MaxIgnoreFileBytes

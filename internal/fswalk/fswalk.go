@@ -1,0 +1,555 @@
+// Package fswalk walks a folder tree from several goroutines at once, respecting .gitignore
+// and .ignore files the way git does, without following a symbolic link or a folder swapped
+// for one.
+package fswalk
+
+import (
+	"context"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strings"
+	"sync"
+
+	"github.com/bmatcuk/doublestar/v4"
+	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
+)
+
+// openFlags are the flags files are opened with for reading: O_NONBLOCK so that a FIFO or a
+// device never blocks the open (the file is then checked to be regular).
+const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
+
+// ReadRetry is read(2) retried on EINTR.
+func ReadRetry(fd int, b []byte) (int, error) {
+	for {
+		n, err := unix.Read(fd, b)
+		if err != unix.EINTR {
+			return n, err
+		}
+	}
+}
+
+// ignoreFiles are the files whose patterns the walk respects in every folder.
+var ignoreFiles = []string{".gitignore", ".ignore"}
+
+// ignoreRules are the ignore patterns in force in one folder: its own file's and, through
+// parent, its ancestors'. Immutable once built; shared by the walk's goroutines.
+type ignoreRules struct {
+	parent *ignoreRules
+	rules  []ignoreRule
+	// strip is the folder of the ignore file relative to the walk root with a trailing
+	// slash ("" for the root); prepend is, for ignore files above the root, the root's
+	// path relative to their folder with a trailing slash.
+	strip, prepend string
+}
+
+// ignored reports whether rel (relative to the walk root, slash-separated) is ignored: the
+// deepest ignore file with a matching pattern decides, and in it the last matching pattern
+// (a "!" pattern re-includes).
+func (r *ignoreRules) ignored(rel string, isDir bool) bool {
+	base := rel[strings.LastIndexByte(rel, '/')+1:]
+	for x := r; x != nil; x = x.parent {
+		sub := x.prepend + strings.TrimPrefix(rel, x.strip)
+		for i := len(x.rules) - 1; i >= 0; i-- {
+			if x.rules[i].match(sub, base, isDir) {
+				return !x.rules[i].negate
+			}
+		}
+	}
+	return false
+}
+
+// ignoreRule is one line of an ignore file, in git's syntax. The common forms (a name,
+// "*.ext", "prefix*", "/path") are matched with string compares, the rest with doublestar
+// (whose *, **, ? and [...] mean what they mean in gitignore). The walk never looks below
+// an ignored folder, so a rule only has to match the folder itself, not its contents.
+type ignoreRule struct {
+	negate, dirOnly bool
+	kind            int
+	s               string
+}
+
+const (
+	ruleName     = iota // a name at any depth: base == s
+	ruleSuffix          // "*" + s at any depth
+	rulePrefix          // s + "*" at any depth
+	ruleBaseGlob        // a glob without a slash, matched against the name at any depth
+	ruleExact           // exactly the path s below the ignore file's folder
+	rulePathGlob        // a glob with a slash, matched against the path below that folder
+)
+
+func (r *ignoreRule) match(sub, base string, isDir bool) bool {
+	if r.dirOnly && !isDir {
+		return false
+	}
+	switch r.kind {
+	case ruleName:
+		return base == r.s
+	case ruleSuffix:
+		return strings.HasSuffix(base, r.s)
+	case rulePrefix:
+		return strings.HasPrefix(base, r.s)
+	case ruleBaseGlob:
+		return doublestar.MatchUnvalidated(r.s, base)
+	case ruleExact:
+		return sub == r.s
+	}
+	return doublestar.MatchUnvalidated(r.s, sub)
+}
+
+// compileIgnore compiles the lines of ignore files. Lines that are not valid patterns are
+// left out.
+func compileIgnore(lines []string) []ignoreRule {
+	var rules []ignoreRule
+	for _, line := range lines {
+		line = strings.TrimRight(line, "\r")
+		if strings.HasPrefix(line, "#") {
+			continue
+		}
+		if !strings.HasSuffix(line, "\\ ") {
+			line = strings.TrimRight(line, " \t")
+		}
+		r := ignoreRule{}
+		if strings.HasPrefix(line, "!") {
+			r.negate = true
+			line = line[1:]
+		} else if strings.HasPrefix(line, "\\#") || strings.HasPrefix(line, "\\!") {
+			line = line[1:]
+		}
+		if strings.HasSuffix(line, "/") {
+			r.dirOnly = true
+			line = strings.TrimRight(line, "/")
+		}
+		if line == "" || !doublestar.ValidatePattern(line) {
+			continue
+		}
+		meta := strings.ContainsAny(line, "*?[\\")
+		switch {
+		case !strings.Contains(line, "/"):
+			switch {
+			case !meta:
+				r.kind, r.s = ruleName, line
+			case line[0] == '*' && !strings.ContainsAny(line[1:], "*?[\\"):
+				r.kind, r.s = ruleSuffix, line[1:]
+			case line[len(line)-1] == '*' && !strings.ContainsAny(line[:len(line)-1], "*?[\\"):
+				r.kind, r.s = rulePrefix, line[:len(line)-1]
+			default:
+				r.kind, r.s = ruleBaseGlob, line
+			}
+		case strings.HasPrefix(line, "**/") && !strings.Contains(line[3:], "/"):
+			// "**/x" is "x" at any depth.
+			again := line[3:]
+			if r.negate {
+				again = "!" + again
+			}
+			if r.dirOnly {
+				again += "/"
+			}
+			rules = append(rules, compileIgnore([]string{again})...)
+			continue
+		default:
+			// A slash at the start or in the middle anchors the pattern to the folder.
+			p := strings.TrimPrefix(line, "/")
+			if !meta {
+				r.kind, r.s = ruleExact, p
+			} else {
+				r.kind, r.s = rulePathGlob, p
+			}
+		}
+		rules = append(rules, r)
+	}
+	return rules
+}
+
+// overrideIgnore is loadIgnore of the folder dirRel with the files given in files.
+func overrideIgnore(dirfd int, dirRel string, files map[string][]byte) []ignoreRule {
+	var lines []string
+	for _, n := range ignoreFiles {
+		key := n
+		if dirRel != "" {
+			key = dirRel + "/" + n
+		}
+		if b, ok := files[key]; ok {
+			if b != nil {
+				lines = append(lines, strings.Split(string(b), "\n")...)
+			}
+			continue
+		}
+		lines = append(lines, readIgnoreLines(dirfd, n)...)
+	}
+	return compileIgnore(lines)
+}
+
+func readIgnoreLines(dirfd int, n string) []string {
+	fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return nil
+	}
+	defer unix.Close(fd)
+	if b, ok := readSmallRegular(fd, MaxIgnoreFileBytes); ok {
+		return strings.Split(string(b), "\n")
+	}
+	return nil
+}
+
+// MaxIgnoreFileBytes caps an ignore file: a larger one is not read (nor is anything but a
+// regular file: a FIFO would block the walk, a link to /dev/zero would never end).
+const MaxIgnoreFileBytes = 1 << 20
+
+// loadIgnore reads the ignore files of the open folder dirfd (only those in names, when
+// names is not nil), or returns nil if it has none. Like git, it reads only regular files
+// and follows no symbolic link.
+func loadIgnore(dirfd int, names map[string]bool) []ignoreRule {
+	var lines []string
+	for _, n := range ignoreFiles {
+		if names != nil && !names[n] {
+			continue
+		}
+		fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		if err != nil {
+			continue
+		}
+		b, ok := readSmallRegular(fd, MaxIgnoreFileBytes)
+		unix.Close(fd)
+		if ok {
+			lines = append(lines, strings.Split(string(b), "\n")...)
+		}
+	}
+	return compileIgnore(lines)
+}
+
+// readSmallRegular reads the file open at fd if it is a regular file of at most limit
+// bytes (also after reading: it may grow); false otherwise.
+func readSmallRegular(fd int, limit int64) ([]byte, bool) {
+	var st unix.Stat_t
+	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
+		return nil, false
+	}
+	b := make([]byte, 0, st.Size+512)
+	for {
+		if len(b) == cap(b) {
+			b = slices.Grow(b, 4096)
+		}
+		n, err := ReadRetry(fd, b[len(b):cap(b)])
+		if err != nil {
+			return nil, false
+		}
+		if n == 0 {
+			return b, true
+		}
+		b = b[:len(b)+n]
+		if int64(len(b)) > limit {
+			return nil, false
+		}
+	}
+}
+
+// Options configure a walk.
+type Options struct {
+	// Root is the real absolute folder to walk; Workspace bounds the ancestors whose
+	// ignore files apply.
+	Root, Workspace string
+	// NoIgnoreFiles turns .gitignore and .ignore off.
+	NoIgnoreFiles bool
+	// SkipDirs are folder names never entered (.git always is).
+	SkipDirs map[string]bool
+	// Skip, if set, leaves out an entry (rel to Root, slash-separated).
+	Skip func(rel string, isDir bool) bool
+	// Dirs asks visit to be called for folders too.
+	Dirs bool
+	// Links asks visit to be called for symbolic links too (never followed).
+	Links bool
+}
+
+// Entry is one file (or folder) the walk found.
+type Entry struct {
+	Abs, Rel string // Rel is relative to the walk root, slash-separated
+	Dir      bool
+	Link     bool // a symbolic link (only with Options.Links)
+	// dirfd is the open folder holding the entry (valid while visit runs) and name the
+	// entry's name in it: opening by them cannot be led elsewhere by a swapped folder.
+	dirfd int
+	name  string
+}
+
+// Open opens the entry, a file, for reading: without following a symlink put in its place
+// since it was listed, and only if it is (still) a regular file. st is its fstat.
+func (e *Entry) Open(st *unix.Stat_t) (int, bool) {
+	fd, err := unix.Openat(e.dirfd, e.name, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return -1, false
+	}
+	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		unix.Close(fd)
+		return -1, false
+	}
+	return fd, true
+}
+
+// Readlink is the target of the entry, a symbolic link.
+func (e *Entry) Readlink() (string, error) {
+	buf := make([]byte, 256)
+	for {
+		n, err := unix.Readlinkat(e.dirfd, e.name, buf)
+		if err != nil {
+			return "", err
+		}
+		if n < len(buf) {
+			return string(buf[:n]), nil
+		}
+		buf = make([]byte, 2*len(buf))
+	}
+}
+
+// Name is the entry's name in its folder.
+func (e *Entry) Name() string { return e.name }
+
+// Lstat is the entry's lstat, in its open folder.
+func (e *Entry) Lstat(st *unix.Stat_t) error {
+	return unix.Fstatat(e.dirfd, e.name, st, unix.AT_SYMLINK_NOFOLLOW)
+}
+
+// Walk visits every file below o.Root that is not ignored, from several goroutines at
+// once: visit must be safe for concurrent use. Symbolic links are never followed (a link
+// could lead out of the workspace), and visited only with Options.Links. Every folder is opened below the root
+// folder, itself opened without following a symlink (fspath.Open), with openat2's
+// RESOLVE_BENEATH|RESOLVE_NO_SYMLINKS (fspath.OpenBeneath), and every file relative to its
+// open folder with O_NOFOLLOW: a folder swapped for a symlink after it was listed is left
+// out rather than followed. It returns an error matching fspath.ErrSymlink or
+// fspath.ErrNotBeneath if the root itself was swapped, and
+// ctx's error if it was cancelled, having stopped every goroutine it started.
+func Walk(ctx context.Context, o Options, visit func(e Entry)) error {
+	rootfd, err := fspath.Open(o.Root, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return err
+	}
+	defer unix.Close(rootfd)
+	var base *ignoreRules
+	if !o.NoIgnoreFiles {
+		base = ancestorRules(o.Workspace, o.Root)
+	}
+	q := &dirQueue{}
+	q.cond = sync.NewCond(&q.mu)
+	q.push(dirItem{rel: "", rules: base})
+	workers := max(2, runtime.GOMAXPROCS(0))
+	var wg sync.WaitGroup
+	for range workers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				it, ok := q.pop()
+				if !ok {
+					return
+				}
+				if ctx.Err() == nil {
+					walkDir(ctx, o, rootfd, it, q, visit)
+				}
+				q.finish()
+			}
+		}()
+	}
+	wg.Wait()
+	return ctx.Err()
+}
+
+func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue, visit func(e Entry)) {
+	rel := it.rel
+	if rel == "" {
+		rel = "."
+	}
+	fd, err := fspath.OpenBeneath(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	if err != nil {
+		return
+	}
+	dirAbs := o.Root
+	if it.rel != "" {
+		dirAbs = o.Root + string(filepath.Separator) + filepath.FromSlash(it.rel)
+	}
+	f := os.NewFile(uintptr(fd), dirAbs)
+	defer f.Close()
+	ents, _ := f.ReadDir(-1)
+	rules := it.rules
+	if !o.NoIgnoreFiles {
+		var names map[string]bool
+		for _, e := range ents {
+			n := e.Name()
+			if n == ".gitignore" || n == ".ignore" {
+				if names == nil {
+					names = map[string]bool{}
+				}
+				names[n] = true
+			}
+		}
+		if names != nil {
+			if rs := loadIgnore(fd, names); len(rs) > 0 {
+				strip := ""
+				if it.rel != "" {
+					strip = it.rel + "/"
+				}
+				rules = &ignoreRules{parent: rules, rules: rs, strip: strip}
+			}
+		}
+	}
+	for _, e := range ents {
+		name := e.Name()
+		t := e.Type()
+		rel := name
+		if it.rel != "" {
+			rel = it.rel + "/" + name
+		}
+		if t&fs.ModeSymlink != 0 {
+			if o.Links && (rules == nil || !rules.ignored(rel, false)) && (o.Skip == nil || !o.Skip(rel, false)) {
+				visit(Entry{Abs: dirAbs + string(filepath.Separator) + name, Rel: rel, Link: true, dirfd: fd, name: name})
+			}
+			continue
+		}
+		isDir := t.IsDir()
+		if isDir && (name == ".git" || o.SkipDirs[name]) {
+			continue
+		}
+		if rules != nil && rules.ignored(rel, isDir) {
+			continue
+		}
+		if o.Skip != nil && o.Skip(rel, isDir) {
+			continue
+		}
+		abs := dirAbs + string(filepath.Separator) + name
+		if isDir {
+			if o.Dirs {
+				visit(Entry{Abs: abs, Rel: rel, Dir: true, dirfd: fd, name: name})
+			}
+			q.push(dirItem{rel: rel, rules: rules})
+			continue
+		}
+		if !t.IsRegular() {
+			continue
+		}
+		visit(Entry{Abs: abs, Rel: rel, dirfd: fd, name: name})
+		if ctx.Err() != nil {
+			return
+		}
+	}
+}
+
+// ancestorRules loads the ignore files of the folders from the workspace down to root's
+// parent (none when root is outside the workspace).
+func ancestorRules(ws, root string) *ignoreRules {
+	rel, ok := fspath.Within(ws, root)
+	if !ok || rel == "." {
+		return nil
+	}
+	var rules *ignoreRules
+	parts := strings.Split(rel, "/")
+	dir := ws
+	for i := range parts {
+		if fd, err := fspath.Open(dir, unix.O_PATH|unix.O_DIRECTORY); err == nil {
+			if rs := loadIgnore(fd, nil); len(rs) > 0 {
+				rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
+			}
+			unix.Close(fd)
+		}
+		dir = filepath.Join(dir, parts[i])
+	}
+	return rules
+}
+
+type dirItem struct {
+	rel   string // relative to the walk root, slash-separated ("" for the root)
+	rules *ignoreRules
+}
+
+// dirQueue is the walk's stack of folders still to read, with a count of folders queued
+// or being read: the walk is over when it reaches zero.
+type dirQueue struct {
+	mu      sync.Mutex // guards items and pending
+	cond    *sync.Cond
+	items   []dirItem
+	pending int
+}
+
+func (q *dirQueue) push(it dirItem) {
+	q.mu.Lock()
+	q.items = append(q.items, it)
+	q.pending++
+	q.mu.Unlock()
+	q.cond.Signal()
+}
+
+// pop waits for a folder; false means the walk is over.
+func (q *dirQueue) pop() (dirItem, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	for len(q.items) == 0 {
+		if q.pending == 0 {
+			return dirItem{}, false
+		}
+		q.cond.Wait()
+	}
+	it := q.items[len(q.items)-1]
+	q.items = q.items[:len(q.items)-1]
+	return it, true
+}
+
+// finish marks a popped folder done.
+func (q *dirQueue) finish() {
+	q.mu.Lock()
+	q.pending--
+	done := q.pending == 0
+	q.mu.Unlock()
+	if done {
+		q.cond.Broadcast()
+	}
+}
+
+// Ignored reports whether the walk of ws would leave out rel (slash-separated, relative to
+// ws; isDir for a folder): the path itself or one of its folders is .git or matches the
+// ignore files of ws and the folders down to it.
+func Ignored(ws, rel string, isDir bool) bool { return IgnoredWith(ws, rel, isDir, nil) }
+
+// IgnoredWith is Ignored with some ignore files read from files instead of the disk: keys are
+// workspace-relative paths of .gitignore or .ignore files, values their content (nil: the file
+// does not exist). It tells what older ignore files left out.
+func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
+	parts := strings.Split(rel, "/")
+	rootfd, err := fspath.Open(ws, unix.O_PATH|unix.O_DIRECTORY)
+	if err != nil {
+		return false
+	}
+	defer unix.Close(rootfd)
+	var rules *ignoreRules
+	for i, part := range parts {
+		dirRel := strings.Join(parts[:i], "/")
+		name := "."
+		if dirRel != "" {
+			name = dirRel
+		}
+		if fd, err := fspath.OpenBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+			rs := loadIgnore(fd, nil)
+			if files != nil {
+				rs = overrideIgnore(fd, dirRel, files)
+			}
+			if len(rs) > 0 {
+				strip := ""
+				if dirRel != "" {
+					strip = dirRel + "/"
+				}
+				rules = &ignoreRules{parent: rules, rules: rs, strip: strip}
+			}
+			unix.Close(fd)
+		}
+		sub := strings.Join(parts[:i+1], "/")
+		dir := isDir || i < len(parts)-1
+		if dir && part == ".git" {
+			return true
+		}
+		if rules != nil && rules.ignored(sub, dir) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,474 @@
+package store
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// Kinds of a FileState.
+const (
+	KindAbsent = ""
+	KindFile   = "file"
+	KindLink   = "link"
+	KindDir    = "dir"
+)
+
+// FileState is one path of the workspace as toolsd saw it at one time: what it was (absent,
+// a file, a symbolic link, a folder), its mode, and where its content is kept.
+type FileState struct {
+	Kind string `json:"kind,omitempty"`
+	Mode uint32 `json:"mode,omitempty"` // permission bits
+	Size int64  `json:"size,omitempty"`
+	// Content is the ContentID of a file's bytes when the store keeps them.
+	Content string `json:"content,omitempty"`
+	// Git is the workspace's own git blob id of a file whose bytes are, so far, kept only
+	// in the workspace's git object store (a clean tracked file).
+	Git string `json:"git,omitempty"`
+	// Link is a symbolic link's target.
+	Link string `json:"link,omitempty"`
+	// NotKept says why a file's bytes were not kept (over a size cap, unreadable).
+	NotKept string `json:"notKept,omitempty"`
+	// The stat identity that tells a change without reading the file (index only).
+	Mtime int64  `json:"mtime,omitempty"`
+	Ctime int64  `json:"ctime,omitempty"`
+	Ino   uint64 `json:"ino,omitempty"`
+}
+
+// CallRef names a call.
+type CallRef struct {
+	SessionID string `json:"sessionID"`
+	CallID    string `json:"callID"`
+	Tool      string `json:"tool,omitempty"`
+}
+
+// FileChange is one path a call changed: its state before and after the call.
+type FileChange struct {
+	Path   string     `json:"path"` // workspace-relative, slash-separated
+	Before FileState  `json:"before"`
+	After  *FileState `json:"after,omitempty"` // nil while the call runs
+	// Attribution: "call" (the tool reported the change itself), "during" (found changed
+	// while the call ran), "interrupted" (found changed after the daemon died during it).
+	Attribution   string    `json:"attribution"`
+	AlsoTouchedBy []CallRef `json:"alsoTouchedBy,omitempty"`
+}
+
+// Checkpoint is what one call changed in the workspace.
+type Checkpoint struct {
+	SessionID string `json:"sessionID"`
+	CallID    string `json:"callID"`
+	Tool      string `json:"tool"`
+	// Exact: the tool reported each change with its exact images (write, edit,
+	// apply_patch, a revert); otherwise the changes were found by comparing the
+	// workspace before and after.
+	Exact       bool         `json:"exact,omitempty"`
+	Interrupted bool         `json:"interrupted,omitempty"`
+	StartedAt   time.Time    `json:"startedAt"`
+	EndedAt     *time.Time   `json:"endedAt,omitempty"`
+	Files       []FileChange `json:"files"`
+	// Concurrent are the other changing calls whose time overlapped this one's.
+	Concurrent []CallRef `json:"concurrent,omitempty"`
+	// Reverts are, for a revert, the calls it reverted (newest first).
+	Reverts []CallRef `json:"reverts,omitempty"`
+	Notes   []string  `json:"notes,omitempty"`
+}
+
+// CheckpointUpdate is one transaction of checkpoint state: index entries put (nil deletes),
+// open checkpoints created or replaced, finished ones recorded (and removed from the open
+// ones).
+type CheckpointUpdate struct {
+	Index map[string]*FileState
+	Open  []*Checkpoint
+	Done  []*Checkpoint
+}
+
+// LoadCheckpointIndex calls fn for every path of the checkpoint index, in path order.
+func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) error {
+	return s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCPIndex).ForEach(func(k, v []byte) error {
+			var st FileState
+			if err := json.Unmarshal(v, &st); err != nil {
+				return fmt.Errorf("%w: checkpoint index entry %q: %v", ErrCorrupt, k, err)
+			}
+			fn(string(k), st)
+			return nil
+		})
+	})
+}
+
+// callSeq finds the sequence key of a call.
+func callSeq(tx *bolt.Tx, sessionID, callID string) ([]byte, error) {
+	k := tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
+	if k == nil {
+		return nil, fmt.Errorf("%w: no call %q in session %q", ErrNotFound, callID, sessionID)
+	}
+	return bytes.Clone(k), nil
+}
+
+// UpdateCheckpoints commits u in one transaction. An open or finished checkpoint must belong
+// to a recorded call (ErrNotFound otherwise).
+func (s *Store) UpdateCheckpoints(u *CheckpointUpdate) error {
+	type enc struct {
+		cp  *Checkpoint
+		val []byte
+	}
+	encode := func(cps []*Checkpoint) ([]enc, error) {
+		out := make([]enc, 0, len(cps))
+		for _, cp := range cps {
+			if err := checkID("sessionID", cp.SessionID); err != nil {
+				return nil, err
+			}
+			if err := checkID("callID", cp.CallID); err != nil {
+				return nil, err
+			}
+			v, err := json.Marshal(cp)
+			if err != nil {
+				return nil, err
+			}
+			out = append(out, enc{cp, v})
+		}
+		return out, nil
+	}
+	open, err := encode(u.Open)
+	if err != nil {
+		return err
+	}
+	done, err := encode(u.Done)
+	if err != nil {
+		return err
+	}
+	index := make(map[string][]byte, len(u.Index))
+	for p, st := range u.Index {
+		if st == nil {
+			index[p] = nil
+			continue
+		}
+		v, err := json.Marshal(st)
+		if err != nil {
+			return err
+		}
+		index[p] = v
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		ib := tx.Bucket(bucketCPIndex)
+		for p, v := range index {
+			if p == "" {
+				return fmt.Errorf("%w: empty path in the checkpoint index", ErrInvalid)
+			}
+			var err error
+			if v == nil {
+				err = ib.Delete([]byte(p))
+			} else {
+				err = ib.Put([]byte(p), v)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		ob := tx.Bucket(bucketCPOpen)
+		for _, e := range open {
+			seq, err := callSeq(tx, e.cp.SessionID, e.cp.CallID)
+			if err != nil {
+				return err
+			}
+			if err := ob.Put(seq, e.val); err != nil {
+				return err
+			}
+		}
+		rb, pb := tx.Bucket(bucketCPRecords), tx.Bucket(bucketCPPaths)
+		for _, e := range done {
+			seq, err := callSeq(tx, e.cp.SessionID, e.cp.CallID)
+			if err != nil {
+				return err
+			}
+			if err := ob.Delete(seq); err != nil {
+				return err
+			}
+			if err := rb.Put(seq, e.val); err != nil {
+				return err
+			}
+			for _, f := range e.cp.Files {
+				if err := pb.Put(join(f.Path, seq), nil); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+}
+
+// OpenCheckpoints returns the checkpoints of calls that were running when their daemon
+// stopped (or are running now), oldest first.
+func (s *Store) OpenCheckpoints() ([]*Checkpoint, error) {
+	var out []*Checkpoint
+	err := s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketCPOpen).ForEach(func(k, v []byte) error {
+			var cp Checkpoint
+			if err := json.Unmarshal(v, &cp); err != nil {
+				s.log.Warn("skipping a damaged open checkpoint", "seq", hex.EncodeToString(k), "err", err)
+				return nil
+			}
+			out = append(out, &cp)
+			return nil
+		})
+	})
+	return out, err
+}
+
+// Checkpoint returns the checkpoint of a call (a finished one, or the open one of a call
+// still running). A call without one -> ErrNotFound.
+func (s *Store) Checkpoint(sessionID, callID string) (*Checkpoint, error) {
+	var cp *Checkpoint
+	err := s.view(func(tx *bolt.Tx) error {
+		seq, err := callSeq(tx, sessionID, callID)
+		if err != nil {
+			return err
+		}
+		cp, err = getCheckpoint(tx, seq)
+		if err == nil && cp == nil {
+			err = fmt.Errorf("%w: call %q of session %q changed no files (or its checkpoint expired)", ErrNotFound, callID, sessionID)
+		}
+		return err
+	})
+	return cp, err
+}
+
+func getCheckpoint(tx *bolt.Tx, seq []byte) (*Checkpoint, error) {
+	v := tx.Bucket(bucketCPRecords).Get(seq)
+	if v == nil {
+		v = tx.Bucket(bucketCPOpen).Get(seq)
+	}
+	if v == nil {
+		return nil, nil
+	}
+	var cp Checkpoint
+	if err := json.Unmarshal(v, &cp); err != nil {
+		return nil, fmt.Errorf("%w: checkpoint: %v", ErrCorrupt, err)
+	}
+	return &cp, nil
+}
+
+// SessionCheckpoints returns the checkpoints of a session's calls from the call fromCallID
+// on (inclusive; every call of the session when it is empty), newest first.
+func (s *Store) SessionCheckpoints(sessionID, fromCallID string) ([]*Checkpoint, error) {
+	if err := checkID("sessionID", sessionID); err != nil {
+		return nil, err
+	}
+	var out []*Checkpoint
+	err := s.view(func(tx *bolt.Tx) error {
+		var from []byte
+		if fromCallID != "" {
+			var err error
+			if from, err = callSeq(tx, sessionID, fromCallID); err != nil {
+				return err
+			}
+		}
+		prefix := join(sessionID, nil)
+		c := tx.Bucket(bucketCallsBySession).Cursor()
+		for k, _ := seekLastWithPrefix(c, prefix); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Prev() {
+			seq := k[len(prefix):]
+			if from != nil && bytes.Compare(seq, from) < 0 {
+				break
+			}
+			cp, err := getCheckpoint(tx, seq)
+			if err != nil {
+				return err
+			}
+			if cp != nil {
+				out = append(out, cp)
+			}
+		}
+		return nil
+	})
+	return out, err
+}
+
+// LaterChanges returns the calls recorded after the call (sessionID, callID) that changed
+// path, oldest first.
+func (s *Store) LaterChanges(path, sessionID, callID string) ([]CallRef, error) {
+	var out []CallRef
+	err := s.view(func(tx *bolt.Tx) error {
+		seq, err := callSeq(tx, sessionID, callID)
+		if err != nil {
+			return err
+		}
+		prefix := join(path, nil)
+		c := tx.Bucket(bucketCPPaths).Cursor()
+		for k, _ := c.Seek(join(path, seq)); k != nil && bytes.HasPrefix(k, prefix); k, _ = c.Next() {
+			s2 := k[len(prefix):]
+			if bytes.Equal(s2, seq) {
+				continue
+			}
+			cp, err := getCheckpoint(tx, s2)
+			if err != nil || cp == nil {
+				continue
+			}
+			out = append(out, CallRef{SessionID: cp.SessionID, CallID: cp.CallID, Tool: cp.Tool})
+		}
+		return nil
+	})
+	return out, err
+}
+
+// PruneCheckpoints deletes the checkpoints of calls that ended more than Options.Retention
+// ago, and the content only they kept (see pruneCheckpoints). The background pruner calls it
+// with Prune.
+func (s *Store) PruneCheckpoints() (int, error) {
+	if s.opts.Retention < 0 {
+		return 0, nil
+	}
+	s.pruneMu.Lock()
+	defer s.pruneMu.Unlock()
+	return s.pruneCheckpoints(s.now().Add(-s.opts.Retention))
+}
+
+// pruneCheckpoints deletes the checkpoints of calls that ended before cutoff, then every
+// stored content that neither the index, an open checkpoint nor a kept checkpoint names
+// (and that is older than cutoff, so content stored for a checkpoint not yet committed is
+// never taken). It returns how many checkpoints it deleted.
+func (s *Store) pruneCheckpoints(cutoff time.Time) (int, error) {
+	deleted := 0
+	for {
+		n, more := 0, false
+		err := s.update(func(tx *bolt.Tx) error {
+			n, more = 0, false
+			rb, pb := tx.Bucket(bucketCPRecords), tx.Bucket(bucketCPPaths)
+			type victim struct {
+				seq   []byte
+				paths []string
+			}
+			var victims []victim
+			c := rb.Cursor()
+			for k, v := c.First(); k != nil; k, v = c.Next() {
+				if binary.BigEndian.Uint64(k) >= uint64(cutoff.UnixNano()) {
+					break // seq is at least the call's creation time: the rest is newer
+				}
+				var cp Checkpoint
+				if err := json.Unmarshal(v, &cp); err == nil && cp.EndedAt != nil && cp.EndedAt.After(cutoff) {
+					continue
+				}
+				if len(victims) == pruneBatch {
+					more = true
+					break
+				}
+				vi := victim{seq: bytes.Clone(k)}
+				for _, f := range cp.Files {
+					vi.paths = append(vi.paths, f.Path)
+				}
+				victims = append(victims, vi)
+			}
+			for _, vi := range victims {
+				if err := rb.Delete(vi.seq); err != nil {
+					return err
+				}
+				for _, p := range vi.paths {
+					if err := pb.Delete(join(p, vi.seq)); err != nil {
+						return err
+					}
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil {
+			return deleted, err
+		}
+		deleted += n
+		if !more {
+			break
+		}
+	}
+	return deleted, s.collectContent(cutoff)
+}
+
+// collectContent deletes content nothing names any more (mark and sweep), and the chunks
+// only such content used.
+func (s *Store) collectContent(cutoff time.Time) error {
+	// No content is stored meanwhile: a new manifest could name a chunk about to go.
+	s.contentMu.Lock()
+	defer s.contentMu.Unlock()
+	live := map[string]bool{}
+	mark := func(st *FileState) {
+		if st != nil && st.Content != "" {
+			live[st.Content] = true
+		}
+	}
+	err := s.view(func(tx *bolt.Tx) error {
+		if err := tx.Bucket(bucketCPIndex).ForEach(func(_, v []byte) error {
+			var st FileState
+			if json.Unmarshal(v, &st) == nil {
+				mark(&st)
+			}
+			return nil
+		}); err != nil {
+			return err
+		}
+		for _, b := range [][]byte{bucketCPRecords, bucketCPOpen} {
+			if err := tx.Bucket(b).ForEach(func(_, v []byte) error {
+				var cp Checkpoint
+				if err := json.Unmarshal(v, &cp); err != nil {
+					return fmt.Errorf("%w: checkpoint: %v (content is not collected while one is unreadable)", ErrCorrupt, err)
+				}
+				for i := range cp.Files {
+					mark(&cp.Files[i].Before)
+					mark(cp.Files[i].After)
+				}
+				return nil
+			}); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	var dead [][]byte
+	chunkLive := map[[32]byte]bool{}
+	err = s.view(func(tx *bolt.Tx) error {
+		return tx.Bucket(bucketContent).ForEach(func(k, v []byte) error {
+			old := len(v) >= 16 && int64(binary.BigEndian.Uint64(v)) < cutoff.UnixNano()
+			if !live[hex.EncodeToString(k)] && old {
+				dead = append(dead, bytes.Clone(k))
+				return nil
+			}
+			for i := 16; i+32 <= len(v); i += 32 {
+				chunkLive[[32]byte(v[i:i+32])] = true
+			}
+			return nil
+		})
+	})
+	if err != nil || len(dead) == 0 {
+		return err
+	}
+	for len(dead) > 0 {
+		batch := dead[:min(len(dead), 256)]
+		dead = dead[len(batch):]
+		err := s.update(func(tx *bolt.Tx) error {
+			cb, chb := tx.Bucket(bucketContent), tx.Bucket(bucketChunks)
+			for _, k := range batch {
+				m := cb.Get(k)
+				for i := 16; i+32 <= len(m); i += 32 {
+					if sum := [32]byte(m[i : i+32]); !chunkLive[sum] {
+						if err := chb.Delete(sum[:]); err != nil {
+							return err
+						}
+					}
+				}
+				if err := cb.Delete(k); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}

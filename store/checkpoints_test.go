@@ -1,0 +1,192 @@
+package store
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"math/rand"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+func TestContentRoundTripAndDedup(t *testing.T) {
+	s := openTest(t, nil)
+	rnd := rand.New(rand.NewSource(1))
+	big := make([]byte, 1<<20)
+	rnd.Read(big)
+	var text bytes.Buffer
+	for i := 0; text.Len() < 300<<10; i++ {
+		fmt.Fprintf(&text, "line %d of some text that compresses well\n", i)
+	}
+	for _, data := range [][]byte{{}, []byte("x"), []byte("\x00\x01\xff"), big, text.Bytes()} {
+		id, err := s.PutContent(data)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if id != ContentID(data) || !s.HasContent(id) {
+			t.Fatalf("id %s, has %v", id, s.HasContent(id))
+		}
+		got, err := s.Content(id)
+		if err != nil || !bytes.Equal(got, data) {
+			t.Fatalf("Content(%d bytes) = %d bytes, %v", len(data), len(got), err)
+		}
+	}
+	chunks := func() int {
+		n := 0
+		_ = s.view(func(tx *bolt.Tx) error { n = tx.Bucket(bucketChunks).Stats().KeyN; return nil })
+		return n
+	}
+	before := chunks()
+	// The same bytes again, and a one-byte edit in the middle of the 1 MiB content: a chunk
+	// or two more, not 128.
+	if _, err := s.PutContent(append([]byte(nil), big...)); err != nil {
+		t.Fatal(err)
+	}
+	edited := append([]byte(nil), big...)
+	edited[len(edited)/2] ^= 0xff
+	id, err := s.PutContent(edited)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _ := s.Content(id); !bytes.Equal(got, edited) {
+		t.Fatal("the edited content does not read back")
+	}
+	if added := chunks() - before; added < 1 || added > 3 {
+		t.Fatalf("a one-byte edit of 1 MiB added %d chunks", added)
+	}
+	if _, err := s.Content(ContentID([]byte("never stored"))); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown content: %v", err)
+	}
+	if _, err := s.Content("nothex"); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("bad id: %v", err)
+	}
+}
+
+func TestContentDamagedChunkIsCorrupt(t *testing.T) {
+	s := openTest(t, nil)
+	id, err := s.PutContent([]byte("some content"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.update(func(tx *bolt.Tx) error {
+		c := tx.Bucket(bucketChunks).Cursor()
+		k, _ := c.First()
+		return tx.Bucket(bucketChunks).Put(bytes.Clone(k), []byte{0, 'X'})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Content(id); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a damaged chunk: %v", err)
+	}
+}
+
+func newCall(t *testing.T, s *Store, session, call string) {
+	t.Helper()
+	if err := s.CreateCall(&protocol.CallRecord{SessionID: session, CallID: call, Status: protocol.StatusRunning}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func fileState(s *Store, t *testing.T, body string) FileState {
+	t.Helper()
+	id, err := s.PutContent([]byte(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return FileState{Kind: KindFile, Mode: 0o644, Size: int64(len(body)), Content: id}
+}
+
+func TestCheckpointRecords(t *testing.T) {
+	s := openTest(t, nil)
+	for _, c := range []string{"c1", "c2", "c3"} {
+		newCall(t, s, "s1", c)
+	}
+	newCall(t, s, "s2", "x")
+	a0, a1, a2 := fileState(s, t, "a0"), fileState(s, t, "a1"), fileState(s, t, "a2")
+	now := time.Now()
+	open := &Checkpoint{SessionID: "s1", CallID: "c3", Tool: "bash", StartedAt: now, Files: []FileChange{{Path: "a", Before: a2}}}
+	err := s.UpdateCheckpoints(&CheckpointUpdate{
+		Index: map[string]*FileState{"a": &a2, "gone": nil},
+		Open:  []*Checkpoint{open},
+		Done: []*Checkpoint{
+			{SessionID: "s1", CallID: "c1", Tool: "bash", StartedAt: now, EndedAt: &now, Files: []FileChange{{Path: "a", Before: a0, After: &a1, Attribution: "during"}}},
+			{SessionID: "s1", CallID: "c2", Tool: "edit", StartedAt: now, EndedAt: &now, Files: []FileChange{{Path: "a", Before: a1, After: &a2, Attribution: "call"}}},
+		},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idx := map[string]FileState{}
+	if err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 1 || idx["a"].Content != a2.Content {
+		t.Fatalf("index %v, %v", idx, err)
+	}
+	cps, err := s.SessionCheckpoints("s1", "c2")
+	if err != nil || len(cps) != 2 || cps[0].CallID != "c3" || cps[1].CallID != "c2" {
+		t.Fatalf("SessionCheckpoints from c2: %+v, %v", cps, err)
+	}
+	if cp, err := s.Checkpoint("s1", "c3"); err != nil || cp.EndedAt != nil {
+		t.Fatalf("the open checkpoint: %+v, %v", cp, err)
+	}
+	if _, err := s.Checkpoint("s2", "x"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("a call without a checkpoint: %v", err)
+	}
+	later, err := s.LaterChanges("a", "s1", "c1")
+	if err != nil || len(later) != 1 || later[0].CallID != "c2" {
+		t.Fatalf("LaterChanges: %+v, %v", later, err)
+	}
+	if op, err := s.OpenCheckpoints(); err != nil || len(op) != 1 || op[0].CallID != "c3" {
+		t.Fatalf("OpenCheckpoints: %+v, %v", op, err)
+	}
+	// A checkpoint of an unknown call is refused, and nothing of its transaction is kept.
+	err = s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"b": &a0}, Done: []*Checkpoint{{SessionID: "s9", CallID: "nope"}}})
+	if !errors.Is(err, ErrNotFound) {
+		t.Fatalf("unknown call: %v", err)
+	}
+	idx = map[string]FileState{}
+	_ = s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st })
+	if _, ok := idx["b"]; ok {
+		t.Fatal("a refused update left its index entry")
+	}
+}
+
+// TestPruneCheckpoints: checkpoints older than the retention go, with the content only they
+// kept; content the index or a kept checkpoint names stays.
+func TestPruneCheckpoints(t *testing.T) {
+	clock := newFakeClock()
+	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour})
+	newCall(t, s, "s", "old")
+	oldOnly, shared, inIndex := fileState(s, t, "only the old checkpoint"), fileState(s, t, "shared"), fileState(s, t, "index")
+	end := clock.Now()
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"i": &inIndex}, Done: []*Checkpoint{{SessionID: "s", CallID: "old", EndedAt: &end,
+		Files: []FileChange{{Path: "p", Before: oldOnly, After: &shared}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	clock.Advance(48 * time.Hour)
+	newCall(t, s, "s", "new")
+	end2 := clock.Now()
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Done: []*Checkpoint{{SessionID: "s", CallID: "new", EndedAt: &end2,
+		Files: []FileChange{{Path: "p", Before: shared, After: &FileState{}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	n, err := s.PruneCheckpoints()
+	if err != nil || n != 1 {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+	if _, err := s.Checkpoint("s", "old"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the old checkpoint: %v", err)
+	}
+	if s.HasContent(oldOnly.Content) || !s.HasContent(shared.Content) || !s.HasContent(inIndex.Content) {
+		t.Fatalf("content after pruning: old-only %v shared %v index %v", s.HasContent(oldOnly.Content), s.HasContent(shared.Content), s.HasContent(inIndex.Content))
+	}
+	if got, err := s.Content(shared.Content); err != nil || string(got) != "shared" {
+		t.Fatalf("shared content: %q %v", got, err)
+	}
+	if later, _ := s.LaterChanges("p", "s", "new"); len(later) != 0 {
+		t.Fatalf("path rows of the pruned checkpoint are left: %v", later)
+	}
+}
