@@ -997,9 +997,10 @@ func (s *scope) ln(args []word, at []int) string {
 	return why
 }
 
-// linkMaker reports a command that can create or move symlinks in the workspace in ways the
-// analysis does not model (ln -s is modelled): paths used after it are only known when the
-// line runs.
+// linkMaker reports a command that can create symlinks whose targets the line does not
+// show (an archive's or a repository's content), in ways the analysis does not model (ln -s
+// is modelled; cp and mv only copy or move entries whose paths are checked): paths used
+// after it are only known when the line runs.
 func linkMaker(name string, args []word) bool {
 	sub := ""
 	for _, a := range args {
@@ -1009,24 +1010,13 @@ func linkMaker(name string, args []word) bool {
 		}
 	}
 	switch name {
-	case "mv", "unzip", "cpio", "rsync", "7z", "7za", "bsdtar":
+	case "unzip", "cpio", "rsync", "7z", "7za", "bsdtar":
 		return true
-	case "cp":
-		for _, a := range args {
-			t := a.text
-			if strings.HasPrefix(t, "--") {
-				if t == "--recursive" || t == "--archive" || t == "--no-dereference" || t == "--symbolic-link" || t == "--link" || strings.HasPrefix(t, "--preserve") {
-					return true
-				}
-			} else if strings.HasPrefix(t, "-") && strings.ContainsAny(t, "rRadPsl") {
-				return true
-			}
-		}
 	case "tar":
 		for _, a := range args {
 			t := a.text
 			if t == "--extract" || t == "--get" || strings.HasPrefix(t, "-") && !strings.HasPrefix(t, "--") && strings.Contains(t, "x") ||
-				a == args[0] && !strings.HasPrefix(t, "-") && strings.Contains(t, "x") {
+				a == args[0] && oldStyleTar(t) && strings.Contains(t, "x") {
 				return true
 			}
 		}
