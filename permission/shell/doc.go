@@ -58,9 +58,10 @@
 // be in when they are used (Cwds): a cd is followed through the statements after it (&&
 // runs the next statement in the folder the cd reached; ; and || in either), and a
 // subshell or a pipeline does not move the line. A symlink that ln -s creates in the line is
-// a Link, resolved from the link's own folder. After a command that may create links the
-// analysis does not model (tar x, unzip, git checkout, ...: an archive's or a repository's content), or a cd to a folder only
-// known at run time, later paths are Dynamic: only known when the line runs. The package
+// a Link, resolved from the link's own folder. After a command that may create links whose
+// targets the line does not show (tar x, unzip, git checkout: an archive's or a
+// repository's content), or a cd to a folder only known at run time, later paths are
+// Dynamic: only known when the line runs. The package
 // permission resolves Uses as the kernel does, component by component (a symlink first,
 // then ".." from where it leads).
 package shell
