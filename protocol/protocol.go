@@ -307,7 +307,7 @@ type Decision struct {
 	Permission string    `json:"permission"`
 	Patterns   []string  `json:"patterns"`
 	Action     string    `json:"action"`            // allow, deny, ask
-	By         string    `json:"by"`                // "rule", "person", "no-ui", "cancel"
+	By         string    `json:"by"`                // "rule", "person", "sandbox" (auto-allowed confined), "no-ui", "cancel"
 	Rule       *RuleInfo `json:"rule,omitempty"`    // the rule that decided
 	Reply      string    `json:"reply,omitempty"`   // once, always, reject
 	Scope      string    `json:"scope,omitempty"`   // for always

@@ -10,12 +10,14 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
 
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/config"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/project"
@@ -57,6 +59,8 @@ type Workspace struct {
 	changed     func(protocol.ChangedParams)
 	logLevel    *slog.LevelVar // nil: the command line fixed the level
 	log         *slog.Logger
+
+	sandbox *sandboxer
 
 	mu     sync.Mutex // guards agents, layers and mcp
 	agents map[string]bool
@@ -130,6 +134,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if storePath == "" {
 		storePath = DefaultStorePath(real)
 	}
+	w.sandbox = newSandboxer(real, storePath)
 	sopts := store.Options{}
 	if o.Store != nil {
 		sopts = *o.Store
@@ -157,6 +162,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		BashDefaultTimeout: time.Duration(lim.BashTimeoutMs) * time.Millisecond,
 		BashMaxTimeout:     time.Duration(lim.BashMaxTimeoutMs) * time.Millisecond,
 		UsePatch:           func(m *protocol.Model) bool { s := w.settings(); return s.UsePatch(m) },
+		Sandbox:            func(tool string) *sandbox.Confinement { return w.sandbox.confine(tool, nil) },
 	})
 	w.reg.SetSource(registry.SourceBuiltin, builtins, nil)
 	reserved := []string{permission.KeyExternalDirectory, permission.KeyDoomLoop, "invalid"}
@@ -164,7 +170,8 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		reserved = append(reserved, t.ID)
 	}
 	ps, err := project.NewSource(w.reg, project.SourceOptions{
-		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved},
+		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved,
+			Sandbox: func(tool string) *sandbox.Confinement { return w.sandbox.confine(tool, nil) }},
 		Logger:  o.Logger,
 		OnChange: func(ch registry.Change, diags []protocol.Diagnostic) {
 			w.notifyChanged(ch)
@@ -178,6 +185,10 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	// MCP servers start in the background; their tools arrive with tools/changed.
 	ms, err := mcp.NewSource(w.reg, mcp.SourceOptions{
 		Servers: w.mcpServers(cs.Layers()), Workspace: real, Logger: o.Logger,
+		Sandbox: func(server string, settings any) *sandbox.Confinement {
+			over, _ := settings.(*config.SandboxTool)
+			return w.sandbox.confine("mcp:"+server, over)
+		},
 		OnChange: func(ch registry.Change, _ []protocol.Diagnostic) { w.notifyChanged(ch) },
 	})
 	if err != nil {
@@ -275,6 +286,14 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	for _, name := range []string{permission.LayerUser, permission.LayerEditor, permission.LayerProject} {
 		_ = w.perms.SetLayer(name, layers[name])
 	}
+	if w.sandbox != nil {
+		w.sandbox.set(w.sandboxSettings(l))
+		diags = append(diags, w.sandbox.diagnostics()...)
+		if l.Project != nil && !w.perms.Trusted() && !reflect.DeepEqual(l.Project.Settings.Sandbox, config.Sandbox{}) {
+			diags = append(diags, protocol.Diagnostic{Path: l.Project.Path, Severity: "warning",
+				Message: "the workspace's sandbox settings are ignored until you trust the workspace: a repository cannot loosen its own sandbox"})
+		}
+	}
 	w.mu.Lock()
 	prevAgents := w.agents
 	w.agents = agents
@@ -302,6 +321,15 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	}
 }
 
+// sandboxSettings are the sandbox settings in force: the workspace's own only once trusted.
+func (w *Workspace) sandboxSettings(l *config.Layers) config.Sandbox {
+	layers := []*config.Layer{l.User, l.Editor}
+	if w.perms.Trusted() {
+		layers = append(layers, l.Project)
+	}
+	return config.Merge(layers...).Sandbox
+}
+
 // mcpServers are the MCP servers the settings name. The workspace's own config names
 // programs the repository wants run: they start only once the person trusts the workspace.
 func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
@@ -311,7 +339,7 @@ func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
 	}
 	out := map[string]mcp.Server{}
 	for name, m := range config.Merge(layers...).MCP {
-		out[name] = mcp.Server{Command: m.Command, Env: m.Env}
+		out[name] = mcp.Server{Command: m.Command, Env: m.Env, Sandbox: m.Sandbox}
 	}
 	return out
 }

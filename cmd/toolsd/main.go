@@ -16,6 +16,7 @@ import (
 
 	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/rpc"
@@ -29,6 +30,9 @@ var version = "0.1.0-dev"
 func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
 		os.Exit(proc.RunGuard(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.StageArg {
+		os.Exit(sandbox.RunStage(os.Args[2:]))
 	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
