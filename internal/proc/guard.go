@@ -85,6 +85,9 @@ func RunGuard(args []string) int {
 	o, argv, err := parseGuardArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %s: %v\n", GuardArg, err)
+		if strings.HasPrefix(err.Error(), "sandbox:") {
+			return 126 // a command that cannot be confined does not run
+		}
 		return 2
 	}
 	if len(argv) == 0 {
@@ -155,7 +158,7 @@ type guard struct {
 }
 
 // procsTick is how often the guard counts a tree whose size it bounds.
-const procsTick = 100 * time.Millisecond
+const procsTick = 20 * time.Millisecond
 
 // supervise reaps the tree as it ends and stops it on the daemon's signals; it returns the
 // guard's exit code once no process of the tree is left (or killBound after it started

@@ -14,7 +14,7 @@ import (
 // errors and the paths they name, and says which of them the policy explains.
 
 var (
-	deniedRe  = regexp.MustCompile(`(?i)permission denied|eacces|read-only file system|erofs|operation not permitted|eperm|device or resource busy`)
+	deniedRe  = regexp.MustCompile(`(?i)permission denied|eacces|read-only file system|erofs|operation not permitted|eperm|device or resource busy|invalid cross-device link|exdev`)
 	networkRe = regexp.MustCompile(`(?i)could not resolve host|temporary failure in name resolution|name or service not known|no such host|enotfound|eai_again|getaddrinfo|network is unreachable|couldn't connect to server|failed to connect|connection refused|dial tcp|dial udp|socket: operation not permitted|address family not supported|unable to access 'https?://|could not connect|connecterror|econnrefused|enetunreach`)
 	quotedRe  = regexp.MustCompile("'([^']+)'|\"([^\"]+)\"|`([^`]+)`|‘([^’]+)’")
 	procsRe   = regexp.MustCompile(`more than the sandbox allows`)
@@ -40,10 +40,17 @@ func Explain(p *Policy, mode, workdir, output string, blocked []string) []string
 			continue
 		}
 		if deniedRe.MatchString(line) {
+			said := false
 			for _, c := range pathsIn(line) {
 				if s := explainPath(p, mode, workdir, c); s != "" {
 					add(s)
+					said = true
 				}
+			}
+			if !said && !networkRe.MatchString(line) {
+				// A refusal whose path is not in the line, or is relative to a folder the
+				// command moved to: say what the sandbox allows, with the line.
+				add(fmt.Sprintf("%q: if this was a write outside %s or a read of a hidden path, the sandbox refused it", strings.TrimSpace(line), strings.Join(p.Write, ", ")))
 			}
 			if strings.Contains(strings.ToLower(line), "socket") && !p.UnixSockets && strings.Contains(strings.ToLower(line), "unix") {
 				add("creating a Unix socket: the sandbox refuses them (they reach the daemon, agents and container engines)")
@@ -68,6 +75,13 @@ func Explain(p *Policy, mode, workdir, output string, blocked []string) []string
 // slash or ending in a colon.
 func pathsIn(line string) []string {
 	var out []string
+	// "prog: line 1: PATH: Permission denied": the part before the error.
+	parts := strings.Split(line, ": ")
+	for i := 1; i < len(parts); i++ {
+		if deniedRe.MatchString(parts[i]) {
+			out = append(out, strings.Trim(parts[i-1], "'\"`‘’"))
+		}
+	}
 	for _, m := range quotedRe.FindAllStringSubmatch(line, -1) {
 		for _, g := range m[1:] {
 			if g != "" {
