@@ -172,7 +172,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	ps, err := project.NewSource(w.reg, project.SourceOptions{
 		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved,
 			Sandbox: func(tool string) *sandbox.Confinement { return w.sandbox.confine(tool, nil) }},
-		Logger:  o.Logger,
+		Logger: o.Logger,
 		OnChange: func(ch registry.Change, diags []protocol.Diagnostic) {
 			w.notifyChanged(ch)
 		},

@@ -399,4 +399,3 @@ func TestCannotConfineDoesNotRun(t *testing.T) {
 		t.Errorf("the error does not say what is wrong: %q", out)
 	}
 }
-
