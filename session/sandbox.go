@@ -1,10 +1,12 @@
 package session
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/toolsd/toolsd/config"
@@ -145,4 +147,46 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 	conf.Policy = sandbox.Build(o)
 	conf.Policy.LandlockOnly = c.Mode == "landlock"
 	return conf
+}
+
+// SandboxCheck describes what the kernel offers the sandbox and the policy a bash command
+// in folder would run with, under the user's settings (the workspace's own sandbox settings
+// count only once the workspace is trusted, which this does not assume): what
+// `toolsd sandbox check` prints.
+func SandboxCheck(folder string) (string, error) {
+	real, err := filepath.EvalSymlinks(folder)
+	if err != nil {
+		return "", err
+	}
+	l, diags := config.Load(real, nil)
+	s := newSandboxer(real, DefaultStorePath(real))
+	s.set(config.Merge(l.User, l.Editor).Sandbox)
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolsd sandbox check: %s\n\nkernel:\n", real)
+	for _, line := range s.support.Describe() {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	for _, d := range append(diags, s.diagnostics()...) {
+		if strings.Contains(d.Message, "sandbox") || d.Path == "sandbox" {
+			fmt.Fprintf(&b, "  %s: %s:%d:%d: %s\n", d.Severity, d.Path, d.Line, d.Column, d.Message)
+		}
+	}
+	conf := s.confine("bash", nil)
+	defer conf.Close()
+	if !conf.Confined() {
+		fmt.Fprintf(&b, "\nbash runs unconfined: %s\n", conf.Why)
+		return b.String(), nil
+	}
+	p := conf.Policy
+	fmt.Fprintf(&b, "\npolicy of a bash command (mode %s, auto-allow %v):\n", conf.Mode, conf.AutoAllow)
+	fmt.Fprintf(&b, "  read:      %s\n", strings.Join(p.Read, ", "))
+	fmt.Fprintf(&b, "  write:     %s\n", strings.Join(p.Write, ", "))
+	fmt.Fprintf(&b, "  read-only: %s\n", strings.Join(p.Protect, ", "))
+	fmt.Fprintf(&b, "  hidden:    %s\n", strings.Join(p.Deny, ", "))
+	fmt.Fprintf(&b, "  network:   %s", p.Net.Mode)
+	if len(p.Net.Allow) > 0 {
+		fmt.Fprintf(&b, " (through the proxy to %s)", strings.Join(p.Net.Allow, ", "))
+	}
+	fmt.Fprintf(&b, "\n  unix sockets: %v; at most %d processes at once\n", p.UnixSockets, p.MaxProcs)
+	return b.String(), nil
 }

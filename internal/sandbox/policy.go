@@ -38,6 +38,8 @@ type Policy struct {
 	// Deny are paths that may be neither read nor written (secrets, the daemon's own
 	// folders), wherever they are.
 	Deny []string `json:"deny"`
+	// Temp is the tool's temp folder (one of Write).
+	Temp string `json:"temp,omitempty"`
 	// Net is what network the process gets.
 	Net Net `json:"net"`
 	// UnixSockets lets the process create Unix sockets (socketpair always works). Off by
@@ -252,7 +254,7 @@ func Build(o Options) *Policy {
 			"PIP_CACHE_DIR=" + filepath.Join(c, "pip"), "YARN_CACHE_FOLDER=" + filepath.Join(c, "yarn")}
 	}
 	return &Policy{
-		Read: []string{"/"}, Write: dedupe(write), Protect: protect, Deny: dedupe(deny),
+		Read: []string{"/"}, Write: dedupe(write), Protect: protect, Deny: dedupe(deny), Temp: tempReal(o.TempDir),
 		Net: net, UnixSockets: o.UnixSockets, MaxProcs: maxProcs, Env: env, Daemon: os.Getpid(),
 	}
 }
@@ -307,4 +309,11 @@ func (c *Confinement) Close() {
 	if c != nil && c.Proxy != nil {
 		_ = c.Proxy.Close()
 	}
+}
+
+func tempReal(d string) string {
+	if d == "" {
+		return ""
+	}
+	return real(d)
 }

@@ -2,7 +2,6 @@ package sandbox
 
 import (
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 
@@ -103,13 +102,4 @@ func abiNotes(v int) string {
 		return ""
 	}
 	return "; " + strings.Join(missing, "; ")
-}
-
-// exePath is this binary, for the probe.
-func exePath() string {
-	p, err := os.Executable()
-	if err != nil {
-		return ""
-	}
-	return p
 }

@@ -46,10 +46,19 @@ type cut struct {
 var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/pts"}
 
 // plan returns the Landlock grants of p. With protectByLandlock, the protected paths are
-// cut out of the writable folders (no mount namespace makes them read-only).
+// cut out of the writable folders (no mount namespace makes them read-only). A hidden path
+// inside a writable folder is a mount of its own in a mount namespace (hiddenByMount); cut
+// out by Landlock it would leave the folder around it without new entries, so without one
+// it is cut out only outside the temp folder (which must take new files).
 func plan(p *Policy, protectByLandlock bool) []grant {
 	var cuts []cut
 	for _, d := range p.Deny {
+		switch {
+		case !protectByLandlock && hiddenByMount(p, d):
+			continue
+		case protectByLandlock && p.Temp != "" && within(d, []string{p.Temp}):
+			continue
+		}
 		cuts = append(cuts, cut{path: d, keep: 0, onPath: ll.AccessFSReadDir})
 	}
 	if protectByLandlock {
@@ -169,3 +178,7 @@ func grantedPaths(gs []grant) []string {
 	}
 	return out
 }
+
+// hiddenByMount reports whether the stage hides d with a mount (in a mount namespace): a
+// hidden path inside a writable folder.
+func hiddenByMount(p *Policy, d string) bool { return within(d, p.Write) }

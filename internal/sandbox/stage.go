@@ -186,6 +186,26 @@ func setupNamespaces(p *Policy, netns bool) error {
 			return fmt.Errorf("making %s read-only: %w", path, err)
 		}
 	}
+	for _, path := range p.Deny {
+		if !hiddenByMount(p, path) {
+			continue
+		}
+		fi, err := os.Lstat(path)
+		if err != nil {
+			continue // nothing there to hide
+		}
+		if fi.IsDir() {
+			err = unix.Mount("tmpfs", path, "tmpfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, "size=4k,mode=000")
+		} else {
+			err = unix.Mount("/dev/null", path, "", unix.MS_BIND, "")
+			if err == nil {
+				err = readOnlyBind(path)
+			}
+		}
+		if err != nil {
+			return fmt.Errorf("hiding %s: %w", path, err)
+		}
+	}
 	return nil
 }
 
