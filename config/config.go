@@ -576,6 +576,9 @@ func check(n *jsonpos.Node, t reflect.Type, where string, at func(int, string, s
 	if n.Kind == jsonpos.Null {
 		return
 	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
 	wrong := func(want string) {
 		at(n.Offset, "error", "%s must be %s, not %v; it is ignored", strings.TrimPrefix(where, "."), want, n.Kind)
 	}
