@@ -288,6 +288,8 @@ type CallSummary struct {
 	EndedAt   *time.Time `json:"endedAt,omitempty"`
 	Truncated bool       `json:"truncated"`
 	OutputID  string     `json:"outputID,omitempty"`
+	// Confined: the call's process ran in the OS sandbox (its metadata's sandbox.confined).
+	Confined bool `json:"confined,omitempty"`
 }
 
 // CallsListResult is the result of calls/list.

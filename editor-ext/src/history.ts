@@ -125,8 +125,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
         const it = new vscode.TreeItem(c.title || c.tool,
           c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         it.id = `${node.fd.folder.uri}#call:${c.callID}`;
-        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : ''].filter(Boolean).join(' · ');
-        it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
+        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : '', c.confined ? '🛡 sandboxed' : ''].filter(Boolean).join(' · ');
+        it.tooltip = `${c.tool} — ${c.status}${c.confined ? ' — ran in the OS sandbox' : ''}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
         it.iconPath = statusIcon(c.status);
         it.contextValue = c.truncated && c.outputID ? 'toolsd.call.truncated' : 'toolsd.call';
         it.command = { command: 'toolsd.openCall', title: 'Open Call', arguments: [node] };

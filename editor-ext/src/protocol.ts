@@ -139,6 +139,8 @@ export interface CallSummary {
   endedAt?: string;
   truncated: boolean;
   outputID?: string;
+  /** The call's process ran in the OS sandbox. */
+  confined?: boolean;
 }
 
 export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }
