@@ -26,7 +26,7 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name, text, want string
-		line, col    int
+		line, col        int
 	}{
 		{"unknown key", "{\"sandbox\": {\n  \"enabeld\": false}}", `unknown setting "enabeld"`, 2, 3},
 		{"relative path", "{\"sandbox\": {\"write\": [\n  \"scratch\"]}}", `"scratch" is not a path`, 2, 3},

@@ -43,7 +43,12 @@ func newSandboxer(folder, storePath string) *sandboxer {
 			s.cacheDir = ""
 		}
 	}
-	s.private = []string{filepath.Dir(storePath)}
+	// The store (the folder of the default one; only the file of one given on the command
+	// line, whose folder may be anything).
+	s.private = []string{storePath}
+	if storePath == DefaultStorePath(folder) {
+		s.private[0] = filepath.Dir(storePath)
+	}
 	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
 		s.private = append(s.private, filepath.Join(rt, "toolsd"))
 	}
