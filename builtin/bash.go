@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/permission/shell"
 	"github.com/toolsd/toolsd/registry"
@@ -146,7 +147,12 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 		dir = t.Abs
 	}
 
-	if err := askBash(ctx, call, command, dir, wdTarget, description); err != nil {
+	var conf *sandbox.Confinement
+	if o.Sandbox != nil {
+		conf = o.Sandbox("bash")
+		defer conf.Close()
+	}
+	if err := askBash(ctx, call, command, dir, wdTarget, description, conf); err != nil {
 		return nil, err
 	}
 
@@ -159,14 +165,6 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	if title == "" {
 		title = command
 	}
-
-	runCtx, cancel := context.WithTimeout(ctx, timeout)
-	defer cancel()
-	cmd := proc.Command(runCtx, o.BashGrace, o.Shell, "-c", command)
-	cmd.Dir = dir
-	cmd.Env = environ()
-	cmd.Stdout = sink
-	cmd.Stderr = sink
 
 	// Publish the live tail while the command runs.
 	stopProgress := make(chan struct{})
@@ -193,6 +191,10 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 			}
 		}()
 	}
+	defer func() {
+		close(stopProgress)
+		progressWG.Wait()
+	}()
 
 	// The checkpoint looks at the workspace now, after the asks: what the person changes
 	// while an ask waits is theirs, not the command's.
@@ -202,19 +204,46 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 		return nil, err
 	}
 	start := time.Now()
-	cut, err := proc.Run(cmd)
+	r := runBashOnce(ctx, o, command, dir, sink, timeout, conf)
+	if r.startErr != nil {
+		return nil, r.startErr
+	}
+	summary := conf.Summary()
+	var blocked []string
+	var escape string // what became of running it outside the sandbox
+	if conf.Confined() && r.code != 0 && !r.timedOut && ctx.Err() == nil {
+		tail, _ := sink.snapshot()
+		blocked = sandbox.Explain(conf.Policy, conf.Mode, dir, tail, conf.Blocked())
+	}
+	if len(blocked) > 0 {
+		// The daemon, never the model, offers to run it again unconfined: the person
+		// decides, with the reason in front of them.
+		err := call.Ask(ctx, registry.AskRequest{
+			Permission: KeyUnsandboxed, Patterns: []string{strings.TrimSpace(command)},
+			Metadata: map[string]any{"command": command, "workdir": relOrAbs(call.Workspace, dir), "description": description,
+				"blocked": blocked, "sandbox": summary, "reason": "the sandbox blocked this command: " + strings.Join(blocked, "; ")},
+		})
+		switch {
+		case ctx.Err() != nil:
+			return nil, ctx.Err()
+		case err == nil:
+			fmt.Fprintf(sink, "\n[the sandbox blocked this command (%s); the person allowed running it outside the sandbox: running it again]\n", strings.Join(blocked, "; "))
+			r = runBashOnce(ctx, o, command, dir, sink, timeout, nil)
+			if r.startErr != nil {
+				return nil, r.startErr
+			}
+			escape = "ran again outside the sandbox, as the person allowed"
+			summary = sandbox.Summary{Why: "the person allowed running it outside the sandbox after the sandbox blocked it"}
+		default:
+			escape = "not run outside the sandbox: " + err.Error()
+		}
+	}
 	dur := time.Since(start)
-	close(stopProgress)
-	progressWG.Wait()
 
 	if ctx.Err() != nil {
 		return nil, ctx.Err()
 	}
-	timedOut := errors.Is(runCtx.Err(), context.DeadlineExceeded)
-	code := proc.ExitCode(err)
-	if err != nil && code == -1 && !timedOut {
-		return nil, fmt.Errorf("cannot run the command: %v", err)
-	}
+	timedOut, code, cut := r.timedOut, r.code, r.cut
 	tail, n, last, werr := sink.final()
 	meta := map[string]any{
 		"exit":        code,
@@ -224,6 +253,10 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 		"workdir":     relOrAbs(call.Workspace, dir),
 		"bytes":       n,
 		"output":      tail,
+		"sandbox":     summary,
+	}
+	if len(blocked) > 0 {
+		meta["sandboxBlocked"] = blocked
 	}
 	if werr != nil {
 		meta["outputError"] = werr.Error()
@@ -255,7 +288,56 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 	case n == 0 && !cut:
 		note.WriteString("(no output)")
 	}
+	if len(blocked) > 0 && escape != "ran again outside the sandbox, as the person allowed" {
+		fmt.Fprintf(&note, "\n[the sandbox blocked this command: %s. It runs confined: it may write only %s, reads no secrets, and has %s. Do the work inside those folders instead, or ask the person to change the sandbox settings; %s]",
+			strings.Join(blocked, "; "), strings.Join(conf.Policy.Write, ", "), netWords(conf.Policy), escape)
+	}
 	return &registry.Result{Title: title, Output: note.String(), Metadata: meta}, nil
+}
+
+// KeyUnsandboxed is the permission the daemon asks for when the sandbox blocked a command:
+// run it again outside the sandbox. A rule may deny it ("unsandboxed": "deny").
+const KeyUnsandboxed = "unsandboxed"
+
+// netWords says what network a policy gives, for the model.
+func netWords(p *sandbox.Policy) string {
+	switch p.Net.Mode {
+	case sandbox.NetProxy:
+		return "HTTP(S) only to " + strings.Join(p.Net.Allow, ", ") + " through a proxy"
+	case sandbox.NetDirect:
+		return "the network"
+	}
+	return "no network"
+}
+
+// bashRun is how one run of a command ended.
+type bashRun struct {
+	code     int
+	cut      bool
+	timedOut bool
+	startErr error // it could not run at all
+}
+
+// runBashOnce runs command once, its output into sink, confined by conf when it is.
+func runBashOnce(ctx context.Context, o *Options, command, dir string, sink io.Writer, timeout time.Duration, conf *sandbox.Confinement) bashRun {
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	cmd := proc.Command(runCtx, o.BashGrace, o.Shell, "-c", command)
+	cmd.Dir = dir
+	cmd.Env = environ()
+	cmd.Stdout = sink
+	cmd.Stderr = sink
+	if conf.Confined() {
+		if err := proc.Confine(cmd, conf.Policy); err != nil {
+			return bashRun{startErr: fmt.Errorf("cannot run the command in the sandbox: %v", err)}
+		}
+	}
+	cut, err := proc.Run(cmd)
+	r := bashRun{cut: cut, timedOut: errors.Is(runCtx.Err(), context.DeadlineExceeded), code: proc.ExitCode(err)}
+	if err != nil && r.code == -1 && !r.timedOut && ctx.Err() == nil {
+		r.startErr = fmt.Errorf("cannot run the command: %v", err)
+	}
+	return r
 }
 
 // outputCutNote ends the output of a command whose output pipe something outside its process
@@ -263,8 +345,8 @@ func runBash(ctx context.Context, o *Options, call *registry.Call, command strin
 const outputCutNote = "[output cut here: the command ended, but a process outside its process tree still held its output open, so reading stopped and whatever that process wrote later was not read. Every process the command starts is killed when it ends; one that holds the output after that was given it by a program outside the call (a service manager, a daemon it asked) or could not be killed. Send the output of such processes to a file (... > log 2>&1)]"
 
 // askBash asks for everything a command line would touch (bashRequests), in order.
-func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *target, description string) error {
-	for _, req := range bashRequests(call.Workspace, command, dir, wd, description) {
+func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *target, description string, conf *sandbox.Confinement) error {
+	for _, req := range bashRequests(call.Workspace, command, dir, wd, description, conf) {
 		if err := call.Ask(ctx, req); err != nil {
 			return err
 		}
@@ -276,14 +358,43 @@ func askBash(ctx context.Context, call *registry.Call, command, dir string, wd *
 // them: folders outside the workspace (and path words only known at run time), files it
 // writes, the commands it runs, and the parts no parser can see through. A workdir
 // outside the workspace is asked for first.
-func bashRequests(workspace, command, dir string, wd *target, description string) []registry.AskRequest {
+//
+// When the command runs confined (conf) with the sandbox's auto-allow on, each request the
+// policy would allow is marked Sandboxed (the pipeline may then allow it without asking):
+// the commands, writes into folders the policy lets it write, folders outside that it may
+// read. conf may be nil (not confined).
+func bashRequests(workspace, command, dir string, wd *target, description string, conf *sandbox.Confinement) []registry.AskRequest {
 	an := shell.Analyze(command)
 	var texts []string
 	for _, c := range an.Commands {
 		texts = append(texts, c.Text)
 	}
+	summary := conf.Summary()
 	meta := func() map[string]any {
-		return map[string]any{"command": command, "workdir": relOrAbs(workspace, dir), "commands": texts, "description": description}
+		return map[string]any{"command": command, "workdir": relOrAbs(workspace, dir), "commands": texts, "description": description, "sandbox": summary}
+	}
+	auto := conf.Confined() && conf.AutoAllow
+	sandboxed := func(r permission.Request) bool {
+		if !auto {
+			return false
+		}
+		for _, p := range r.Patterns {
+			switch r.Permission {
+			case permission.KeyEdit:
+				if !filepath.IsAbs(p) {
+					p = filepath.Join(workspace, p)
+				}
+				if !conf.Policy.MayWrite(p) {
+					return false
+				}
+			case permission.KeyExternalDirectory:
+				folder := strings.TrimSuffix(p, "/*")
+				if !filepath.IsAbs(folder) || !conf.Policy.MayRead(folder) {
+					return false
+				}
+			}
+		}
+		return true
 	}
 	var out []registry.AskRequest
 	if wd != nil && !wd.Inside {
@@ -315,7 +426,8 @@ func bashRequests(workspace, command, dir string, wd *target, description string
 		if !r.Opaque && len(r.Always) == 0 {
 			reasons = []string{"a path only known when the line runs (" + strings.Join(r.Patterns, ", ") + "): it cannot be checked or remembered"}
 		}
-		out = append(out, registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0, ExactOnly: r.ExactOnly, Reasons: reasons, Metadata: m})
+		out = append(out, registry.AskRequest{Permission: r.Permission, Patterns: r.Patterns, Always: r.Always, Opaque: r.Opaque || len(r.Always) == 0,
+			ExactOnly: r.ExactOnly, Reasons: reasons, Metadata: m, Sandboxed: sandboxed(r)})
 	}
 	if len(an.Commands) == 0 && len(an.Opaque) == 0 {
 		// Nothing the analysis could name (a bare assignment, say): ask with the raw line,

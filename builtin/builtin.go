@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -28,6 +29,8 @@ type Options struct {
 	BashProgressInterval time.Duration
 	// Shell is the shell bash runs with (the "bash" on PATH).
 	Shell string
+	// Sandbox, if set, says how a call of the tool named runs confined (docs/sandbox.md).
+	Sandbox func(tool string) *sandbox.Confinement
 
 	// ReadLimit is how many lines read returns when the call names no limit (2000).
 	ReadLimit int

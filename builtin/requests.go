@@ -61,7 +61,7 @@ func Requests(workspace, tool string, args json.RawMessage) (reqs []registry.Ask
 			}
 			dir = wd.Abs
 		}
-		return bashRequests(workspace, a.Command, dir, wd, ""), true, nil
+		return bashRequests(workspace, a.Command, dir, wd, "", nil), true, nil
 	case "read":
 		reqs, err = path("filePath", a.FilePath, true, "read")
 		return reqs, true, err

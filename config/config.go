@@ -29,6 +29,7 @@ import (
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -66,6 +67,9 @@ type Settings struct {
 	// environment (OTEL_TRACES_EXPORTER=otlp, OTEL_EXPORTER_OTLP_*) turns it on without it.
 	// A workspace's own settings may not set it.
 	Audit Audit `json:"audit"`
+	// Sandbox confines the processes tools start (docs/sandbox.md). A workspace's own
+	// config may set it only once the person trusts the workspace.
+	Sandbox Sandbox `json:"sandbox"`
 }
 
 // Audit names the OpenTelemetry collector decisions and calls are exported to.
@@ -76,6 +80,52 @@ type Audit struct {
 	// OTLPProtocol is "grpc" or "http/protobuf"; empty takes OTEL_EXPORTER_OTLP_PROTOCOL,
 	// else http/protobuf.
 	OTLPProtocol string `json:"otlpProtocol,omitempty"`
+}
+
+// Sandbox are the sandbox's settings. In a Layer, a nil or empty field means "not set here";
+// lists add to the layers below.
+type Sandbox struct {
+	// Enabled turns the sandbox off when false (default true, where the kernel has Landlock).
+	Enabled *bool `json:"enabled,omitempty"`
+	// AutoAllow lets a confined shell command that no rule denies and that is fully
+	// understood run without an ask (default true).
+	AutoAllow *bool `json:"autoAllow,omitempty"`
+	// Mode is "auto" (namespaces where the kernel gives them, default) or "landlock".
+	Mode string `json:"mode,omitempty"`
+	// Write are more folders commands may write ("~/" is the home folder).
+	Write []string `json:"write,omitempty"`
+	// Deny are more paths commands may neither read nor write, besides the secrets toolsd
+	// knows (~/.ssh, ~/.aws, ~/.gnupg, ~/.config/gh, …).
+	Deny []string `json:"deny,omitempty"`
+	// Network is the network of bash and project tools (default: none).
+	Network *SandboxNetwork `json:"network,omitempty"`
+	// UnixSockets lets commands create Unix sockets (default false).
+	UnixSockets *bool `json:"unixSockets,omitempty"`
+	// Tools are settings of one tool by id ("bash", a project tool's id).
+	Tools map[string]SandboxTool `json:"tools,omitempty"`
+}
+
+// SandboxTool are the sandbox's settings for one tool or MCP server; unset fields follow the
+// sandbox's.
+type SandboxTool struct {
+	// Enabled false runs the tool unconfined.
+	Enabled *bool `json:"enabled,omitempty"`
+	// Write are more folders it may write.
+	Write []string `json:"write,omitempty"`
+	// Network replaces the sandbox's network for this tool.
+	Network *SandboxNetwork `json:"network,omitempty"`
+	// UnixSockets lets it create Unix sockets.
+	UnixSockets *bool `json:"unixSockets,omitempty"`
+}
+
+// SandboxNetwork is a confined process's network.
+type SandboxNetwork struct {
+	// Allow are the domains reachable over HTTP(S) through the sandbox's egress proxy:
+	// "example.com", "*.example.com", or "*", optionally with ":port" (default ports 80 and
+	// 443). Private addresses are never reachable.
+	Allow []string `json:"allow,omitempty"`
+	// Direct leaves the network unconfined (a server that needs a database, say).
+	Direct bool `json:"direct,omitempty"`
 }
 
 // Agent configures one agent.
@@ -115,6 +165,8 @@ type Limits struct {
 type MCPServer struct {
 	Command []string          `json:"command"`
 	Env     map[string]string `json:"env,omitempty"`
+	// Sandbox confines the server (on by default, with no network).
+	Sandbox *SandboxTool `json:"sandbox,omitempty"`
 }
 
 // Defaults returns the settings when nothing is configured.
@@ -171,6 +223,10 @@ type Layer struct {
 	Path     string // the file; "" for the editor's
 	Raw      json.RawMessage
 	Settings Settings
+
+	// sandboxBad: the file's sandbox settings had errors and were not taken (the last good
+	// ones stay in force, or the defaults, which confine).
+	sandboxBad bool
 }
 
 // Layers are the layers that exist, in precedence order, and their merge.
@@ -348,7 +404,28 @@ func loadFile(source, path string, prev *Layer) (*Layer, []protocol.Diagnostic) 
 	if l == nil {
 		return keep(prev, ds)
 	}
+	if l.sandboxBad && prev != nil {
+		l.Settings.Sandbox = prev.Settings.Sandbox
+		l.Settings.MCP = keepMCPSandbox(l.Settings.MCP, prev.Settings.MCP)
+		for i := range ds {
+			if ds[i].Severity == "error" && strings.Contains(ds[i].Message, "sandbox") {
+				ds[i].Message += "; the previous sandbox settings of this file stay in effect until it is fixed"
+			}
+		}
+	}
 	return l, ds
+}
+
+// keepMCPSandbox gives each server of cur the sandbox settings it had in prev.
+func keepMCPSandbox(cur, prev map[string]MCPServer) map[string]MCPServer {
+	for name, m := range cur {
+		m.Sandbox = nil
+		if p, ok := prev[name]; ok {
+			m.Sandbox = p.Sandbox
+		}
+		cur[name] = m
+	}
+	return cur
 }
 
 // keep returns the previous good layer of a file that is now broken, and says so.
@@ -386,7 +463,16 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 		at(root.Offset, "error", "the settings must be a JSON object, not %v", root.Kind)
 		return nil, diags
 	}
-	check(root, reflect.TypeOf(Settings{}), "", at)
+	sandboxErrors := 0
+	check(root, reflect.TypeOf(Settings{}), "", func(off int, severity, format string, args ...any) {
+		if msg := fmt.Sprintf(format, args...); strings.HasPrefix(msg, "sandbox") || strings.Contains(msg, " in sandbox") || strings.Contains(msg, ".sandbox") {
+			// The sandbox's settings are held strictly: a typo could otherwise leave a
+			// tool less confined than the person meant.
+			severity = "error"
+			sandboxErrors++
+		}
+		at(off, severity, "%s", fmt.Sprintf(format, args...))
+	})
 	l := &Layer{Source: source, Path: path, Raw: append(json.RawMessage{}, data...)}
 	// Type errors were reported above; Unmarshal sets every field it can.
 	_ = json.Unmarshal(data, &l.Settings)
@@ -432,7 +518,89 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 			at(offset(field(field(root, "mcp"), name)), "error", "mcp.%s needs a \"command\" (an argv)", name)
 		}
 	}
+	sb := field(root, "sandbox")
+	bad := func(n *jsonpos.Node, format string, args ...any) {
+		at(offset(n), "error", format, args...)
+		sandboxErrors++
+	}
+	if s.Sandbox.Mode != "" && s.Sandbox.Mode != "auto" && s.Sandbox.Mode != "landlock" {
+		bad(field(sb, "mode"), `sandbox.mode must be "auto" or "landlock", not %q`, s.Sandbox.Mode)
+	}
+	checkPaths := func(n *jsonpos.Node, where string, paths []string) {
+		for i, p := range paths {
+			if !sandboxPath(p) {
+				var e *jsonpos.Node
+				if n != nil && i < len(n.Elems) {
+					e = n.Elems[i]
+				}
+				bad(e, "%s[%d] %q is not a path toolsd can confine: write an absolute path or one that starts with ~/", where, i, p)
+			}
+		}
+	}
+	checkNet := func(n *jsonpos.Node, where string, net *SandboxNetwork) {
+		if net == nil {
+			return
+		}
+		for i, a := range net.Allow {
+			if err := sandbox.ParseAllow(a); err != nil {
+				var e *jsonpos.Node
+				if al := field(n, "allow"); al != nil && i < len(al.Elems) {
+					e = al.Elems[i]
+				}
+				bad(e, "%s.allow[%d]: %v", where, i, err)
+			}
+		}
+	}
+	checkPaths(field(sb, "write"), "sandbox.write", s.Sandbox.Write)
+	checkPaths(field(sb, "deny"), "sandbox.deny", s.Sandbox.Deny)
+	checkNet(field(sb, "network"), "sandbox.network", s.Sandbox.Network)
+	for name, t := range s.Sandbox.Tools {
+		tn := field(field(sb, "tools"), name)
+		checkPaths(field(tn, "write"), "sandbox.tools."+name+".write", t.Write)
+		checkNet(field(tn, "network"), "sandbox.tools."+name+".network", t.Network)
+	}
+	for name, m := range s.MCP {
+		if m.Sandbox == nil {
+			continue
+		}
+		mn := field(field(field(root, "mcp"), name), "sandbox")
+		checkPaths(field(mn, "write"), "mcp."+name+".sandbox.write", m.Sandbox.Write)
+		checkNet(field(mn, "network"), "mcp."+name+".sandbox.network", m.Sandbox.Network)
+	}
+	if sandboxErrors > 0 {
+		// Never a half-read sandbox section: none of it is taken (the defaults confine).
+		l.sandboxBad = true
+		s.Sandbox = Sandbox{}
+		for name, m := range s.MCP {
+			m.Sandbox = nil
+			s.MCP[name] = m
+		}
+	} else {
+		warnOff := func(n *jsonpos.Node, what string) {
+			if n != nil && n.Kind == jsonpos.Bool && string(n.Raw) == "false" {
+				at(n.Offset, "warning", "%s is false: its processes run outside the sandbox, with everything the daemon may do, and its commands ask as if there were no sandbox", what)
+			}
+		}
+		warnOff(field(sb, "enabled"), "sandbox.enabled")
+		for name := range s.Sandbox.Tools {
+			warnOff(field(field(field(sb, "tools"), name), "enabled"), "sandbox.tools."+name+".enabled")
+		}
+		for name := range s.MCP {
+			warnOff(field(field(field(field(root, "mcp"), name), "sandbox"), "enabled"), "mcp."+name+".sandbox.enabled")
+		}
+	}
 	return l, diags
+}
+
+// sandboxPath reports whether p can name a folder of the sandbox's settings.
+func sandboxPath(p string) bool {
+	if strings.IndexByte(p, 0) >= 0 || p == "" {
+		return false
+	}
+	if p == "~" || strings.HasPrefix(p, "~/") {
+		return true
+	}
+	return filepath.IsAbs(p)
 }
 
 // field returns the member name of the object n, or nil when n is nil or has no such member:
@@ -459,6 +627,9 @@ func offset(n *jsonpos.Node) int {
 func check(n *jsonpos.Node, t reflect.Type, where string, at func(int, string, string, ...any)) {
 	if n.Kind == jsonpos.Null {
 		return
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
 	}
 	wrong := func(want string) {
 		at(n.Offset, "error", "%s must be %s, not %v; it is ignored", strings.TrimPrefix(where, "."), want, n.Kind)
@@ -559,6 +730,7 @@ func Merge(layers ...*Layer) Settings {
 			// A repository must not choose where a person's audit trail goes.
 			s.Audit = o.Audit
 		}
+		s.Sandbox = mergeSandbox(s.Sandbox, o.Sandbox)
 		for name, m := range o.MCP {
 			if s.MCP == nil {
 				s.MCP = map[string]MCPServer{}
@@ -590,6 +762,49 @@ func Merge(layers ...*Layer) Settings {
 		}
 	}
 	return s
+}
+
+// mergeSandbox overlays src on dst: set values win, lists add up, tools merge by id.
+func mergeSandbox(dst, src Sandbox) Sandbox {
+	if src.Enabled != nil {
+		dst.Enabled = src.Enabled
+	}
+	if src.AutoAllow != nil {
+		dst.AutoAllow = src.AutoAllow
+	}
+	if src.Mode != "" {
+		dst.Mode = src.Mode
+	}
+	if src.UnixSockets != nil {
+		dst.UnixSockets = src.UnixSockets
+	}
+	if src.Network != nil {
+		dst.Network = src.Network
+	}
+	dst.Write = append(slices.Clone(dst.Write), src.Write...)
+	dst.Deny = append(slices.Clone(dst.Deny), src.Deny...)
+	if len(src.Tools) > 0 {
+		tools := map[string]SandboxTool{}
+		for k, v := range dst.Tools {
+			tools[k] = v
+		}
+		for k, v := range src.Tools {
+			cur := tools[k]
+			if v.Enabled != nil {
+				cur.Enabled = v.Enabled
+			}
+			if v.Network != nil {
+				cur.Network = v.Network
+			}
+			if v.UnixSockets != nil {
+				cur.UnixSockets = v.UnixSockets
+			}
+			cur.Write = append(slices.Clone(cur.Write), v.Write...)
+			tools[k] = cur
+		}
+		dst.Tools = tools
+	}
+	return dst
 }
 
 // mergeLimits overlays the limits of src that are set on dst; with lowerOnly (the project

@@ -78,6 +78,9 @@ func TestSchemaMatchesStruct(t *testing.T) {
 
 func compare(t *testing.T, where string, typ reflect.Type, schema map[string]any) {
 	t.Helper()
+	for typ.Kind() == reflect.Pointer {
+		typ = typ.Elem()
+	}
 	types := map[string]bool{}
 	switch st := schema["type"].(type) {
 	case string:

@@ -28,6 +28,7 @@ import (
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -41,6 +42,9 @@ type Server struct {
 	Command []string
 	// Env is added to the daemon's environment.
 	Env map[string]string
+	// Sandbox are the server's own sandbox settings, handed to SourceOptions.Sandbox as
+	// they are (a change restarts the server).
+	Sandbox any
 }
 
 // SourceOptions configure a Source.
@@ -55,6 +59,9 @@ type SourceOptions struct {
 	OnChange func(registry.Change, []protocol.Diagnostic)
 	// Logger; nil discards.
 	Logger *slog.Logger
+	// Sandbox, if set, says how a server's process is confined (called each time it
+	// starts, with the server's Sandbox settings).
+	Sandbox func(server string, settings any) *sandbox.Confinement
 
 	// Debounce is how long a burst of list_changed notifications settles before the tools
 	// are listed again; zero means 50 ms.
@@ -310,6 +317,15 @@ func (sv *server) serve(listed func()) error {
 	cmd.Stderr = stderr
 	cmd.Stdin = nil // the transport makes a pipe
 	defer proc.KillGroup(cmd)
+	if s.opts.Sandbox != nil {
+		conf := s.opts.Sandbox(sv.name, sv.cfg.Sandbox)
+		defer conf.Close()
+		if conf.Confined() {
+			if err := proc.Confine(cmd, conf.Policy); err != nil {
+				return sv.failure("could not be confined", err, stderr)
+			}
+		}
+	}
 
 	changed := make(chan struct{}, 1)
 	client := sdk.NewClient(&sdk.Implementation{Name: "toolsd", Version: "1"}, &sdk.ClientOptions{

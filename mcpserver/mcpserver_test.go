@@ -74,6 +74,15 @@ func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 		}
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
+	// These tests are about asks: commands run confined, but ask as without a sandbox.
+	if cfg := filepath.Join(home, "config", "toolsd", "config.json"); !exists(cfg) {
+		if err := os.MkdirAll(filepath.Dir(cfg), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(cfg, []byte(`{"sandbox": {"autoAllow": false}}`), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
 	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db")}, extra...)...)
 	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
@@ -295,4 +304,9 @@ func TestAgent(t *testing.T) {
 	if _, err := c.cs.CallTool(deadline(t), &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "echo hi"}}); err == nil || !strings.Contains(err.Error(), "unknown tool") {
 		t.Errorf("calling bash for an agent without it: %v", err)
 	}
+}
+
+func exists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

@@ -30,7 +30,8 @@ func TestNested(t *testing.T) {
 	must(os.WriteFile(filepath.Join(inner, "secret.txt"), []byte("inner content\n"), 0o644))
 	cfgDir := filepath.Join(home, "config", "toolsd")
 	must(os.MkdirAll(cfgDir, 0o755))
-	cfg, err := json.Marshal(map[string]any{"mcp": map[string]any{"inner": map[string]any{"command": []string{bin, "mcp", "--workspace", inner, "--store", filepath.Join(home, "inner.db")}}}})
+	cfg, err := json.Marshal(map[string]any{"sandbox": map[string]any{"autoAllow": false},
+		"mcp": map[string]any{"inner": map[string]any{"command": []string{bin, "mcp", "--workspace", inner, "--store", filepath.Join(home, "inner.db")}}}})
 	must(err)
 	must(os.WriteFile(filepath.Join(cfgDir, "config.json"), cfg, 0o644))
 	changed := make(chan struct{}, 10)

@@ -15,6 +15,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -34,11 +35,16 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 	if len(bytes.TrimSpace(args)) == 0 || bytes.Equal(bytes.TrimSpace(args), []byte("null")) {
 		args = json.RawMessage("{}")
 	}
+	var conf *sandbox.Confinement
+	if r.opts.Sandbox != nil {
+		conf = r.opts.Sandbox(d.Name)
+		defer conf.Close()
+	}
 	if call.Ask != nil {
 		err := call.Ask(ctx, registry.AskRequest{
 			Permission: d.Name,
 			Patterns:   []string{"*"},
-			Metadata:   map[string]any{"command": d.Command, "args": args, "definition": d.Path},
+			Metadata:   map[string]any{"command": d.Command, "args": args, "definition": d.Path, "sandbox": conf.Summary()},
 		})
 		if err != nil {
 			return nil, err
@@ -89,6 +95,11 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 		out = &stdout
 	}
 	cmd.Stdout = out
+	if conf.Confined() {
+		if err := proc.Confine(cmd, conf.Policy); err != nil {
+			return nil, fmt.Errorf("tool %q could not be confined: %v", d.Name, err)
+		}
+	}
 
 	if err := call.BeginChanges(ctx); err != nil {
 		return nil, err
@@ -112,7 +123,13 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 			}
 			return nil, fmt.Errorf("tool %q could not start: %v", d.Name, err)
 		}
-		return nil, fmt.Errorf("tool %q failed with exit code %d%s", d.Name, code, stderr.section())
+		msg := fmt.Sprintf("tool %q failed with exit code %d%s", d.Name, code, stderr.section())
+		if conf.Confined() {
+			if blocked := sandbox.Explain(conf.Policy, conf.Mode, dir, stderr.String(), conf.Blocked()); len(blocked) > 0 {
+				msg += "\n[the sandbox blocked: " + strings.Join(blocked, "; ") + ". The tool's settings (sandbox.tools." + d.Name + " in the person's settings) decide what it may do]"
+			}
+		}
+		return nil, errors.New(msg)
 	}
 	var res *registry.Result
 	if d.Output == OutputJSON {
@@ -124,6 +141,12 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 		}
 	} else {
 		res = &registry.Result{Title: d.Name, Output: stdout.String(), Metadata: map[string]any{"exitCode": 0}}
+	}
+	if conf != nil {
+		if res.Metadata == nil {
+			res.Metadata = map[string]any{}
+		}
+		res.Metadata["sandbox"] = conf.Summary()
 	}
 	if cut {
 		if res.Output != "" && !strings.HasSuffix(res.Output, "\n") {
@@ -226,3 +249,6 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	_, err := l.w.Write(p)
 	return n, err // keep draining the pipe past the limit
 }
+
+// String is what the buffer holds.
+func (t *tailBuffer) String() string { return string(t.buf) }

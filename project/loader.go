@@ -3,6 +3,7 @@ package project
 import (
 	"errors"
 	"fmt"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"io/fs"
 	"path/filepath"
 	"sort"
@@ -33,6 +34,8 @@ type Options struct {
 	// Grace is how long a cancelled or timed-out tool's process group has between SIGTERM
 	// and SIGKILL; zero means proc.DefaultGrace.
 	Grace time.Duration
+	// Sandbox, if set, says how a call of the tool named runs confined.
+	Sandbox func(tool string) *sandbox.Confinement
 }
 
 // Dirs returns the folders that hold definitions, highest precedence first: the

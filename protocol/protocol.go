@@ -338,6 +338,8 @@ type CallSummary struct {
 	OutputID  string     `json:"outputID,omitempty"`
 	// Changes is how many paths of the workspace the call changed (calls/changes).
 	Changes int `json:"changes,omitempty"`
+	// Confined: the call's process ran in the OS sandbox (its metadata's sandbox.confined).
+	Confined bool `json:"confined,omitempty"`
 }
 
 // CallsListResult is the result of calls/list.
@@ -357,7 +359,7 @@ type Decision struct {
 	Permission string    `json:"permission"`
 	Patterns   []string  `json:"patterns"`
 	Action     string    `json:"action"`            // allow, deny, ask
-	By         string    `json:"by"`                // "rule", "person", "no-ui", "cancel"
+	By         string    `json:"by"`                // "rule", "person", "sandbox" (auto-allowed confined), "no-ui", "cancel"
 	Rule       *RuleInfo `json:"rule,omitempty"`    // the rule that decided
 	Reply      string    `json:"reply,omitempty"`   // once, always, reject
 	Scope      string    `json:"scope,omitempty"`   // for always

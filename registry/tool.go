@@ -172,6 +172,12 @@ type AskRequest struct {
 	// Reasons say why an Opaque request is opaque (the shell analysis's words): the
 	// decision's provenance carries them.
 	Reasons []string
+	// Sandboxed marks a request of a call that runs in the OS sandbox, whose policy would
+	// allow what the request covers, with the sandbox's auto-allow on: the pipeline allows
+	// it without asking when nothing but the built-in defaults asks for it (a deny rule
+	// still denies, a rule a person or the workspace wrote that asks still asks, an Opaque
+	// request still asks). The decision then says "sandbox".
+	Sandboxed bool
 }
 
 // Result is what a tool returns.

@@ -25,6 +25,10 @@ type Policy interface {
 	Remember(sessionID, permission string, patterns []string, by string) error
 }
 
+// BySandbox is a decision's By when the sandbox's auto-allow allowed a confined call that
+// only the built-in defaults asked for (its Rule is the default rule that would have asked).
+const BySandbox = "sandbox"
+
 // Sentinel errors of the broker; the rpc layer maps them to JSON-RPC codes.
 var (
 	ErrUnknownAsk = errors.New("session: unknown or already answered ask")
@@ -74,6 +78,12 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		return dec, nil
 	case permission.Deny:
 		return dec, &registry.PermissionError{Kind: "deny", Message: permission.DeniedText(d.Rule, q)}
+	}
+	if req.Sandboxed && !req.Opaque && (d.Rule == nil || d.Rule.Source == permission.SourceDefault) {
+		// The OS sandbox confines what runs, and only the defaults asked: no one wrote a
+		// rule that wants this asked. The decision names the sandbox as what allowed it.
+		dec.Action, dec.By = string(permission.Allow), BySandbox
+		return dec, nil
 	}
 	if !b.canAsk {
 		dec.By, dec.Action = "no-ui", string(permission.Deny)

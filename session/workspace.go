@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/config"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/policy"
@@ -73,6 +75,8 @@ type Workspace struct {
 	auditErr    string          // why export could not start
 	logLevel    *slog.LevelVar  // nil: the command line fixed the level
 	log         *slog.Logger
+
+	sandbox *sandboxer
 
 	mu     sync.Mutex // guards rules, layers and mcp
 	rules  *policy.Rules
@@ -133,6 +137,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if storePath == "" {
 		storePath = DefaultStorePath(real)
 	}
+	w.sandbox = newSandboxer(real, storePath)
 	sopts := store.Options{}
 	if o.Store != nil {
 		sopts = *o.Store
@@ -193,6 +198,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		BashDefaultTimeout: time.Duration(lim.BashTimeoutMs) * time.Millisecond,
 		BashMaxTimeout:     time.Duration(lim.BashMaxTimeoutMs) * time.Millisecond,
 		UsePatch:           func(m *protocol.Model) bool { s := w.settings(); return s.UsePatch(m) },
+		Sandbox:            func(tool string) *sandbox.Confinement { return w.sandbox.confine(tool, nil) },
 	})
 	w.reg.SetSource(registry.SourceBuiltin, builtins, nil)
 	reserved := []string{permission.KeyExternalDirectory, permission.KeyDoomLoop, "invalid"}
@@ -200,8 +206,9 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		reserved = append(reserved, t.ID)
 	}
 	ps, err := project.NewSource(w.reg, project.SourceOptions{
-		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved},
-		Logger:  o.Logger,
+		Options: project.Options{Workspace: real, UserDir: config.UserDir(), Builtins: reserved,
+			Sandbox: func(tool string) *sandbox.Confinement { return w.sandbox.confine(tool, nil) }},
+		Logger: o.Logger,
 		OnChange: func(ch registry.Change, diags []protocol.Diagnostic) {
 			w.notifyChanged(ch)
 		},
@@ -214,6 +221,10 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	// MCP servers start in the background; their tools arrive with tools/changed.
 	ms, err := mcp.NewSource(w.reg, mcp.SourceOptions{
 		Servers: w.mcpServers(cs.Layers()), Workspace: real, Logger: o.Logger,
+		Sandbox: func(server string, settings any) *sandbox.Confinement {
+			over, _ := settings.(*config.SandboxTool)
+			return w.sandbox.confine("mcp:"+server, over)
+		},
 		OnChange: func(ch registry.Change, _ []protocol.Diagnostic) { w.notifyChanged(ch) },
 	})
 	if err != nil {
@@ -276,6 +287,14 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	if w.logLevel != nil && l.Effective.LogLevel != "" {
 		_ = w.logLevel.UnmarshalText([]byte(l.Effective.LogLevel)) // validated by config
 	}
+	if w.sandbox != nil {
+		w.sandbox.set(w.sandboxSettings(l))
+		diags = append(diags, w.sandbox.diagnostics()...)
+		if l.Project != nil && !w.perms.Trusted() && !reflect.DeepEqual(l.Project.Settings.Sandbox, config.Sandbox{}) {
+			diags = append(diags, protocol.Diagnostic{Path: l.Project.Path, Severity: "warning",
+				Message: "the workspace's sandbox settings are ignored until you trust the workspace: a repository cannot loosen its own sandbox"})
+		}
+	}
 	w.mu.Lock()
 	prev := w.rules
 	w.mu.Unlock()
@@ -298,6 +317,15 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	}
 }
 
+// sandboxSettings are the sandbox settings in force: the workspace's own only once trusted.
+func (w *Workspace) sandboxSettings(l *config.Layers) config.Sandbox {
+	layers := []*config.Layer{l.User, l.Editor}
+	if w.perms.Trusted() {
+		layers = append(layers, l.Project)
+	}
+	return config.Merge(layers...).Sandbox
+}
+
 // mcpServers are the MCP servers the settings name. The workspace's own config names
 // programs the repository wants run: they start only once the person trusts the workspace.
 func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
@@ -307,7 +335,7 @@ func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
 	}
 	out := map[string]mcp.Server{}
 	for name, m := range config.Merge(layers...).MCP {
-		out[name] = mcp.Server{Command: m.Command, Env: m.Env}
+		out[name] = mcp.Server{Command: m.Command, Env: m.Env, Sandbox: m.Sandbox}
 	}
 	return out
 }

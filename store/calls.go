@@ -423,9 +423,15 @@ func decodeSummary(v []byte, sum *protocol.CallSummary) error {
 }
 
 func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
+	var md struct {
+		Sandbox struct {
+			Confined bool `json:"confined"`
+		} `json:"sandbox"`
+	}
+	_ = json.Unmarshal(r.Metadata, &md) // metadata that is not an object confines nothing
 	return &protocol.CallSummary{
 		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
 		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes,
+		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes, Confined: md.Sandbox.Confined,
 	}
 }

@@ -68,7 +68,12 @@ func newEnv(t *testing.T, o envOpts) *env {
 	d := harness.Start(t, harness.Binary(t), harness.Options{Args: args, Env: append([]string{"XDG_CONFIG_HOME=" + t.TempDir()}, o.env...)})
 	ctx := harness.Deadline(t, 60*time.Second)
 	e := &env{t: t, d: d, ws: ws, st: st, ctx: ctx}
-	raw, err := d.Initialize(ctx, ws, !o.noAsk, o.options)
+	options := o.options
+	if options == nil {
+		// These tests are about asks: commands run confined, but ask as without a sandbox.
+		options = map[string]any{"sandbox": map[string]any{"autoAllow": false}}
+	}
+	raw, err := d.Initialize(ctx, ws, !o.noAsk, options)
 	if err != nil {
 		t.Fatalf("initialize: %v", err)
 	}

@@ -11,11 +11,13 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"runtime/pprof"
 	"syscall"
 
 	"github.com/toolsd/toolsd/internal/cli"
 	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/policy"
 	"github.com/toolsd/toolsd/protocol"
@@ -31,6 +33,12 @@ func main() {
 	if len(os.Args) > 1 && os.Args[1] == proc.GuardArg {
 		os.Exit(proc.RunGuard(os.Args[2:]))
 	}
+	if len(os.Args) > 1 && os.Args[1] == sandbox.StageArg {
+		os.Exit(sandbox.RunStage(os.Args[2:]))
+	}
+	if len(os.Args) > 1 && os.Args[1] == "sandbox" {
+		os.Exit(sandboxCmd(os.Args[2:], os.Stdout, os.Stderr))
+	}
 	if len(os.Args) > 1 && os.Args[1] == "mcp" {
 		os.Exit(mcpserver.Main(os.Args[2:], version, os.Stderr))
 	}
@@ -38,6 +46,34 @@ func main() {
 		os.Exit(policy.Main(os.Args[2:], os.Stdout, os.Stderr))
 	}
 	os.Exit(run(os.Args[1:], pollable(0, "/dev/stdin", os.Stdin), pollable(1, "/dev/stdout", os.Stdout), os.Stderr))
+}
+
+// sandboxCmd is `toolsd sandbox check [--workspace DIR]`: what the kernel offers the sandbox
+// and the policy a command would run with.
+func sandboxCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "usage: toolsd sandbox check [--workspace DIR]")
+		return 2
+	}
+	fs := flag.NewFlagSet("toolsd sandbox check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ws := fs.String("workspace", ".", "the workspace folder")
+	if code, ok := cli.Parse(fs, args[1:], "toolsd sandbox check", stderr); !ok {
+		return code
+	}
+	if exe, err := os.Executable(); err == nil {
+		proc.SetGuardPath(exe)
+	}
+	abs, err := filepath.Abs(*ws)
+	if err == nil {
+		var out string
+		if out, err = session.SandboxCheck(abs); err == nil {
+			fmt.Fprint(stdout, out)
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "toolsd sandbox check: %v\n", err)
+	return 1
 }
 
 // flagSet reports whether the command line set the flag.

@@ -219,6 +219,10 @@ function details(ask: AskedParams): string {
   if (Array.isArray(md.files) && md.files.length > 1) parts.push(`${md.files.length} files`);
   if (typeof md.additions === 'number' && typeof md.deletions === 'number') parts.push(`+${md.additions} −${md.deletions} lines`);
   if (ask.destructive) parts.push('it deletes or overwrites something');
+  const sb = md.sandbox as { confined?: boolean; mode?: string; network?: string; why?: string } | undefined;
+  if (sb && sb.confined) parts.push(`🛡 runs in the sandbox (${sb.mode ?? 'confined'}; writes only the workspace and temp; network: ${sb.network ?? 'none'})`);
+  else if (sb && sb.why) parts.push(`runs outside the sandbox: ${sb.why}`);
+  if (Array.isArray(md.blocked) && md.blocked.length > 0) parts.push(`the sandbox blocked: ${md.blocked.join('; ')}`);
   // Why it asks: the rule and where it is written, a remembered answer, or why no rule
   // could allow it (the line is not fully understood; a command's arguments are outside what
   // a rule with a wildcard covers). A daemon without provenance sends the older fields.

@@ -141,8 +141,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
           c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         it.id = `${node.fd.folder.uri}#call:${c.callID}`;
         const changed = c.changes ? `${c.changes} file${c.changes === 1 ? '' : 's'} changed` : '';
-        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : '', changed].filter(Boolean).join(' · ');
-        it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
+        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : '', changed, c.confined ? '🛡 sandboxed' : ''].filter(Boolean).join(' · ');
+        it.tooltip = `${c.tool} — ${c.status}${c.confined ? ' — ran in the OS sandbox' : ''}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
         it.iconPath = statusIcon(c.status);
         // toolsd.call, then .truncated (a full output to open) and .changed (changes to show and revert).
         it.contextValue = 'toolsd.call' + (c.truncated && c.outputID ? '.truncated' : '') + (c.changes ? '.changed' : '');

@@ -183,6 +183,8 @@ export interface CallSummary {
   outputID?: string;
   /** How many paths of the workspace the call changed (calls/changes shows them). */
   changes?: number;
+  /** The call's process ran in the OS sandbox. */
+  confined?: boolean;
 }
 
 export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }

@@ -10,11 +10,13 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
-// The guard's protocol. The daemon starts `toolsd __guard -grace=D -- name args...` with
-// Setpgid and PR_SET_PDEATHSIG=SIGTERM, and signals the guard alone (never its tree):
+// The guard's protocol. The daemon starts `toolsd __guard -grace=D [-sandbox=POLICY] -- name
+// args...` with Setpgid and PR_SET_PDEATHSIG=SIGTERM, and signals the guard alone (never its
+// tree):
 //
 //   - SIGTERM (also SIGINT, SIGHUP; SIGTERM is what the kernel sends when the daemon dies):
 //     stop the tree: SIGTERM to every process in it, SIGKILL to what is left after D.
@@ -36,25 +38,40 @@ func guardArgs(grace time.Duration, name string, args []string) []string {
 	return append([]string{GuardArg, "-grace=" + grace.String(), "--", name}, args...)
 }
 
-// parseGuardArgs reads the guard's options ([-grace=D] [--]) and returns the command.
-func parseGuardArgs(args []string) (grace time.Duration, argv []string, err error) {
-	grace = DefaultGrace
+// guardOptions are the guard's options.
+type guardOptions struct {
+	grace  time.Duration
+	policy *sandbox.Policy // nil: the command runs unconfined
+}
+
+// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [--]) and returns
+// the command.
+func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
+	o.grace = DefaultGrace
 	for len(args) > 0 {
 		switch a := args[0]; {
 		case a == "--":
-			return grace, args[1:], nil
+			return o, args[1:], nil
 		case strings.HasPrefix(a, "-grace="):
-			grace, err = time.ParseDuration(strings.TrimPrefix(a, "-grace="))
-			if err != nil || grace <= 0 {
-				return 0, nil, fmt.Errorf("bad %s: want a positive duration", a)
+			o.grace, err = time.ParseDuration(strings.TrimPrefix(a, "-grace="))
+			if err != nil || o.grace <= 0 {
+				return o, nil, fmt.Errorf("bad %s: want a positive duration", a)
+			}
+			args = args[1:]
+		case strings.HasPrefix(a, sandboxFlag):
+			if o.policy, err = sandbox.Decode(strings.TrimPrefix(a, sandboxFlag)); err != nil {
+				return o, nil, err
 			}
 			args = args[1:]
 		default:
-			return grace, args, nil
+			return o, args, nil
 		}
 	}
-	return grace, nil, nil
+	return o, nil, nil
 }
+
+// sandboxFlag is the guard's option that carries the policy of a confined command.
+const sandboxFlag = "-sandbox="
 
 // RunGuard is the guard's main: args are the guard's options and the command to run. It
 // becomes a child subreaper, starts the command in a process group of its own, and
@@ -65,9 +82,12 @@ func parseGuardArgs(args []string) (grace time.Duration, argv []string, err erro
 // process of the tree before it exits with the command's code, so when the daemon sees the
 // guard exit, no process of the tree holds the output pipes any more.
 func RunGuard(args []string) int {
-	grace, argv, err := parseGuardArgs(args)
+	o, argv, err := parseGuardArgs(args)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %s: %v\n", GuardArg, err)
+		if strings.HasPrefix(err.Error(), "sandbox:") {
+			return 126 // a command that cannot be confined does not run
+		}
 		return 2
 	}
 	if len(argv) == 0 {
@@ -84,7 +104,7 @@ func RunGuard(args []string) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
-	tool, err := startTool(argv)
+	tool, err := startTool(argv, o.policy)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -92,7 +112,11 @@ func RunGuard(args []string) int {
 		}
 		return 126
 	}
-	g := &guard{self: os.Getpid(), tool: tool, grace: grace}
+	g := &guard{self: os.Getpid(), tool: tool, grace: o.grace}
+	if o.policy != nil && os.Geteuid() == 0 {
+		// RLIMIT_NPROC, which bounds a confined tree of any other user, does not hold root.
+		g.maxProcs = o.policy.MaxProcs
+	}
 	return g.supervise(stop, chld)
 }
 
@@ -101,10 +125,15 @@ func RunGuard(args []string) int {
 // returns its pid. The guard reaps it (wait4), never exec's Wait. SIGKILL reaches the
 // command if the guard itself dies.
 //
-// This is where the command's own confinement belongs: whatever restricts the tool (a
-// Landlock ruleset, a seccomp filter) must apply to the tool's process right before it execs
-// the command, not to the guard, which has to keep reading /proc, signalling and reaping.
-func startTool(argv []string) (int, error) {
+// With a policy, the command is confined (internal/sandbox): the tool's process applies the
+// policy to itself right before it execs the command, so that it holds for the whole tree;
+// the guard itself stays unconfined, since it has to keep reading /proc, signalling and
+// reaping. A command that cannot be confined does not run.
+func startTool(argv []string, p *sandbox.Policy) (int, error) {
+	if p != nil {
+		pid, _, err := sandbox.Start(p, argv, os.Stdin, os.Stdout, os.Stderr)
+		return pid, err
+	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
@@ -120,9 +149,16 @@ type guard struct {
 	tool  int // the command's pid, and its process group id
 	grace time.Duration
 
+	// maxProcs, when positive, is how many processes the tree may hold at once: more, and
+	// the tree is killed (a fork bomb).
+	maxProcs int
+
 	toolLive bool // the command is not reaped yet: its pid, and so its group id, cannot be reused
 	status   unix.WaitStatus
 }
+
+// procsTick is how often the guard counts a tree whose size it bounds.
+const procsTick = 20 * time.Millisecond
 
 // supervise reaps the tree as it ends and stops it on the daemon's signals; it returns the
 // guard's exit code once no process of the tree is left (or killBound after it started
@@ -133,7 +169,13 @@ func (g *guard) supervise(stop, chld <-chan os.Signal) int {
 		stopping, killing bool
 		graceEnd, giveUp  <-chan time.Time
 		tick              <-chan time.Time
+		count             <-chan time.Time
 	)
+	if g.maxProcs > 0 {
+		t := time.NewTicker(procsTick)
+		defer t.Stop()
+		count = t.C
+	}
 	kill := func() {
 		if killing {
 			return
@@ -154,6 +196,11 @@ func (g *guard) supervise(stop, chld <-chan os.Signal) int {
 		}
 		select {
 		case <-chld:
+		case <-count:
+			if n := len(descendants(g.self)); n > g.maxProcs && !killing {
+				fmt.Fprintf(os.Stderr, "toolsd: the command had %d processes running at once, more than the sandbox allows (%d): it and every process it started were killed. A fork bomb or a runaway loop of background jobs does this; start fewer processes at a time\n", n, g.maxProcs)
+				kill()
+			}
 		case <-tick:
 		case s := <-stop:
 			switch {

@@ -30,6 +30,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"golang.org/x/sys/unix"
 )
 
@@ -84,6 +85,37 @@ func Command(ctx context.Context, grace time.Duration, name string, args ...stri
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	cmd.Stdin = nil // /dev/null
 	return cmd
+}
+
+// ErrUnguarded is returned by Confine when commands start without a guard (no toolsd binary
+// to confine them with).
+var ErrUnguarded = errors.New("proc: commands start without a guard here, so they cannot be confined")
+
+// GuardPath is the executable that runs guards ("" when commands start unguarded).
+func GuardPath() string {
+	if p := guardPath.Load(); p != nil {
+		return *p
+	}
+	return ""
+}
+
+// Guarded reports whether commands start through a guard, and so can be confined.
+func Guarded() bool {
+	p := guardPath.Load()
+	return p != nil && *p != ""
+}
+
+// Confine makes cmd (from Command, not started yet) run confined by p: the guard starts the
+// command through internal/sandbox, and a command that cannot be confined does not run (its
+// exit code is 126 and its stderr says why).
+func Confine(cmd *exec.Cmd, p *sandbox.Policy) error {
+	if !guarded(cmd) {
+		return ErrUnguarded
+	}
+	args := append([]string{}, cmd.Args[:2]...)
+	args = append(args, sandboxFlag+p.Encode())
+	cmd.Args = append(args, cmd.Args[2:]...)
+	return nil
 }
 
 // guarded reports whether cmd runs through a guard.

@@ -1,0 +1,401 @@
+package sandbox_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"runtime"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
+	"go.uber.org/goleak"
+)
+
+// The test binary is the guard, the stage, and a small client the confined scripts run
+// ("__dial"), so that the suite needs no program the machine may lack.
+func TestMain(m *testing.M) {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case proc.GuardArg:
+			os.Exit(proc.RunGuard(os.Args[2:]))
+		case sandbox.StageArg:
+			os.Exit(sandbox.RunStage(os.Args[2:]))
+		case "__dial":
+			os.Exit(dial(os.Args[2], os.Args[3]))
+		}
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// dial connects to addr over network and writes a line: the "escape" a test's listener
+// would see.
+func dial(network, addr string) int {
+	c, err := net.DialTimeout(network, addr, 2*time.Second)
+	if err != nil {
+		fmt.Println("dial:", err)
+		return 1
+	}
+	defer c.Close()
+	_, _ = c.Write([]byte("escaped\n"))
+	if network == "udp" {
+		fmt.Println("sent a datagram to", addr) // whether it arrived, the listener knows
+		return 0
+	}
+	fmt.Println("ESCAPED: connected to", addr)
+	return 0
+}
+
+const secret = "SECRET-7f3a91"
+
+// world is what one run of the suite confines a tool in, and the things outside it.
+type world struct {
+	exe      string // the test binary, where every user may run it
+	ws       string // the workspace
+	out      string // a folder outside every writable one, writable by anyone
+	home     string // a home folder with secrets
+	tmp      string // the tool's temp folder
+	private  string // the daemon's folder, with its socket
+	uid      int
+	policy   *sandbox.Policy
+	mode     string
+	tcp      net.Listener
+	tcpSeen  atomic.Int32
+	udp      net.PacketConn
+	unix     net.Listener
+	unixSeen atomic.Int32
+	wg       sync.WaitGroup
+}
+
+func newWorld(t *testing.T, uid int, landlockOnly bool) *world {
+	t.Helper()
+	root := t.TempDir()
+	// Every user must be able to reach what the tool needs: the checks are the sandbox's,
+	// not the file modes'.
+	for d := root; d != "/"; d = filepath.Dir(d) {
+		if err := os.Chmod(d, 0o755); err != nil && d == root {
+			t.Fatal(err)
+		}
+		if d == os.TempDir() {
+			break
+		}
+	}
+	w := &world{uid: uid}
+	mk := func(rel string, mode os.FileMode) string {
+		p := filepath.Join(root, rel)
+		if err := os.MkdirAll(p, mode); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(p, mode)
+		_ = os.Chown(p, uid, uid)
+		return p
+	}
+	write := func(p, content string, mode os.FileMode) {
+		if err := os.WriteFile(p, []byte(content), mode); err != nil {
+			t.Fatal(err)
+		}
+		_ = os.Chmod(p, mode)
+	}
+	w.ws = mk("ws", 0o755)
+	mk("ws/.git/hooks", 0o755)
+	write(filepath.Join(w.ws, ".git", "config"), "[core]\n", 0o666)
+	write(filepath.Join(w.ws, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n", 0o777)
+	mk("ws/src", 0o755)
+	write(filepath.Join(w.ws, "src", "main.go"), "package main\n", 0o666)
+	w.out = mk("out", 0o777)
+	write(filepath.Join(w.out, "victim"), "original\n", 0o666)
+	w.home = mk("home", 0o755)
+	mk("home/.ssh", 0o755)
+	write(filepath.Join(w.home, ".ssh", "id_rsa"), secret+"\n", 0o644)
+	w.tmp = mk("tmp", 0o777)
+	w.private = mk("private", 0o777)
+	bin := mk("bin", 0o755)
+	w.exe = filepath.Join(bin, "toolsd.test")
+	copyFile(t, w.exe)
+
+	var err error
+	if w.tcp, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if w.udp, err = net.ListenPacket("udp4", "127.0.0.1:0"); err != nil {
+		t.Fatal(err)
+	}
+	if w.unix, err = net.Listen("unix", filepath.Join(w.private, "toolsd.sock")); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Join(w.private, "toolsd.sock"), 0o777)
+	accept := func(l net.Listener, seen *atomic.Int32) {
+		w.wg.Add(1)
+		go func() {
+			defer w.wg.Done()
+			for {
+				c, err := l.Accept()
+				if err != nil {
+					return
+				}
+				seen.Add(1)
+				_ = c.Close()
+			}
+		}()
+	}
+	accept(w.tcp, &w.tcpSeen)
+	accept(w.unix, &w.unixSeen)
+	t.Cleanup(func() {
+		_ = w.tcp.Close()
+		_ = w.unix.Close()
+		_ = w.udp.Close()
+		w.wg.Wait()
+	})
+
+	w.policy = sandbox.Build(sandbox.Options{Workspace: w.ws, Home: w.home, TempDir: w.tmp, Private: []string{w.private}, MaxProcs: 64})
+	w.policy.LandlockOnly = landlockOnly
+	w.mode = sandbox.ModeNamespaces
+	if landlockOnly {
+		w.mode = sandbox.ModeLandlock
+	}
+	return w
+}
+
+func copyFile(t *testing.T, dst string) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(dst, b, 0o755); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// run runs script with bash in the workspace, confined, as the world's user.
+func (w *world) run(t *testing.T, script string) (string, int) {
+	t.Helper()
+	proc.SetGuardPath(w.exe)
+	defer proc.SetGuardPath("")
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := proc.Command(ctx, time.Second, "bash", "-c", script)
+	if err := proc.Confine(cmd, w.policy); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Dir = w.ws
+	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w.home, "TMPDIR=" + w.tmp, "GORACE=atexit_sleep_ms=0",
+		"OUT=" + w.out, "SECRETS=" + filepath.Join(w.home, ".ssh"), "DAEMON=" + strconv.Itoa(os.Getpid()),
+		"TCP=" + w.tcp.Addr().String(), "UDP=" + w.udp.LocalAddr().String(), "SOCK=" + w.unix.Addr().String(), "EXE=" + w.exe}
+	if w.uid != os.Getuid() {
+		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.uid)}
+	}
+	var buf bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &buf, &buf
+	_, err := proc.Run(cmd)
+	return buf.String(), proc.ExitCode(err)
+}
+
+// escape is one attempt to get out: a script, and a check of the world after it that names
+// what escaped ("" when nothing did).
+type escape struct {
+	name   string
+	script string
+	check  func(w *world, out string) string
+	// explain: the output must carry an error that sandbox.Explain turns into words for
+	// the model.
+	explain bool
+}
+
+func fileAbsent(rel string) func(w *world, out string) string {
+	return func(w *world, out string) string {
+		if _, err := os.Lstat(filepath.Join(w.out, rel)); err == nil {
+			return "created " + filepath.Join(w.out, rel)
+		}
+		return ""
+	}
+}
+
+func victimIntact(w *world, out string) string {
+	b, err := os.ReadFile(filepath.Join(w.out, "victim"))
+	if err != nil || string(b) != "original\n" {
+		return fmt.Sprintf("the file outside was changed (%q, %v)", b, err)
+	}
+	return ""
+}
+
+func noSecret(w *world, out string) string {
+	if strings.Contains(out, secret) {
+		return "the secret was read"
+	}
+	found := ""
+	_ = filepath.Walk(w.ws, func(p string, fi os.FileInfo, err error) error {
+		if err == nil && fi.Mode().IsRegular() {
+			if b, _ := os.ReadFile(p); bytes.Contains(b, []byte(secret)) {
+				found = "the secret was copied to " + p
+			}
+		}
+		return nil
+	})
+	return found
+}
+
+func notInOutput(marker string) func(w *world, out string) string {
+	return func(w *world, out string) string {
+		if strings.Contains(out, marker) {
+			return "the output says " + marker
+		}
+		return ""
+	}
+}
+
+func gitIntact(w *world, out string) string {
+	if b, _ := os.ReadFile(filepath.Join(w.ws, ".git", "config")); string(b) != "[core]\n" {
+		return fmt.Sprintf(".git/config was changed: %q", b)
+	}
+	names, _ := os.ReadDir(filepath.Join(w.ws, ".git", "hooks"))
+	if len(names) != 1 || names[0].Name() != "pre-commit.sample" {
+		return fmt.Sprintf(".git/hooks was changed: %v", names)
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, ".toolsd", "config.json")); err == nil {
+		return ".toolsd/config.json was written"
+	}
+	if _, err := os.Stat(filepath.Join(w.ws, ".toolsd", "tool")); err == nil {
+		return ".toolsd/tool was made"
+	}
+	return ""
+}
+
+var escapes = []escape{
+	{"absolute path", `echo x > "$OUT/abs"`, fileAbsent("abs"), true},
+	{"dot dot", `echo x > ../out/dotdot`, fileAbsent("dotdot"), true},
+	{"symlink made by the command", `ln -s "$OUT" link && echo x > link/sym`, fileAbsent("sym"), true},
+	{"symlink to a folder outside, then cd", `ln -sf "$OUT" l2 && cd l2 && echo x > cdsym`, fileAbsent("cdsym"), true},
+	{"hard link of a file outside", `ln "$OUT/victim" hl; echo pwned >> hl; echo pwned >> "$OUT/victim"`, victimIntact, true},
+	{"/proc/self/root", `echo x > "/proc/self/root$OUT/procroot"`, fileAbsent("procroot"), true},
+	{"/proc/self/cwd", `cd "$OUT" && echo x > /proc/self/cwd/proccwd`, fileAbsent("proccwd"), true},
+	{"/dev/fd of a folder outside", `exec 9<"$OUT"; echo x > /dev/fd/9/devfd`, fileAbsent("devfd"), true},
+	{"rename out of the folder outside", `mv "$OUT/victim" ./stolen; echo x > "$OUT/victim"`, victimIntact, true},
+	{"rename into the folder outside", `echo x > mine && mv mine "$OUT/moved"`, fileAbsent("moved"), true},
+	{"truncate a file outside", `: > "$OUT/victim"; truncate -s 0 "$OUT/victim"`, victimIntact, true},
+	{"mount over the folder outside", `mount -t tmpfs none "$OUT" ; mount --bind . "$OUT"; echo x > "$OUT/mounted"`, fileAbsent("mounted"), false},
+	{"user namespace to mount", `unshare -Urm sh -c 'mount -t tmpfs none "$OUT" && echo x > "$OUT/nsmounted"'`, fileAbsent("nsmounted"), false},
+	{"read a secret", `cat "$SECRETS/id_rsa"`, noSecret, true},
+	{"copy a secret", `cp "$SECRETS/id_rsa" ./copied; cat copied`, noSecret, true},
+	{"link a secret", `ln "$SECRETS/id_rsa" ./linked; ln -s "$SECRETS/id_rsa" ./slinked; cat linked slinked`, noSecret, true},
+	{"read a secret through /proc/self/root", `cat "/proc/self/root$SECRETS/id_rsa"`, noSecret, true},
+	{"list secrets to read them", `for f in "$SECRETS"/*; do cat "$f"; done; tar cf - "$SECRETS" | cat`, noSecret, true},
+	{"plant a git hook", `echo 'curl evil' > .git/hooks/pre-commit; chmod +x .git/hooks/pre-commit`, gitIntact, true},
+	{"replace the hooks folder", `mv .git/hooks .git/oldhooks; mkdir .git/hooks2 && echo x > .git/hooks2/pre-commit && mv .git/hooks2 .git/hooks; rm -rf .git/hooks`, gitIntact, true},
+	{"change git's config", `echo '[core] fsmonitor = evil' >> .git/config; git config core.hooksPath /tmp`, gitIntact, true},
+	{"loosen its own rules", `mkdir -p .toolsd/tool && echo '{"permission":{"bash":"allow"}}' > .toolsd/config.json`, gitIntact, true},
+	{"TCP to a listener on the loopback", `"$EXE" __dial tcp "$TCP"`, func(w *world, out string) string {
+		if w.tcpSeen.Load() > 0 {
+			return "a TCP connection reached the test's listener"
+		}
+		return notInOutput("ESCAPED")(w, out)
+	}, false},
+	{"/dev/tcp", `exec 3<>"/dev/tcp/${TCP%:*}/${TCP#*:}" && echo x >&3 && echo ESCAPED`, func(w *world, out string) string {
+		if w.tcpSeen.Load() > 0 {
+			return "/dev/tcp reached the test's listener"
+		}
+		return notInOutput("ESCAPED")(w, out)
+	}, false},
+	{"UDP to a listener on the loopback", `echo escaped > "/dev/udp/${UDP%:*}/${UDP#*:}"; "$EXE" __dial udp "$UDP"`, udpSilent, false},
+	{"DNS to a resolver on the loopback", `printf '\x12\x34\x01\x00\x00\x01\x00\x00\x00\x00\x00\x00\x07example\x03com\x00\x00\x01\x00\x01' > "/dev/udp/${UDP%:*}/${UDP#*:}"`, udpSilent, false},
+	{"connect to the daemon's socket", `"$EXE" __dial unix "$SOCK"`, func(w *world, out string) string {
+		if w.unixSeen.Load() > 0 {
+			return "the daemon's socket was reached"
+		}
+		return notInOutput("ESCAPED")(w, out)
+	}, false},
+	{"signal the daemon", `kill -0 "$DAEMON" && echo ESCAPED; kill -STOP "$DAEMON" 2>/dev/null && kill -CONT "$DAEMON" && echo ESCAPED`, notInOutput("ESCAPED"), false},
+	{"trace the daemon", `cat "/proc/$DAEMON/environ" >/dev/null && echo ESCAPED; head -c1 "/proc/$DAEMON/mem" >/dev/null 2>&1 && echo ESCAPED`, notInOutput("ESCAPED"), false},
+	{"read a disk's device", `for d in /dev/vd? /dev/sd? /dev/nvme?n1; do [ -e "$d" ] && head -c 512 "$d" | wc -c | grep -qv '^0$' && echo ESCAPED; done; true`, notInOutput("ESCAPED"), false},
+	// The loop is capped (300 sleeps) so that a sandbox that fails it cannot take the
+	// machine down; the sandbox's bound is 64.
+	{"fork bomb, bounded", `sh -c 'i=0; while [ $i -lt 300 ]; do sleep 30 & i=$((i+1)); done; echo "ALL STARTED $i"; wait'`, func(w *world, out string) string {
+		// Every user but root is held by RLIMIT_NPROC: the 65th process cannot start.
+		// Root is not; the guard counts its tree and kills it past the bound.
+		if w.uid == 0 {
+			if !strings.Contains(out, "more than the sandbox allows") {
+				return "the guard did not stop root's tree past the bound"
+			}
+			return ""
+		}
+		if strings.Contains(out, "ALL STARTED 300") {
+			return "300 processes ran at once"
+		}
+		return ""
+	}, false},
+}
+
+func udpSilent(w *world, out string) string {
+	_ = w.udp.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
+	buf := make([]byte, 512)
+	if n, _, err := w.udp.ReadFrom(buf); err == nil {
+		return fmt.Sprintf("a datagram reached the test's listener (%q)", buf[:n])
+	}
+	return notInOutput("ESCAPED")(w, out)
+}
+
+// TestEscapes runs every escape, as root and as an unprivileged user where the test runs as
+// root, with namespaces and with Landlock alone: none may get out, and every blocked attempt
+// that leaves an error behind is explained in words the model can act on.
+func TestEscapes(t *testing.T) {
+	if runtime.GOOS != "linux" || !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	users := []int{os.Getuid()}
+	if os.Getuid() == 0 {
+		users = append(users, 65534)
+	}
+	for _, uid := range users {
+		for _, landlockOnly := range []bool{false, true} {
+			mode := "namespaces"
+			if landlockOnly {
+				mode = "landlock"
+			}
+			t.Run(fmt.Sprintf("uid%d/%s", uid, mode), func(t *testing.T) {
+				w := newWorld(t, uid, landlockOnly)
+				// The sandbox must let ordinary work through, or every escape "fails".
+				if out, code := w.run(t, `echo ok > src/new.txt && cat src/new.txt && echo t > "$TMPDIR/t" && ls "$HOME" >/dev/null`); code != 0 || !strings.Contains(out, "ok") {
+					t.Fatalf("ordinary work failed in the sandbox (exit %d): %s", code, out)
+				}
+				for _, e := range escapes {
+					out, _ := w.run(t, e.script)
+					if got := e.check(w, out); got != "" {
+						t.Errorf("%s: ESCAPE: %s\noutput:\n%s", e.name, got, out)
+						continue
+					}
+					if e.explain {
+						if why := sandbox.Explain(w.policy, w.mode, w.ws, out, nil); len(why) == 0 {
+							t.Errorf("%s: blocked, but nothing tells the model why; output:\n%s", e.name, out)
+						}
+					}
+				}
+			})
+		}
+	}
+}
+
+// TestCannotConfineDoesNotRun: a policy the stage cannot apply fails the command; it never
+// runs unconfined.
+func TestCannotConfineDoesNotRun(t *testing.T) {
+	w := newWorld(t, os.Getuid(), false)
+	w.policy = &sandbox.Policy{Read: []string{"/"}, Write: []string{w.ws}, Net: sandbox.Net{Mode: sandbox.NetProxy}} // no proxy address
+	out, code := w.run(t, `echo RAN`)
+	if code != 126 || strings.Contains(out, "RAN") {
+		t.Fatalf("exit %d, output %q: want 126 and the command not run", code, out)
+	}
+	if !strings.Contains(out, "proxy") {
+		t.Errorf("the error does not say what is wrong: %q", out)
+	}
+}

@@ -1,0 +1,105 @@
+package sandbox
+
+import (
+	"fmt"
+	"os/exec"
+	"strings"
+
+	seccomp "github.com/elastic/go-seccomp-bpf"
+	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
+)
+
+// Support is what this kernel offers the sandbox.
+type Support struct {
+	// LandlockABI is the kernel's Landlock ABI version (0: none).
+	LandlockABI int `json:"landlockABI"`
+	// Seccomp reports seccomp filters.
+	Seccomp bool `json:"seccomp"`
+	// Namespaces reports user, mount and network namespaces that give the stage the
+	// capabilities it needs (to mount and to bring a loopback up).
+	Namespaces bool `json:"namespaces"`
+	// NamespacesWhy says why there are none.
+	NamespacesWhy string `json:"namespacesWhy,omitempty"`
+}
+
+// Available reports whether processes can be confined at all.
+func (s Support) Available() bool { return s.LandlockABI >= 1 && s.Seccomp }
+
+// Mode is the mode confined processes run in ("" when they cannot be confined).
+func (s Support) Mode(landlockOnly bool) string {
+	switch {
+	case !s.Available():
+		return ""
+	case s.Namespaces && !landlockOnly:
+		return ModeNamespaces
+	}
+	return ModeLandlock
+}
+
+// Probe finds what the kernel offers. exe is this binary (it runs the stage's namespace
+// probe); "" skips that probe.
+func Probe(exe string) Support {
+	var s Support
+	if v, err := ll.LandlockGetABIVersion(); err == nil {
+		s.LandlockABI = v
+	}
+	s.Seccomp = seccomp.Supported()
+	if exe == "" {
+		s.NamespacesWhy = "not probed"
+		return s
+	}
+	cmd := exec.Command(exe, StageArg, "-probe")
+	cmd.SysProcAttr = stageAttr(true, true)
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		s.NamespacesWhy = strings.TrimSpace(fmt.Sprintf("%v %s", err, out))
+		return s
+	}
+	s.Namespaces = true
+	return s
+}
+
+// Describe is Support in words, one line per fact, as `toolsd sandbox check` prints it.
+func (s Support) Describe() []string {
+	var out []string
+	switch {
+	case s.LandlockABI == 0:
+		out = append(out, "Landlock: not offered by this kernel (Linux 5.13 or later with Landlock enabled is needed); tool processes run unconfined and every command asks as before")
+	default:
+		out = append(out, fmt.Sprintf("Landlock: ABI %d%s", s.LandlockABI, abiNotes(s.LandlockABI)))
+	}
+	if s.Seccomp {
+		out = append(out, "seccomp: yes")
+	} else {
+		out = append(out, "seccomp: no; tool processes run unconfined")
+	}
+	if s.Namespaces {
+		out = append(out, "user namespaces: yes (mount and network namespaces of its own for each tool: .git/hooks, .git/config and .toolsd are read-only mounts; the network is a loopback of its own)")
+	} else {
+		out = append(out, "user namespaces: no ("+s.NamespacesWhy+"); Landlock alone keeps .git/hooks, .git/config and .toolsd read-only, so the workspace's top level and .git take no new entries, and loopback servers are out of reach")
+	}
+	return out
+}
+
+func abiNotes(v int) string {
+	var missing []string
+	if v < 2 {
+		missing = append(missing, "renames and links across folders are refused (ABI 2)")
+	}
+	if v < 3 {
+		missing = append(missing, "truncating a read-only file is not stopped (ABI 3)")
+	}
+	if v < 4 {
+		missing = append(missing, "no TCP rules: without namespaces the network is refused by seccomp alone (ABI 4)")
+	}
+	if v < 5 {
+		missing = append(missing, "device ioctls are not filtered (ABI 5)")
+	}
+	if v < 6 {
+		missing = append(missing, "signals and abstract Unix sockets are not scoped: seccomp refuses signals to the daemon's pid (ABI 6)")
+	}
+	if len(missing) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(missing, "; ")
+}

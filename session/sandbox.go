@@ -1,0 +1,197 @@
+package session
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/toolsd/toolsd/config"
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// sandboxer decides how each tool process of the workspace is confined: from what the kernel
+// offers (probed once), the sandbox settings (the workspace's own only once it is trusted),
+// and the tool. Safe for concurrent use.
+type sandboxer struct {
+	folder   string
+	support  sandbox.Support
+	guarded  bool
+	cacheDir string
+	private  []string // the daemon's own folders: hidden from tools
+
+	mu       sync.Mutex // guards settings
+	settings config.Sandbox
+}
+
+// probed is what the kernel offers, probed once per process.
+var probed = sync.OnceValue(func() sandbox.Support { return sandbox.Probe(proc.GuardPath()) })
+
+func newSandboxer(folder, storePath string) *sandboxer {
+	s := &sandboxer{folder: folder, guarded: proc.Guarded()}
+	if s.guarded {
+		s.support = probed()
+	}
+	if base, err := os.UserCacheDir(); err == nil {
+		s.cacheDir = filepath.Join(base, "toolsd", "sandbox")
+		if err := os.MkdirAll(s.cacheDir, 0o700); err != nil {
+			s.cacheDir = ""
+		}
+	}
+	// The store (the folder of the default one; only the file of one given on the command
+	// line, whose folder may be anything).
+	s.private = []string{storePath}
+	if storePath == DefaultStorePath(folder) {
+		s.private[0] = filepath.Dir(storePath)
+	}
+	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
+		s.private = append(s.private, filepath.Join(rt, "toolsd"))
+	}
+	s.private = append(s.private, filepath.Join(os.TempDir(), "toolsd-"+strconv.Itoa(os.Getuid())))
+	return s
+}
+
+func (s *sandboxer) set(c config.Sandbox) {
+	s.mu.Lock()
+	s.settings = c
+	s.mu.Unlock()
+}
+
+// enabled reports whether the sandbox is on in the settings.
+func (s *sandboxer) enabled(c config.Sandbox) bool { return c.Enabled == nil || *c.Enabled }
+
+// diagnostics says what the person must know about the sandbox: that the kernel cannot
+// confine (once), that it was turned off.
+func (s *sandboxer) diagnostics() []protocol.Diagnostic {
+	if !s.guarded {
+		return nil
+	}
+	s.mu.Lock()
+	c := s.settings
+	s.mu.Unlock()
+	if !s.enabled(c) {
+		return nil // config reports the setting itself, where it is
+	}
+	if !s.support.Available() {
+		msg := "the kernel offers no Landlock or seccomp: tool processes run unconfined, and every command asks as it would without a sandbox (docs/sandbox.md)"
+		return []protocol.Diagnostic{{Path: "sandbox", Message: msg, Severity: "warning"}}
+	}
+	return nil
+}
+
+// confine returns how a process of tool runs: over, when set, are a per-process setting (an
+// MCP server's) that replace the per-tool ones.
+func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Confinement {
+	s.mu.Lock()
+	c := s.settings
+	s.mu.Unlock()
+	t, ok := c.Tools[tool]
+	if over != nil {
+		t, ok = *over, true
+	}
+	switch {
+	case !s.guarded:
+		return &sandbox.Confinement{Why: "processes start without the guard here (no toolsd binary)"}
+	case !s.enabled(c):
+		return &sandbox.Confinement{Why: "the sandbox is turned off in the settings (sandbox.enabled)"}
+	case ok && t.Enabled != nil && !*t.Enabled:
+		return &sandbox.Confinement{Why: "the sandbox is turned off for " + tool + " in the settings"}
+	case !s.support.Available():
+		return &sandbox.Confinement{Why: "the kernel offers no Landlock or seccomp"}
+	}
+	net := c.Network
+	if ok && t.Network != nil {
+		net = t.Network
+	}
+	unix := c.UnixSockets != nil && *c.UnixSockets
+	if ok && t.UnixSockets != nil {
+		unix = *t.UnixSockets
+	}
+	write := append([]string{}, c.Write...)
+	if ok {
+		write = append(write, t.Write...)
+	}
+	home, _ := os.UserHomeDir()
+	tmp := os.Getenv("TMPDIR")
+	if tmp == "" || !filepath.IsAbs(tmp) {
+		tmp = os.TempDir()
+	}
+	var private []string
+	for _, p := range s.private {
+		if _, err := os.Lstat(p); err == nil {
+			private = append(private, p)
+		}
+	}
+	o := sandbox.Options{
+		Workspace: s.folder, Home: home, TempDir: tmp, CacheDir: s.cacheDir,
+		Write: write, Deny: c.Deny, Private: private, UnixSockets: unix,
+		Net: sandbox.Net{Mode: sandbox.NetNone},
+	}
+	conf := &sandbox.Confinement{Mode: s.support.Mode(c.Mode == "landlock"), AutoAllow: c.AutoAllow == nil || *c.AutoAllow}
+	if net != nil {
+		switch {
+		case net.Direct:
+			o.Net.Mode = sandbox.NetDirect
+		case len(net.Allow) > 0:
+			p, err := sandbox.NewProxy(net.Allow, nil)
+			if err != nil {
+				// Still confined, without the network it could not be given.
+				break
+			}
+			allow := append([]string{}, net.Allow...)
+			sort.Strings(allow)
+			o.Net = sandbox.Net{Mode: sandbox.NetProxy, Proxy: p.Addr(), Allow: allow}
+			conf.Proxy = p
+		}
+	}
+	conf.Policy = sandbox.Build(o)
+	conf.Policy.LandlockOnly = c.Mode == "landlock"
+	return conf
+}
+
+// SandboxCheck describes what the kernel offers the sandbox and the policy a bash command
+// in folder would run with, under the user's settings (the workspace's own sandbox settings
+// count only once the workspace is trusted, which this does not assume): what
+// `toolsd sandbox check` prints.
+func SandboxCheck(folder string) (string, error) {
+	real, err := filepath.EvalSymlinks(folder)
+	if err != nil {
+		return "", err
+	}
+	l, diags := config.Load(real, nil)
+	s := newSandboxer(real, DefaultStorePath(real))
+	s.set(config.Merge(l.User, l.Editor).Sandbox)
+	var b strings.Builder
+	fmt.Fprintf(&b, "toolsd sandbox check: %s\n\nkernel:\n", real)
+	for _, line := range s.support.Describe() {
+		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	for _, d := range append(diags, s.diagnostics()...) {
+		if strings.Contains(d.Message, "sandbox") || d.Path == "sandbox" {
+			fmt.Fprintf(&b, "  %s: %s:%d:%d: %s\n", d.Severity, d.Path, d.Line, d.Column, d.Message)
+		}
+	}
+	conf := s.confine("bash", nil)
+	defer conf.Close()
+	if !conf.Confined() {
+		fmt.Fprintf(&b, "\nbash runs unconfined: %s\n", conf.Why)
+		return b.String(), nil
+	}
+	p := conf.Policy
+	fmt.Fprintf(&b, "\npolicy of a bash command (mode %s, auto-allow %v):\n", conf.Mode, conf.AutoAllow)
+	fmt.Fprintf(&b, "  read:      %s\n", strings.Join(p.Read, ", "))
+	fmt.Fprintf(&b, "  write:     %s\n", strings.Join(p.Write, ", "))
+	fmt.Fprintf(&b, "  read-only: %s\n", strings.Join(p.Protect, ", "))
+	fmt.Fprintf(&b, "  hidden:    %s\n", strings.Join(p.Deny, ", "))
+	fmt.Fprintf(&b, "  network:   %s", p.Net.Mode)
+	if len(p.Net.Allow) > 0 {
+		fmt.Fprintf(&b, " (through the proxy to %s)", strings.Join(p.Net.Allow, ", "))
+	}
+	fmt.Fprintf(&b, "\n  unix sockets: %v; at most %d processes at once\n", p.UnixSockets, p.MaxProcs)
+	return b.String(), nil
+}

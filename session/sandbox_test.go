@@ -1,0 +1,159 @@
+package session
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// answerer answers every ask once, counting them.
+type answerer struct {
+	w    *Workspace
+	mu   sync.Mutex // guards asks
+	asks []protocol.AskedParams
+	wg   sync.WaitGroup
+}
+
+func (a *answerer) Progress(protocol.ProgressParams) {}
+func (a *answerer) Asked(p protocol.AskedParams) {
+	a.mu.Lock()
+	a.asks = append(a.asks, p)
+	a.mu.Unlock()
+	a.wg.Add(1)
+	go func() {
+		defer a.wg.Done()
+		_, _ = a.w.Reply(protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyOnce})
+	}()
+}
+
+func (a *answerer) count() int {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return len(a.asks)
+}
+
+// day is a scripted day of ordinary work, as an agent runs it.
+var day = []string{
+	"go build ./...",
+	"go vet ./...",
+	"go test ./...",
+	"go test -run TestGreet -v ./...",
+	"gofmt -l .",
+	"gofmt -w main.go",
+	"git status",
+	"git diff",
+	"grep -rn TODO .",
+	"sed -i 's/hello/hi/' main.go",
+	"git diff --stat",
+	"git add -A && git commit -qm 'say hi'",
+	"git log --oneline -3",
+	"make build",
+	"ls -la bin",
+	"npm test",
+	"cat package.json",
+	"mkdir -p internal/greet && echo 'package greet' > internal/greet/greet.go",
+	"go build ./... && go run .",
+	"rm -f bin/app",
+	"wc -l *.go",
+	"head -5 main.go",
+	"find . -name '*.go' -not -path './.git/*'",
+	"echo done > /tmp/toolsd-day-$$.txt",
+}
+
+// dayFiles are the workspace the day works in.
+var dayFiles = map[string]string{
+	"go.mod":       "module example.com/day\n\ngo 1.22\n",
+	"main.go":      "package main\n\nimport \"fmt\"\n\n// TODO: more greetings\nfunc greet() string { return \"hello\" }\n\nfunc main() { fmt.Println(greet()) }\n",
+	"main_test.go": "package main\n\nimport \"testing\"\n\nfunc TestGreet(t *testing.T) {\n\tif greet() == \"\" {\n\t\tt.Fatal(\"empty\")\n\t}\n}\n",
+	"Makefile":     "build:\n\tgo build -o bin/app .\n",
+	"package.json": `{"name": "day", "version": "1.0.0", "scripts": {"test": "node test.js"}}` + "\n",
+	"test.js":      "console.log('1 passed, 0 failed');\n",
+}
+
+// TestSandboxDayOfWork runs a day of ordinary work with the default rules, confined, once
+// with the sandbox's auto-allow and once without: every command must work in the sandbox,
+// and the auto-allow must save at least 80% of the asks.
+func TestSandboxDayOfWork(t *testing.T) {
+	if !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	for _, tool := range []string{"go", "git", "make", "npm", "node"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "XDG_CONFIG_HOME": t.TempDir(), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"} {
+		t.Setenv(k, v)
+	}
+	proc.SetGuardPath(exe)
+	defer proc.SetGuardPath("")
+
+	run := func(t *testing.T, autoAllow bool) (asks int) {
+		ws := t.TempDir()
+		for name, content := range dayFiles {
+			if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if out, err := exec.Command("git", "-C", ws, "init", "-q").CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+		if out, err := exec.Command("git", "-C", ws, "add", "-A").CombinedOutput(); err != nil {
+			t.Fatalf("git add: %v %s", err, out)
+		}
+		if out, err := exec.Command("git", "-C", ws, "commit", "-qm", "start").CombinedOutput(); err != nil {
+			t.Fatalf("git commit: %v %s", err, out)
+		}
+		a := &answerer{}
+		opts, _ := json.Marshal(map[string]any{"sandbox": map[string]any{"autoAllow": autoAllow}})
+		w, err := OpenWorkspace(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), CanAsk: true, Notifier: a, InitOptions: opts})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.w = w
+		defer func() {
+			a.wg.Wait()
+			_ = w.Close()
+		}()
+		for i, line := range day {
+			args, _ := json.Marshal(map[string]any{"command": line, "timeout": 120000})
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			res, err := w.Execute(ctx, protocol.ExecuteParams{SessionID: "day", MessageID: "m", CallID: fmt.Sprint("c", i), Tool: "bash", Args: args})
+			cancel()
+			if err != nil {
+				t.Fatalf("%s: %v", line, err)
+			}
+			var md map[string]any
+			_ = json.Unmarshal(res.Metadata, &md)
+			if res.Status != protocol.StatusCompleted || md["exit"] != float64(0) {
+				t.Errorf("%q failed in the sandbox (%s, exit %v): %s%s", line, res.Status, md["exit"], res.Output, res.Error)
+			}
+			if sb, _ := md["sandbox"].(map[string]any); sb["confined"] != true {
+				t.Errorf("%q did not run confined: %v", line, md["sandbox"])
+			}
+		}
+		return a.count()
+	}
+	var with, without int
+	t.Run("auto-allow", func(t *testing.T) { with = run(t, true) })
+	t.Run("asking", func(t *testing.T) { without = run(t, false) })
+	t.Logf("asks over a day of %d commands: %d with the sandbox's auto-allow, %d without", len(day), with, without)
+	if without == 0 || float64(without-with) < 0.8*float64(without) {
+		t.Errorf("asks: %d with the auto-allow, %d without: want at least 80%% fewer", with, without)
+	}
+}
