@@ -63,7 +63,7 @@ func TestSandboxBadInput(t *testing.T) {
 	}
 	// Turning it off is a warning at the setting.
 	write("{\"sandbox\": {\"enabled\": false}}")
-	_, diags = load(user, ProjectPath(ws), nil, good)
+	_, diags = load(paths{user: user, project: ProjectPath(ws)}, nil, good)
 	if len(diags) != 1 || diags[0].Severity != "warning" || !strings.Contains(diags[0].Message, "outside the sandbox") || diags[0].Line != 1 {
 		t.Errorf("turning the sandbox off: %v", diags)
 	}
