@@ -53,7 +53,27 @@ func newSandboxer(folder, storePath string) *sandboxer {
 		s.private = append(s.private, filepath.Join(rt, "toolsd"))
 	}
 	s.private = append(s.private, filepath.Join(os.TempDir(), "toolsd-"+strconv.Itoa(os.Getuid())))
+	if s.guarded && s.support.Available() {
+		s.prepareProtected()
+	}
 	return s
+}
+
+// prepareProtected makes the protected folders that do not exist yet (.toolsd, and
+// .git/hooks in a git repository) empty, once, when the workspace opens: a confined command
+// must not be able to create them (and plant rules or hooks), and a folder can only be held
+// read-only once it exists. Made here rather than by each command's stage, the folders are
+// part of the workspace before the first look of the checkpoints, not changes of a call.
+func (s *sandboxer) prepareProtected() {
+	for _, dir := range []string{filepath.Join(s.folder, ".toolsd"), filepath.Join(s.folder, ".git", "hooks")} {
+		parent, err := os.Lstat(filepath.Dir(dir))
+		if err != nil || !parent.IsDir() {
+			continue // no .git folder (or one that is a file: a worktree's link)
+		}
+		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
+			continue // the stage says so when it cannot protect it
+		}
+	}
 }
 
 func (s *sandboxer) set(c config.Sandbox) {
