@@ -23,7 +23,7 @@ func TestAuditExport(t *testing.T) {
 	// Nothing is sent on a timer within the test: only the shutdown's flush can deliver.
 	e := newEnv(t, envOpts{
 		env:     otelEnv("http://"+r.GRPC, "grpc", "OTEL_BSP_SCHEDULE_DELAY=600000"),
-		options: map[string]any{"permission": map[string]any{"bash": map[string]any{"echo *": "allow", "rm *": "deny"}}},
+		options: map[string]any{"permission": map[string]any{"bash": map[string]any{"echo *": "allow", "rm *": "deny"}}, "sandbox": map[string]any{"autoAllow": false}},
 	})
 	if res, err := e.execute(protocol.ExecuteParams{CallID: "ok", Tool: "bash", Args: args("command", "echo audited")}); err != nil || res.Status != "completed" {
 		t.Fatalf("%+v %v", res, err)
