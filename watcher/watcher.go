@@ -255,6 +255,19 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 			relevant = true
 		}
 	}
+	if ev.Op&(fsnotify.Remove|fsnotify.Rename) != 0 {
+		// A watched folder that went away (or moved) has lost its watch here. Forget it, and
+		// what is under it, so that arm watches the folder created in its place even when
+		// the file system hands the new folder the same inode number.
+		for real := range w.watched {
+			if real == ev.Name || within(real, ev.Name) {
+				if w.fsw != nil {
+					_ = w.fsw.Remove(real) // a moved folder keeps its watch; a removed one has none
+				}
+				delete(w.watched, real)
+			}
+		}
+	}
 	if relevant && ev.Op&(fsnotify.Create|fsnotify.Remove|fsnotify.Rename) != 0 {
 		w.arm(true)
 	}
