@@ -188,8 +188,10 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// A daemon serving its editor alone exits 1 after exit without shutdown (LSP's rule); a
+// forwarder exits 0 whenever the owner ended its session (docs/protocol.md).
 func TestExitWithoutShutdown(t *testing.T) {
-	e := newEnv(t, envOpts{})
+	e := newEnv(t, envOpts{args: []string{"--standalone"}})
 	_ = e.d.Notify(e.ctx, "exit", nil)
 	select {
 	case <-e.d.Exited():
@@ -559,14 +561,24 @@ func TestLogLevelFromSettings(t *testing.T) {
 	if err := d.Notify(ctx, "no/such/notification", nil); err != nil {
 		t.Fatal(err)
 	}
-	// The debug line reaches our copy of stderr through a pipe: poll it, with a deadline.
+	// The debug line reaches the owner's log file: poll it, with a deadline.
+	logs := filepath.Join(harness.RuntimeDir(t), "toolsd", "*.log")
+	read := func() string {
+		files, _ := filepath.Glob(logs)
+		var b strings.Builder
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			b.Write(data)
+		}
+		return b.String()
+	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !strings.Contains(d.Stderr(), "ignoring notification") {
+	for !strings.Contains(read(), "ignoring notification") {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			t.Fatalf("no debug log after logLevel debug:\n%s", d.Stderr())
+			t.Fatalf("no debug log after logLevel debug:\n%s", read())
 		}
 	}
 }

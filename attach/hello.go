@@ -1,0 +1,67 @@
+package attach
+
+import (
+	"bufio"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+)
+
+// Protocols a client may speak after the hello.
+const (
+	ProtoToolsd = "toolsd" // JSON-RPC 2.0 with LSP framing (docs/protocol.md)
+	ProtoMCP    = "mcp"    // MCP over newline-delimited JSON (docs/mcp.md)
+)
+
+// maxLine bounds the hello and welcome lines.
+const maxLine = 4096
+
+// Hello is the line (JSON, then "\n") a client sends first on the socket; the bytes after it
+// are the protocol's.
+type Hello struct {
+	Proto string `json:"proto"`
+	PID   int    `json:"pid"`
+	// Agent is toolsd mcp's --agent: whose rules and tool switches apply to its calls.
+	Agent string `json:"agent,omitempty"`
+	// Flags are the client's flags that shape an owner (store, retention, sync, message
+	// limit, log file); an owner started with others logs a warning.
+	Flags map[string]string `json:"flags,omitempty"`
+}
+
+// Welcome is the owner's answer line; then the protocol's bytes follow.
+type Welcome struct {
+	PID     int    `json:"pid,omitempty"`
+	Version string `json:"version,omitempty"`
+	// Log is where the owner logs.
+	Log string `json:"log,omitempty"`
+	// Error refuses the client (the owner is exiting, a bad hello); the client may retry.
+	Error string `json:"error,omitempty"`
+}
+
+// readLine reads one JSON line of at most maxLine bytes into v.
+func readLine(r *bufio.Reader, v any) error {
+	line, err := r.ReadSlice('\n')
+	if errors.Is(err, bufio.ErrBufferFull) {
+		return fmt.Errorf("attach: the first line is longer than %d bytes: not a toolsd client", maxLine)
+	}
+	if err != nil {
+		if errors.Is(err, io.EOF) {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if err := json.Unmarshal(line, v); err != nil {
+		return fmt.Errorf("attach: the first line is not a toolsd hello (%v)", err)
+	}
+	return nil
+}
+
+func writeLine(w io.Writer, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
