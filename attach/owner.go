@@ -12,6 +12,7 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"time"
@@ -243,7 +244,12 @@ func (w *owner) accept() {
 			return
 		}
 		// Before a byte is read: only our own uid may attach.
-		if uid, err := peerUID(c); err != nil || uid != os.Getuid() {
+		cred, err := peerCred(c)
+		if err != nil || int(cred.Uid) != os.Getuid() {
+			uid := -1
+			if cred != nil {
+				uid = int(cred.Uid)
+			}
 			w.log.Warn("refused a connection from another user", "uid", uid, "err", err)
 			_ = c.Close()
 			continue
@@ -257,8 +263,35 @@ func (w *owner) accept() {
 		w.conns[c] = struct{}{}
 		w.wg.Add(1)
 		w.mu.Unlock()
-		go w.serve(c)
+		go w.serve(c, descends(int(cred.Pid), os.Getpid()))
 	}
+}
+
+// descends reports whether process pid is a descendant of ancestor (by the parent links in
+// /proc).
+func descends(pid, ancestor int) bool {
+	for i := 0; i < 64 && pid > 1; i++ {
+		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+		if err != nil {
+			return false
+		}
+		// pid (comm) state ppid ...: comm may hold spaces and parentheses; the last ")" ends it.
+		j := strings.LastIndexByte(string(b), ')')
+		if j < 0 {
+			return false
+		}
+		f := strings.Fields(string(b[j+1:]))
+		if len(f) < 2 {
+			return false
+		}
+		if pid, err = strconv.Atoi(f[1]); err != nil {
+			return false
+		}
+		if pid == ancestor {
+			return true
+		}
+	}
+	return false
 }
 
 // isTemporary reports accept errors worth retrying (out of file descriptors, say).
@@ -266,27 +299,26 @@ func isTemporary(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
 }
 
-// peerUID is the uid of the process at the other end (SO_PEERCRED).
-func peerUID(c *net.UnixConn) (int, error) {
+// peerCred is the process at the other end (SO_PEERCRED): its uid and pid when it connected.
+func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
 	raw, err := c.SyscallConn()
 	if err != nil {
-		return -1, err
+		return nil, err
 	}
 	var cred *unix.Ucred
 	var cerr error
 	if err := raw.Control(func(fd uintptr) {
 		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
 	}); err != nil {
-		return -1, err
+		return nil, err
 	}
-	if cerr != nil {
-		return -1, cerr
-	}
-	return int(cred.Uid), nil
+	return cred, cerr
 }
 
-// serve runs one connection: the hello, then the protocol it names.
-func (w *owner) serve(c *net.UnixConn) {
+// serve runs one connection: the hello, then the protocol it names. An internal client (a
+// process the owner started itself: a tool, an MCP server that is toolsd mcp of this very
+// folder) does not keep the owner alive; the owner kills it when it exits.
+func (w *owner) serve(c *net.UnixConn, internal bool) {
 	defer w.wg.Done()
 	defer func() {
 		_ = c.Close()
@@ -315,10 +347,15 @@ func (w *owner) serve(c *net.UnixConn) {
 		_ = writeLine(c, Welcome{Error: "the owner is exiting; start a new one"})
 		return
 	}
-	w.active++
-	w.idle.Stop()
+	if !internal {
+		w.active++
+		w.idle.Stop()
+	}
 	w.mu.Unlock()
 	defer func() {
+		if internal {
+			return
+		}
 		w.mu.Lock()
 		w.active--
 		if w.active == 0 && !w.exiting {
@@ -329,7 +366,7 @@ func (w *owner) serve(c *net.UnixConn) {
 	if err := writeLine(c, Welcome{PID: os.Getpid(), Version: w.o.Version, Log: w.o.LogPath}); err != nil {
 		return
 	}
-	log := w.log.With("proto", h.Proto, "clientPid", h.PID)
+	log := w.log.With("proto", h.Proto, "clientPid", h.PID, "internal", internal)
 	if h.Flags != nil && !maps.Equal(h.Flags, w.o.Flags) {
 		log.Warn("a client attached with other flags than this owner was started with; the owner's apply", "owner", w.o.Flags, "client", h.Flags)
 	}
@@ -341,7 +378,7 @@ func (w *owner) serve(c *net.UnixConn) {
 		err := mcpserver.Serve(w.ctx, &sdk.IOTransport{Reader: readCloser{br, c}, Writer: c}, mcpserver.Options{
 			Workspace: w.ws, Agent: h.Agent, Version: w.o.Version, Logger: w.o.Logger,
 		})
-		if err != nil {
+		if err != nil && !errors.Is(err, net.ErrClosed) {
 			log.Info("MCP session ended", "err", err)
 		}
 	}

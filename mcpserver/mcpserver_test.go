@@ -74,8 +74,8 @@ func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 		}
 	}
 	cl := sdk.NewClient(&sdk.Implementation{Name: "test", Version: "1"}, opts)
-	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db")}, extra...)...)
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
+	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db"), "--grace=100ms"}, extra...)...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
 	cs, err := cl.Connect(deadline(t), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
 	if err != nil {
