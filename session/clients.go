@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/toolsd/toolsd/protocol"
 )
@@ -59,6 +60,99 @@ type Client struct {
 	mu     sync.Mutex // guards closed
 	closed bool
 	wg     sync.WaitGroup // calls in flight
+
+	out *pump // delivers to sink, so that a client slow to read holds up only itself
+}
+
+// maxQueued bounds a client's undelivered notifications; past it, progress is dropped for
+// that client (a client that stopped reading), never asks and answers.
+const maxQueued = 4096
+
+// pump delivers a client's notifications in order on a goroutine of its own. Started by
+// Attach, stopped by Client.Close.
+type pump struct {
+	mu      sync.Mutex // guards q, latest, stopped and sends on wake
+	q       []func()
+	latest  func() // a notification that only its newest value matters for (clients/changed)
+	stopped bool
+	wake    chan struct{} // buffered 1
+}
+
+func newPump(wg *sync.WaitGroup) *pump {
+	p := &pump{wake: make(chan struct{}, 1)}
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		p.run()
+	}()
+	return p
+}
+
+func (p *pump) push(f func(), droppable bool) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped || (droppable && len(p.q) >= maxQueued) {
+		return
+	}
+	p.q = append(p.q, f)
+	p.signal()
+}
+
+// replace sets the latest-only notification, replacing one not yet delivered.
+func (p *pump) replace(f func()) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.stopped {
+		return
+	}
+	p.latest = f
+	p.signal()
+}
+
+// signal wakes run; called with mu held.
+func (p *pump) signal() {
+	select {
+	case p.wake <- struct{}{}:
+	default:
+	}
+}
+
+func (p *pump) run() {
+	for range p.wake {
+		for {
+			p.mu.Lock()
+			if p.stopped {
+				p.mu.Unlock()
+				return
+			}
+			var f func()
+			switch {
+			case len(p.q) > 0:
+				f = p.q[0]
+				p.q[0] = nil
+				p.q = p.q[1:]
+			case p.latest != nil:
+				f, p.latest = p.latest, nil
+			}
+			p.mu.Unlock()
+			if f == nil {
+				break
+			}
+			f()
+		}
+	}
+}
+
+// stop drops what is still queued; the goroutine ends after a delivery in progress (which
+// the connection's end interrupts). Workspace.Close joins it.
+func (p *pump) stop() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if !p.stopped {
+		p.stopped = true
+		p.q, p.latest = nil, nil
+		close(p.wake)
+	}
 }
 
 // hub is the set of clients attached to a workspace; it routes asks and fans out
@@ -66,11 +160,17 @@ type Client struct {
 type hub struct {
 	prefix string // random per workspace, so connection ids differ across daemon restarts
 
-	mu      sync.Mutex // guards clients, seq and closed
-	clients []*Client  // in the order they attached
-	seq     uint64
-	closed  bool
+	mu       sync.Mutex // guards clients, seq, closed and announcing
+	clients  []*Client  // in the order they attached
+	seq      uint64
+	closed   bool
+	announce *time.Timer // pending clients/changed, nil when none is
+	pumps    sync.WaitGroup
 }
+
+// announceDelay gathers attaches and detaches into one clients/changed (a burst of clients
+// connecting at once costs one list per client, not one per pair).
+const announceDelay = 50 * time.Millisecond
 
 func (h *hub) init() {
 	var b [3]byte
@@ -116,21 +216,21 @@ func (h *hub) Targets(caller *protocol.ClientRef) []string {
 // Show implements AskRouter.
 func (h *hub) Show(targets []string, p protocol.AskedParams) {
 	for _, c := range h.byID(targets) {
-		c.sink.Asked(p)
+		c.out.push(func() { c.sink.Asked(p) }, false)
 	}
 }
 
 // Answered implements AskRouter.
 func (h *hub) Answered(targets []string, p protocol.AnsweredParams) {
 	for _, c := range h.byID(targets) {
-		c.sink.Answered(p)
+		c.out.push(func() { c.sink.Answered(p) }, false)
 	}
 }
 
 // Progress implements Notifier: every client hears of every call (its sink filters).
 func (h *hub) Progress(p protocol.ProgressParams) {
 	for _, c := range h.snapshot() {
-		c.sink.Progress(p)
+		c.out.push(func() { c.sink.Progress(p) }, true)
 	}
 }
 
@@ -139,7 +239,7 @@ func (h *hub) Asked(protocol.AskedParams) {}
 
 func (h *hub) changed(p protocol.ChangedParams) {
 	for _, c := range h.snapshot() {
-		c.sink.Changed(p)
+		c.out.push(func() { c.sink.Changed(p) }, false)
 	}
 }
 
@@ -151,11 +251,37 @@ func (h *hub) list() protocol.ClientsParams {
 	return out
 }
 
-func (h *hub) announce() {
-	p := h.list()
-	for _, c := range h.snapshot() {
-		c.sink.Clients(p)
+// announced schedules clients/changed to every client.
+func (h *hub) announced() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.closed || h.announce != nil {
+		return
 	}
+	h.announce = time.AfterFunc(announceDelay, func() {
+		h.mu.Lock()
+		h.announce = nil
+		h.mu.Unlock()
+		p := h.list()
+		for _, c := range h.snapshot() {
+			c.out.replace(func() { c.sink.Clients(p) })
+		}
+	})
+}
+
+// close stops announcing and waits for every client's deliveries to end.
+func (h *hub) close() {
+	h.mu.Lock()
+	h.closed = true
+	if h.announce != nil {
+		h.announce.Stop()
+		h.announce = nil
+	}
+	for _, c := range h.clients {
+		c.out.stop()
+	}
+	h.mu.Unlock()
+	h.pumps.Wait()
 }
 
 // Attach adds a client to the workspace and tells every client (the new one too) who is
@@ -176,7 +302,7 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 		return nil, ErrClosed
 	}
 	w.hub.seq++
-	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, ref: protocol.ClientRef{
+	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
 		ID: w.hub.prefix + "-" + strconv.FormatUint(w.hub.seq, 10), Name: o.Name, Version: o.Version, Kind: o.Kind,
 	}}
 	w.hub.clients = append(w.hub.clients, c)
@@ -185,7 +311,7 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 		w.settingsSrc.SetEditor(o.InitOptions)
 	}
 	w.log.Info("client attached", "client", c.ref.ID, "name", c.ref.Name, "kind", c.ref.Kind, "ask", c.canAsk)
-	w.hub.announce()
+	w.hub.announced()
 	return c, nil
 }
 
@@ -236,8 +362,9 @@ func (c *Client) Close() error {
 	c.w.svc.Detached(c.ref.ID)
 	c.w.svc.CancelClient(c.ref.ID)
 	c.wg.Wait()
+	c.out.stop()
 	c.w.log.Info("client detached", "client", c.ref.ID, "name", c.ref.Name)
-	h.announce()
+	h.announced()
 	if c.owns {
 		return c.w.Close()
 	}

@@ -324,12 +324,10 @@ func (w *Workspace) notifyChanged(ch registry.Change) {
 func (w *Workspace) Close() error {
 	var errs []error
 	w.closeOnce.Do(func() {
-		w.hub.mu.Lock()
-		w.hub.closed = true
-		w.hub.mu.Unlock()
 		if w.svc != nil {
 			w.svc.Close()
 		}
+		w.hub.close()
 		for i := len(w.closers) - 1; i >= 0; i-- {
 			if err := w.closers[i](); err != nil {
 				errs = append(errs, err)
