@@ -2,9 +2,9 @@ package attach
 
 import (
 	"bufio"
+	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -32,6 +32,11 @@ type DialOptions struct {
 	Owner func() *exec.Cmd
 	// Timeout bounds the whole attach (DefaultDialTimeout when zero).
 	Timeout time.Duration
+	// Streams, when set, are the client's standard input and output: they are handed to
+	// the owner with the hello, which then serves the protocol on them directly (no copy
+	// through this process); Prefix is input already read from the first of them.
+	Streams [2]*os.File
+	Prefix  []byte
 }
 
 // Conn is a connection to a workspace's owner, after the hello.
@@ -39,57 +44,20 @@ type Conn struct {
 	*net.UnixConn
 	r       *bufio.Reader
 	Welcome Welcome
-	pidfd   int // the owner process, to tell a crash from a normal end; -1 if unknown
 }
 
 // Read reads what the owner sent (through what the welcome's reader buffered).
-func (c *Conn) Read(p []byte) (int, error) {
-	if c.r != nil && c.r.Buffered() > 0 {
-		return c.r.Read(p)
-	}
-	return c.UnixConn.Read(p)
-}
+func (c *Conn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// WriteTo copies what the owner sends to w (io.Copy uses it; the kernel may splice).
-func (c *Conn) WriteTo(w io.Writer) (int64, error) {
-	var n int64
-	if c.r != nil && c.r.Buffered() > 0 {
-		b, _ := c.r.Peek(c.r.Buffered())
-		m, err := w.Write(b)
-		n += int64(m)
-		_, _ = c.r.Discard(m)
-		if err != nil {
-			return n, err
-		}
+// Wait, for a client that handed its streams to the owner, waits until the owner has
+// finished serving them and returns the exit code it names; ok is false when the owner went
+// away without saying (it crashed or was killed).
+func (c *Conn) Wait() (code int, ok bool) {
+	var e End
+	if err := readLine(c.r, &e); err != nil {
+		return 1, false
 	}
-	m, err := io.Copy(w, c.UnixConn)
-	return n + m, err
-}
-
-// Close closes the connection.
-func (c *Conn) Close() error {
-	if c.pidfd >= 0 {
-		_ = unix.Close(c.pidfd)
-		c.pidfd = -1
-	}
-	return c.UnixConn.Close()
-}
-
-// OwnerDied reports, after the owner closed the connection, whether it did so because its
-// process ended (a crash or a kill) rather than to end this client's session. It waits at
-// most wait for the process to finish exiting.
-func (c *Conn) OwnerDied(wait time.Duration) bool {
-	if c.pidfd < 0 {
-		return false
-	}
-	fds := []unix.PollFd{{Fd: int32(c.pidfd), Events: unix.POLLIN}}
-	for {
-		n, err := unix.Poll(fds, int(wait.Milliseconds()))
-		if errors.Is(err, syscall.EINTR) {
-			continue
-		}
-		return err == nil && n > 0
-	}
+	return e.Exit, true
 }
 
 // errRefused is an owner that answered but would not take us (it is exiting).
@@ -105,7 +73,7 @@ func Dial(o DialOptions) (*Conn, error) {
 	deadline := time.Now().Add(o.Timeout)
 	var last error
 	for time.Now().Before(deadline) {
-		c, err := try(o.Paths.Socket, o.Hello, deadline)
+		c, err := try(o, deadline)
 		if err == nil {
 			return c, nil
 		}
@@ -121,17 +89,34 @@ func Dial(o DialOptions) (*Conn, error) {
 }
 
 // try connects and says hello once.
-func try(socket string, h Hello, deadline time.Time) (*Conn, error) {
+func try(o DialOptions, deadline time.Time) (*Conn, error) {
 	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("unix", socket)
+	nc, err := d.Dial("unix", o.Paths.Socket)
 	if err != nil {
 		return nil, err
 	}
 	uc := nc.(*net.UnixConn)
 	_ = uc.SetDeadline(deadline)
-	if err := writeLine(uc, h); err != nil {
+	h := o.Hello
+	var rights []byte
+	if o.Streams[0] != nil {
+		h.Streams, h.Prefix = true, len(o.Prefix)
+		rights = unix.UnixRights(int(o.Streams[0].Fd()), int(o.Streams[1].Fd()))
+	}
+	line, err := json.Marshal(h)
+	if err != nil {
 		_ = uc.Close()
 		return nil, err
+	}
+	if _, _, err := uc.WriteMsgUnix(append(line, '\n'), rights, nil); err != nil {
+		_ = uc.Close()
+		return nil, err
+	}
+	if len(o.Prefix) > 0 {
+		if _, err := uc.Write(o.Prefix); err != nil {
+			_ = uc.Close()
+			return nil, err
+		}
 	}
 	br := bufio.NewReaderSize(uc, maxLine)
 	var w Welcome
@@ -144,13 +129,7 @@ func try(socket string, h Hello, deadline time.Time) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %s", errRefused, w.Error)
 	}
 	_ = uc.SetDeadline(time.Time{})
-	c := &Conn{UnixConn: uc, r: br, Welcome: w, pidfd: -1}
-	if w.PID > 0 {
-		if fd, err := unix.PidfdOpen(w.PID, 0); err == nil {
-			c.pidfd = fd
-		}
-	}
-	return c, nil
+	return &Conn{UnixConn: uc, r: br, Welcome: w}, nil
 }
 
 // start starts an owner and waits until it is ready, lost the election, or failed (its
@@ -180,16 +159,4 @@ func start(cmd *exec.Cmd, deadline time.Time) error {
 		return fmt.Errorf("the workspace's daemon could not start: %s", msg)
 	}
 	return nil // ready, or it lost the election (the pipe closed): connect again
-}
-
-// Splice copies in to the owner and the owner to out until the owner ends the connection.
-// When in ends, the owner is told (a half close) and ends the session as if stdin had
-// closed. It returns what ended the copy from the owner.
-func Splice(c *Conn, in io.Reader, out io.Writer) error {
-	go func() {
-		_, _ = io.Copy(c.UnixConn, in)
-		_ = c.CloseWrite()
-	}()
-	_, err := io.Copy(out, c)
-	return err
 }

@@ -2,6 +2,7 @@ package attach
 
 import (
 	"bufio"
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -328,19 +329,42 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	}()
 	stop := context.AfterFunc(w.ctx, func() { _ = c.Close() })
 	defer stop()
-	br := bufio.NewReaderSize(c, maxLine)
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
+	// The first read takes the descriptors a forwarder sends with its hello.
+	first := make([]byte, maxLine)
+	oob := make([]byte, unix.CmsgSpace(2*4))
+	n, oobn, _, _, err := c.ReadMsgUnix(first, oob)
+	n, oobn = max(n, 0), max(oobn, 0)
+	files := receivedFiles(oob[:oobn])
+	defer func() {
+		for _, f := range files {
+			_ = f.Close()
+		}
+	}()
+	br := bufio.NewReaderSize(io.MultiReader(bytes.NewReader(first[:n]), c), maxLine)
 	var h Hello
-	if err := readLine(br, &h); err != nil {
+	if err == nil {
+		err = readLine(br, &h)
+	}
+	if err != nil {
 		w.log.Info("a connection did not say hello", "err", err)
 		_ = writeLine(c, Welcome{Error: err.Error()})
 		return
 	}
-	_ = c.SetReadDeadline(time.Time{})
 	if h.Proto != ProtoToolsd && h.Proto != ProtoMCP {
 		_ = writeLine(c, Welcome{Error: fmt.Sprintf("unknown protocol %q: say %q or %q", h.Proto, ProtoToolsd, ProtoMCP)})
 		return
 	}
+	if h.Streams != (len(files) == 2) || h.Prefix < 0 || h.Prefix > maxPrefix {
+		_ = writeLine(c, Welcome{Error: fmt.Sprintf("a hello with streams must come with exactly two file descriptors and a prefix of at most %d bytes", maxPrefix)})
+		return
+	}
+	prefix := make([]byte, h.Prefix)
+	if _, err := io.ReadFull(br, prefix); err != nil {
+		_ = writeLine(c, Welcome{Error: "the prefix was cut short"})
+		return
+	}
+	_ = c.SetReadDeadline(time.Time{})
 	w.mu.Lock()
 	if w.exiting {
 		w.mu.Unlock()
@@ -370,19 +394,75 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	if h.Flags != nil && !maps.Equal(h.Flags, w.o.Flags) {
 		log.Warn("a client attached with other flags than this owner was started with; the owner's apply", "owner", w.o.Flags, "client", h.Flags)
 	}
-	log.Debug("client connected")
+	log.Debug("client connected", "streams", h.Streams)
+
+	// Where the protocol runs: the client's own streams, or the socket.
+	var in io.Reader = br
+	var out io.Writer = c
+	closeIO := c.Close
+	ctx := w.ctx
+	if h.Streams {
+		stdin, stdout := files[0], files[1]
+		in, out = io.MultiReader(bytes.NewReader(prefix), stdin), stdout
+		closeIO = func() error { return errors.Join(stdin.Close(), stdout.Close()) }
+		// The socket is the client process's life: when it ends, so does the session.
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithCancel(ctx)
+		defer cancel()
+		watched := make(chan struct{})
+		defer func() {
+			_ = c.Close()
+			<-watched
+		}()
+		go func() {
+			defer close(watched)
+			_, _ = io.Copy(io.Discard, br)
+			cancel()
+			_ = closeIO()
+		}()
+	}
+	code := 0
 	switch h.Proto {
 	case ProtoToolsd:
-		rpc.Serve(w.ctx, br, c, c.Close, rpc.Options{Version: w.o.Version, MaxMessage: w.o.MaxMessage, Open: w.openRPC, Logger: w.o.Logger})
+		code = rpc.Serve(ctx, in, out, closeIO, rpc.Options{Version: w.o.Version, MaxMessage: w.o.MaxMessage, Open: w.openRPC, Logger: w.o.Logger})
 	case ProtoMCP:
-		err := mcpserver.Serve(w.ctx, &sdk.IOTransport{Reader: readCloser{br, c}, Writer: c}, mcpserver.Options{
+		err := mcpserver.Serve(ctx, &sdk.IOTransport{Reader: readCloser{in, closeIO}, Writer: writeCloser{out, closeIO}}, mcpserver.Options{
 			Workspace: w.ws, Agent: h.Agent, Version: w.o.Version, Logger: w.o.Logger,
 		})
-		if err != nil && !errors.Is(err, net.ErrClosed) {
+		if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrClosed) {
 			log.Info("MCP session ended", "err", err)
+			code = 1
 		}
 	}
-	log.Debug("client disconnected")
+	if h.Streams {
+		_ = closeIO()
+		_ = writeLine(c, End{Exit: code})
+	}
+	log.Debug("client disconnected", "exit", code)
+}
+
+// maxPrefix bounds the input a forwarder read before attaching (its first frame).
+const maxPrefix = 64 << 20
+
+// receivedFiles turns the descriptors of a control message into files (non-blocking, so
+// that closing one interrupts a read).
+func receivedFiles(oob []byte) []*os.File {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return nil
+	}
+	var files []*os.File
+	for _, m := range msgs {
+		fds, err := unix.ParseUnixRights(&m)
+		if err != nil {
+			continue
+		}
+		for _, fd := range fds {
+			_ = unix.SetNonblock(fd, true)
+			files = append(files, os.NewFile(uintptr(fd), "client"))
+		}
+	}
+	return files
 }
 
 // openRPC attaches an editor connection to the workspace at initialize.
@@ -407,11 +487,19 @@ func EditorClient(p protocol.InitializeParams, n rpc.Notifier) session.ClientOpt
 	return co
 }
 
-// readCloser reads through the hello's buffer and closes the connection.
+// readCloser and writeCloser give the MCP transport the session's streams and their close.
 type readCloser struct {
-	r *bufio.Reader
-	c net.Conn
+	r     io.Reader
+	close func() error
 }
 
 func (r readCloser) Read(p []byte) (int, error) { return r.r.Read(p) }
-func (r readCloser) Close() error               { return r.c.Close() }
+func (r readCloser) Close() error               { return r.close() }
+
+type writeCloser struct {
+	w     io.Writer
+	close func() error
+}
+
+func (w writeCloser) Write(p []byte) (int, error) { return w.w.Write(p) }
+func (w writeCloser) Close() error                { return w.close() }

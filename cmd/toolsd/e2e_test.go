@@ -188,10 +188,9 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
-// A daemon serving its editor alone exits 1 after exit without shutdown (LSP's rule); a
-// forwarder exits 0 whenever the owner ended its session (docs/protocol.md).
+// exit without shutdown: exit code 1 (LSP's rule), also through the workspace's daemon.
 func TestExitWithoutShutdown(t *testing.T) {
-	e := newEnv(t, envOpts{args: []string{"--standalone"}})
+	e := newEnv(t, envOpts{})
 	_ = e.d.Notify(e.ctx, "exit", nil)
 	select {
 	case <-e.d.Exited():

@@ -158,24 +158,33 @@ func (d *daemonFlags) ownerCmd(folder string) func() *exec.Cmd {
 	}
 }
 
-// dial attaches to the owner of folder, starting it if needed.
-func (d *daemonFlags) dial(folder string, h attach.Hello) (*attach.Conn, error) {
+// forward hands this process's standard streams (and prefix, input already read from
+// stdin) to the owner of folder, starting it if needed, and waits until it has served
+// them. It returns the exit code, or an error when no owner could take them (then nothing
+// was consumed but prefix).
+func (d *daemonFlags) forward(folder string, h attach.Hello, stdin, stdout any, prefix []byte, logger *slog.Logger, stderr io.Writer, name, hint string) (int, error) {
+	in, ok1 := stdin.(*os.File)
+	out, ok2 := stdout.(*os.File)
+	if !ok1 || !ok2 {
+		return 0, fmt.Errorf("standard streams are not files")
+	}
 	paths, real, err := attach.Locate(folder, *d.store)
 	if err != nil {
-		return nil, err
+		return 0, err
 	}
 	h.PID, h.Flags = os.Getpid(), d.shaping()
-	return attach.Dial(attach.DialOptions{Paths: paths, Hello: h, Owner: d.ownerCmd(real)})
-}
-
-// forwarded ends a forwarder: 0 when the owner ended the session, 1 (with a message) when
-// the owner died under it.
-func forwarded(c *attach.Conn, name string, stderr io.Writer, hint string) int {
-	if c.OwnerDied(200 * time.Millisecond) {
-		fmt.Fprintf(stderr, "%s: the daemon that owns the workspace (pid %d) went away (crashed or was killed); %s\n", name, c.Welcome.PID, hint)
-		return 1
+	c, err := attach.Dial(attach.DialOptions{Paths: paths, Hello: h, Owner: d.ownerCmd(real), Streams: [2]*os.File{in, out}, Prefix: prefix})
+	if err != nil {
+		return 0, err
 	}
-	return 0
+	defer c.Close()
+	logger.Debug("attached to the workspace's daemon", "pid", c.Welcome.PID, "log", c.Welcome.Log)
+	// The owner reads and writes our streams itself; we only wait for its word.
+	code, ok := c.Wait()
+	if !ok {
+		fmt.Fprintf(stderr, "%s: the daemon that owns the workspace (pid %d) went away (crashed or was killed); %s\n", name, c.Welcome.PID, hint)
+	}
+	return code, nil
 }
 
 func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Writer) int {
@@ -213,14 +222,12 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 		raw, folder := attach.FirstFrame(br, limit)
 		in = io.MultiReader(bytes.NewReader(raw), br)
 		if folder != "" {
-			c, err := df.dial(folder, attach.Hello{Proto: attach.ProtoToolsd})
+			// Hand over what was read, including input buffered past the first frame.
+			buffered, _ := br.Peek(br.Buffered())
+			code, err := df.forward(folder, attach.Hello{Proto: attach.ProtoToolsd}, stdin, stdout, append(raw, buffered...), logger, stderr,
+				"toolsd", "the editor restarts toolsd")
 			if err == nil {
-				defer c.Close()
-				logger.Debug("attached to the workspace's daemon", "pid", c.Welcome.PID, "log", c.Welcome.Log)
-				if err := attach.Splice(c, in, stdout); err != nil {
-					logger.Debug("the connection to the daemon ended", "err", err)
-				}
-				return forwarded(c, "toolsd", stderr, "the editor restarts toolsd")
+				return code
 			}
 			logger.Warn("cannot attach to the workspace's daemon; serving this editor alone", "err", err)
 		}
@@ -281,14 +288,10 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		return 1
 	}
 	if !df.isStandalone() {
-		c, err := df.dial(folder, attach.Hello{Proto: attach.ProtoMCP, Agent: *agent})
+		code, err := df.forward(folder, attach.Hello{Proto: attach.ProtoMCP, Agent: *agent}, stdin, stdout, nil, logger, stderr,
+			"toolsd mcp", "this MCP session is lost: restart the MCP server (your agent's reconnect starts a new daemon)")
 		if err == nil {
-			defer c.Close()
-			logger.Debug("attached to the workspace's daemon", "pid", c.Welcome.PID, "log", c.Welcome.Log)
-			if err := attach.Splice(c, stdin, stdout); err != nil {
-				logger.Debug("the connection to the daemon ended", "err", err)
-			}
-			return forwarded(c, "toolsd mcp", stderr, "this MCP session is lost: restart the MCP server (your agent's reconnect starts a new daemon)")
+			return code
 		}
 		logger.Warn("cannot attach to the workspace's daemon; serving this agent alone", "err", err)
 	}
