@@ -347,8 +347,13 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 		err = readLine(br, &h)
 	}
 	if err != nil {
-		w.log.Info("a connection did not say hello", "err", err)
-		_ = writeLine(c, Welcome{Error: err.Error()})
+		if n == 0 {
+			// Closed without a word: a starter checking that we answer.
+			w.log.Debug("a connection closed before its hello", "err", err)
+		} else {
+			w.log.Info("a connection did not say hello", "err", err)
+			_ = writeLine(c, Welcome{Error: err.Error()})
+		}
 		return
 	}
 	if h.Proto != ProtoToolsd && h.Proto != ProtoMCP {

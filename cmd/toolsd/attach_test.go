@@ -337,6 +337,7 @@ func TestAgentsStartedAtOnceShareOneOwner(t *testing.T) {
 	ws, st := t.TempDir(), filepath.Join(t.TempDir(), "store.db")
 	bin := harness.Binary(t)
 	ctx := harness.Deadline(t, 60*time.Second)
+	rt := harness.RuntimeDir(t)
 	const n = 4
 	var wg sync.WaitGroup
 	sessions := make([]*sdk.ClientSession, n)
@@ -347,7 +348,7 @@ func TestAgentsStartedAtOnceShareOneOwner(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			cmd := exec.Command(bin, "mcp", "--workspace", ws, "--store", st, "--grace=200ms")
-			cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "GORACE=atexit_sleep_ms=0")
+			cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "GORACE=atexit_sleep_ms=0")
 			cmd.Stderr = &logWriter{t: t, prefix: fmt.Sprint("mcp ", i)}
 			<-start
 			cl := sdk.NewClient(&sdk.Implementation{Name: fmt.Sprint("agent-", i), Version: "1"}, nil)

@@ -154,23 +154,30 @@ func Start(tb testing.TB, bin string, o Options) *Daemon {
 	return d
 }
 
-var runtimeDirs sync.Map // testing.TB -> string
+var (
+	runtimeMu   sync.Mutex                // guards runtimeDirs
+	runtimeDirs = map[testing.TB]string{} // the tests' runtime folders
+)
 
 // RuntimeDir returns the test's XDG_RUNTIME_DIR (a short path: socket addresses are short),
 // made on first use. When the test ends, after its daemons, it checks that no owner of a
 // workspace still runs there (owners exit a grace period after their last client).
 func RuntimeDir(tb testing.TB) string {
 	tb.Helper()
-	if d, ok := runtimeDirs.Load(tb); ok {
-		return d.(string)
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if d, ok := runtimeDirs[tb]; ok {
+		return d
 	}
 	dir, err := os.MkdirTemp("", "rt")
 	if err != nil {
 		tb.Fatal(err)
 	}
-	runtimeDirs.Store(tb, dir)
+	runtimeDirs[tb] = dir
 	tb.Cleanup(func() {
-		runtimeDirs.Delete(tb)
+		runtimeMu.Lock()
+		delete(runtimeDirs, tb)
+		runtimeMu.Unlock()
 		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
 		defer cancel()
 		if err := WaitOwnersGone(ctx, dir); err != nil {
