@@ -179,6 +179,9 @@ func (d *daemonFlags) forward(folder string, h attach.Hello, stdin, stdout any, 
 	}
 	defer c.Close()
 	logger.Debug("attached to the workspace's daemon", "pid", c.Welcome.PID, "log", c.Welcome.Log)
+	if c.Welcome.Version != version {
+		logger.Warn("the workspace's daemon is another version of toolsd; it serves this client until it exits", "daemon", c.Welcome.Version, "this", version, "pid", c.Welcome.PID)
+	}
 	// The owner reads and writes our streams itself; we only wait for its word.
 	code, ok := c.Wait()
 	if !ok {
