@@ -4,7 +4,7 @@
 
 import * as vscode from 'vscode';
 import { errText } from './client';
-import { DaemonManager, FolderDaemon } from './manager';
+import { DaemonManager, FolderDaemon, clientLabel } from './manager';
 import { CallRecord, CallSummary, CallsListResult, Methods, OutputsReadResult } from './protocol';
 
 const PAGE = 50;
@@ -106,7 +106,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
       }
       case 'session': {
         const multi = this.manager.all().length > 1;
-        const it = new vscode.TreeItem(`Session ${node.sessionID}`, vscode.TreeItemCollapsibleState.Expanded);
+        const who = clientLabel(node.calls[0]?.client);
+        const it = new vscode.TreeItem(who ? `${who}: session ${node.sessionID}` : `Session ${node.sessionID}`, vscode.TreeItemCollapsibleState.Expanded);
         it.id = `${node.fd.folder.uri}#session:${node.sessionID}`;
         it.description = `${node.calls.length} call${node.calls.length === 1 ? '' : 's'}${multi ? ` · ${node.fd.folder.name}` : ''}`;
         it.iconPath = new vscode.ThemeIcon('comment-discussion');
@@ -125,8 +126,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
         const it = new vscode.TreeItem(c.title || c.tool,
           c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         it.id = `${node.fd.folder.uri}#call:${c.callID}`;
-        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : ''].filter(Boolean).join(' · ');
-        it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
+        it.description = [c.tool, clientLabel(c.client), duration(c), c.truncated ? 'truncated' : ''].filter(Boolean).join(' · ');
+        it.tooltip = `${c.tool} — ${c.status}\ncall ${c.callID}${c.client ? `\nby ${c.client.name}${c.client.version ? ` ${c.client.version}` : ''}` : ''}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
         it.iconPath = statusIcon(c.status);
         it.contextValue = c.truncated && c.outputID ? 'toolsd.call.truncated' : 'toolsd.call';
         it.command = { command: 'toolsd.openCall', title: 'Open Call', arguments: [node] };

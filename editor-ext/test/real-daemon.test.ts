@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DaemonClient, DaemonClientOptions, StartError } from '../src/client';
-import { AskedParams, CallsListResult, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
+import { AnsweredParams, AskedParams, CallsListResult, ClientsParams, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
 import { nextNotification, realDaemon, tempWorkspace, waitForState } from './helpers';
 
 const clients: DaemonClient[] = [];
@@ -188,4 +188,31 @@ test('calls/list pages newest first through nextCursor, as the Tool Calls view l
   } while (cursor && pages < 10);
   assert.deepEqual(seen, [...ids].reverse());
   assert.equal(pages, 3);
+});
+
+test('two windows on one folder share its daemon: an ask shows in both, the first answer wins, the other is told', async () => {
+  const { client: a, ws } = realClient({ clientInfo: { name: 'window A' } });
+  const b = new DaemonClient({
+    spawn: { command: realDaemon(), args: ['--store', path.join(ws, '..', path.basename(ws) + '.db')] },
+    workspaceFolder: ws,
+    clientInfo: { name: 'window B' },
+    log: () => {},
+  });
+  clients.push(b);
+  await a.start();
+  const both = nextNotification<ClientsParams>(a, Methods.clientsChanged, (p) => p.clients.length === 2);
+  await b.start();
+  assert.deepEqual((await both).clients.map((c) => c.name), ['window A', 'window B']);
+  const askedA = nextNotification<AskedParams>(a, Methods.permissionAsked);
+  const askedB = nextNotification<AskedParams>(b, Methods.permissionAsked);
+  const result = execute(b, 'bash', { command: 'echo from-window-b' }, 'sb');
+  const [askA, askB] = await Promise.all([askedA, askedB]);
+  assert.equal(askA.id, askB.id);
+  assert.equal(askA.client?.name, 'window B', 'the ask names the window whose call it is');
+  const answered = nextNotification<AnsweredParams>(b, Methods.permissionAnswered, (p) => p.id === askA.id);
+  await a.request(Methods.permissionReply, { id: askA.id, reply: 'once' });
+  assert.equal((await answered).client?.name, 'window A');
+  assert.equal((await result).status, 'completed');
+  const listed = await a.request<CallsListResult>(Methods.callsList, { client: 'window B' });
+  assert.deepEqual(listed.calls.map((c) => c.client?.name), ['window B']);
 });
