@@ -143,8 +143,15 @@ func (c *client) elicitations() []*sdk.ElicitParams {
 	return slices.Clone(c.elicits)
 }
 
+// The Go SDK's client speaks the newest protocol (2026-07-28): the asks below come back as
+// multi round-trip input requests, which its middleware answers through the elicitation
+// handler and retries. (The MCP TypeScript client of cmd/toolsd's tests speaks 2025-11-25:
+// asks as server-initiated elicitations.)
 func TestToolsAndCalls(t *testing.T) {
 	c := startMCP(t, true)
+	if r := c.cs.InitializeResult(); r == nil || r.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %+v, want 2026-07-28", r)
+	}
 	tools := c.tools(t)
 	for _, id := range []string{"read", "bash", "edit", "grep"} {
 		if tools[id] == nil {

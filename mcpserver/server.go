@@ -1,14 +1,18 @@
-// Package mcpserver serves a workspace's toolsd catalogue as an MCP server over stdio
+// Package mcpserver serves a workspace's toolsd catalogue as an MCP server to one client
 // ("toolsd mcp"), for agents that speak MCP rather than the toolsd protocol (VS Code's own
-// agent mode, registered by the extension with vscode.lm.registerMcpServerDefinitionProvider).
+// agent mode, registered by the extension with vscode.lm.registerMcpServerDefinitionProvider,
+// or any MCP host). Serve runs one session: attached to the workspace's daemon (Options.
+// Workspace), or on a workspace of its own.
 //
-// Every tool of the catalogue is an MCP tool; calls run through the same pipeline as the
-// editor's (validation, permission, execution, truncation, the store). Permission asks go to
-// the person as MCP elicitations (a form: allow once, always for this session, or reject, and
-// an optional message) when the client supports elicitation; otherwise the workspace is opened
-// without asks and a call that needs one is refused with the text that says so. Progress goes
-// out as MCP progress notifications when the call has a progress token, and a changed
-// catalogue as notifications/tools/list_changed.
+// Every tool of the catalogue is an MCP tool, with its annotations; calls run through the same
+// pipeline as the editor's (validation, permission, execution, truncation, the store), as this
+// client's calls. Permission asks go to the editors attached to the workspace first; those that
+// come back to this client go to the person as a form (allow once, always for this session, or
+// reject, and an optional message): a multi round-trip input request for a client of protocol
+// 2026-07-28 (mrtr.go), an elicitation during the call for older ones. A client that can do
+// neither gets the refusal that says so. Progress of this client's calls goes out as MCP
+// progress notifications when the call has a progress token, and a changed catalogue as
+// notifications/tools/list_changed.
 package mcpserver
 
 import (
@@ -54,10 +58,10 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// protocolVersions are the MCP versions served: those in which a server may send
-// elicitation/create while it handles tools/call (2026-07-28 moved that into multi round-trip
-// results, which this server does not speak yet).
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// protocolVersions are the MCP versions served: the newest the SDK speaks (2026-07-28: asks go
+// back as multi round-trip input requests, see mrtr.go), and those in which a server sends
+// elicitation/create while it handles tools/call.
+var protocolVersions = []string{mrtrVersion, "2025-11-25", "2025-06-18", "2025-03-26"}
 
 // Serve serves MCP on t until the client goes away or ctx is done. The workspace opens once
 // the client has initialized (its capabilities decide whether asks are possible) and closes,
@@ -76,7 +80,7 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 		}
 	}
 	s := &server{opts: o, folder: folder, log: o.Logger.With("component", "mcpserver"),
-		calls: map[string]*callInfo{}, tools: map[string]string{}, elicits: map[string]context.CancelFunc{}}
+		calls: map[string]*callInfo{}, tools: map[string]string{}, elicits: map[string]context.CancelFunc{}, resumables: map[string]*resumable{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
@@ -91,6 +95,18 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 				cancel()
 			}
 		},
+	})
+	// A client of protocol 2026-07-28 sends no initialize: its name and capabilities come with
+	// its first request, which opens the workspace.
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method != "initialize" && usesMRTR(ss) {
+				if err := s.open(ss); err != nil {
+					return nil, err
+				}
+			}
+			return next(ctx, method, req)
+		}
 	})
 	runErr := s.srv.Run(ctx, t)
 	s.mu.Lock()
@@ -156,6 +172,9 @@ type server struct {
 	elicits   map[string]context.CancelFunc // ask id -> cancels its elicitation
 	canAsk    bool
 	syncing   sync.Mutex // serializes syncTools
+
+	openOnce   sync.Once
+	resumables map[string]*resumable // requestState -> a call waiting for the client's answer
 }
 
 // callInfo is a tools/call in flight.
@@ -164,10 +183,33 @@ type callInfo struct {
 	session  *sdk.ServerSession
 	token    any // progress token, nil when the client gave none
 	progress atomic.Int64
+	// asks receives the asks routed to this client for the call, for a client that answers
+	// them by retrying the call (multi round-trip, protocol 2026-07-28); nil when they go
+	// out as elicitations.
+	asks chan protocol.AskedParams
 }
 
-// open opens the workspace once the client's capabilities are known, and lists its tools.
+// open opens the workspace once the client's capabilities are known, and lists its tools. It
+// runs once; later calls return its error.
 func (s *server) open(ss *sdk.ServerSession) error {
+	var err error
+	ran := false
+	s.openOnce.Do(func() {
+		ran = true
+		err = s.doOpen(ss)
+		if err != nil {
+			s.openErr.Store(&err)
+		}
+	})
+	if !ran {
+		if p := s.openErr.Load(); p != nil {
+			return *p
+		}
+	}
+	return err
+}
+
+func (s *server) doOpen(ss *sdk.ServerSession) error {
 	canAsk := false
 	co := session.ClientOptions{Kind: protocol.ClientMCP, Sink: notifier{s}}
 	if p := ss.InitializeParams(); p != nil {
@@ -200,7 +242,11 @@ func (s *server) open(ss *sdk.ServerSession) error {
 	s.ws, s.canAsk, s.ref = ws, canAsk, ws.Ref()
 	s.sessionID = "mcp-" + s.ref.ID
 	s.mu.Unlock()
-	s.log.Info("workspace open", "folder", s.folder, "client", s.ref.Name, "elicitation", canAsk)
+	version := ""
+	if p := ss.InitializeParams(); p != nil {
+		version = p.ProtocolVersion
+	}
+	s.log.Info("workspace open", "folder", s.folder, "client", s.ref.Name, "protocol", version, "elicitation", canAsk)
 	s.syncTools()
 	return nil
 }
@@ -277,6 +323,12 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	args := req.Params.Arguments
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
+	}
+	if usesMRTR(req.Session) {
+		s.mu.Lock()
+		delete(s.calls, callID) // registered again by the multi round-trip call itself
+		s.mu.Unlock()
+		return s.handleMRTR(ctx, req, ws, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
 	}
 	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
 	if err != nil {
@@ -416,6 +468,15 @@ func (n notifier) Asked(p protocol.AskedParams) {
 		if ws == nil {
 			return
 		}
+		if ci != nil && ci.asks != nil {
+			// A multi round-trip call: it returns the ask to the client, which retries
+			// with the answer.
+			select {
+			case ci.asks <- p:
+			case <-ci.ctx.Done():
+			}
+			return
+		}
 		if ci == nil { // not a call of ours: nobody to ask
 			_, _ = ws.Reply(protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "toolsd mcp had no client request to ask through"})
 			return
@@ -437,8 +498,8 @@ const (
 	answerReject = "reject"
 )
 
-// elicit shows the ask as a form and returns the reply, or nil when the call went away.
-func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyParams {
+// askForm is the elicitation of an ask: a form with the answers it allows and a message.
+func askForm(p protocol.AskedParams) *sdk.ElicitParams {
 	enum := []any{answerOnce, answerAlways, answerReject}
 	names := []any{"Allow once", "Always allow (this session)", "Reject"}
 	if len(p.Always) == 0 {
@@ -453,25 +514,12 @@ func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyPar
 		},
 		"required": []string{"answer"},
 	}
-	ctx, cancel := context.WithCancel(ci.ctx)
-	defer cancel()
-	s.mu.Lock()
-	s.elicits[p.ID] = cancel
-	s.mu.Unlock()
-	defer func() {
-		s.mu.Lock()
-		delete(s.elicits, p.ID)
-		s.mu.Unlock()
-	}()
-	res, err := ci.session.Elicit(ctx, &sdk.ElicitParams{Mode: "form", Message: askText(p), RequestedSchema: schema})
-	if err != nil {
-		if ctx.Err() != nil {
-			return nil
-		}
-		s.log.Warn("elicitation failed", "ask", p.ID, "err", err)
-		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "the permission prompt failed (" + err.Error() + "); nothing ran"}
-	}
-	if res.Action != "accept" {
+	return &sdk.ElicitParams{Mode: "form", Message: askText(p), RequestedSchema: schema}
+}
+
+// replyFor turns the person's answer to askForm into the reply to the ask.
+func replyFor(p protocol.AskedParams, res *sdk.ElicitResult) *protocol.ReplyParams {
+	if res == nil || res.Action != "accept" {
 		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject}
 	}
 	answer, _ := res.Content["answer"].(string)
@@ -483,6 +531,29 @@ func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyPar
 		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyAlways, Scope: protocol.ScopeSession}
 	}
 	return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: message}
+}
+
+// elicit shows the ask as a form and returns the reply, or nil when the call went away.
+func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyParams {
+	ctx, cancel := context.WithCancel(ci.ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.elicits[p.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.elicits, p.ID)
+		s.mu.Unlock()
+	}()
+	res, err := ci.session.Elicit(ctx, askForm(p))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("elicitation failed", "ask", p.ID, "err", err)
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "the permission prompt failed (" + err.Error() + "); nothing ran"}
+	}
+	return replyFor(p, res)
 }
 
 // askText is the elicitation's message: what the call wants to do, in a few lines.
