@@ -109,9 +109,16 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 		}
 	})
 	runErr := s.srv.Run(ctx, t)
+	stopped := ctx.Err() != nil
+	cancel() // calls waiting for this client's answer end with it
 	s.mu.Lock()
 	ws := s.ws
 	s.closed = true
+	for _, r := range s.resumables {
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+	}
 	s.mu.Unlock()
 	if ws != nil {
 		if err := ws.Close(); err != nil {
@@ -122,7 +129,7 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 	if p := s.openErr.Load(); p != nil {
 		return *p
 	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, io.EOF) && ctx.Err() == nil {
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, io.EOF) && !stopped {
 		return runErr
 	}
 	return nil
