@@ -71,7 +71,7 @@ func TestWireShapes(t *testing.T) {
 			Patterns: []string{"make test"}, Always: []string{"make test", "make *"}, Metadata: json.RawMessage(`{"command":"make test"}`),
 			Client: &protocol.ClientRef{ID: "3fa2c1-3", Name: "GitHub Copilot Chat", Version: "0.40.0", Kind: "mcp"},
 		},
-		"answered": protocol.AnsweredParams{ID: "ask_2_c2", Reply: "once", By: "person", Client: &protocol.ClientRef{ID: "3fa2c1-1", Name: "Visual Studio Code", Kind: "editor"}},
+		"answered":           protocol.AnsweredParams{ID: "ask_2_c2", Reply: "once", By: "person", Client: &protocol.ClientRef{ID: "3fa2c1-1", Name: "Visual Studio Code", Kind: "editor"}},
 		"answered_withdrawn": protocol.AnsweredParams{ID: "ask_3_c3", By: "cancel"},
 		"clients": protocol.ClientsParams{Clients: []protocol.ClientRef{
 			{ID: "3fa2c1-1", Name: "Visual Studio Code", Version: "1.139.1", Kind: "editor"},
