@@ -78,6 +78,9 @@ func Dial(o DialOptions) (*Conn, error) {
 			return c, nil
 		}
 		last = err
+		if errors.Is(err, errRefused) {
+			continue // an owner answered: ask again (it may have been too busy, or be exiting)
+		}
 		if o.Owner == nil {
 			break
 		}
