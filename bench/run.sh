@@ -8,7 +8,7 @@
 #   SPAWNS=30             spawns per server in benchmark 1
 #   CALLS=2000            sequential calls per server and client in benchmark 2
 #   CONC_CALLS=20000      calls per server and client in benchmark 3
-#   ONLY="spawn read concurrent big"   which benchmarks to run
+#   ONLY="spawn read concurrent big attach"   which benchmarks to run
 #   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint), if present
 #
 # Results: the table on stdout; the raw JSON lines and the table also go to
@@ -20,7 +20,8 @@ BIG_BYTES=${BIG_BYTES:-1073741824}
 SPAWNS=${SPAWNS:-30}
 CALLS=${CALLS:-2000}
 CONC_CALLS=${CONC_CALLS:-20000}
-ONLY=${ONLY:-spawn read concurrent big}
+ONLY=${ONLY:-spawn read concurrent big attach}
+ATTACH_ITERS=${ATTACH_ITERS:-30}
 OTHERS=${OTHERS:-1}
 
 want() { [[ " $ONLY " == *" $1 "* ]]; }
@@ -47,6 +48,10 @@ if grep -q '"resolved"' bench/rpc/node/package-lock.json; then
 fi
 step "npm ci in bench/rpc/node"
 (cd bench/rpc/node && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+# Issue 2's numbers are those of a daemon serving its editor alone (the baseline); attaching
+# to the workspace's daemon is measured by its own benchmarks (bench/attach), below.
+export TOOLSD_STANDALONE=1
 
 load_before=$(cut -d' ' -f1-3 /proc/loadavg)
 start=$(date +%s)
@@ -75,6 +80,16 @@ want spawn && gobench Spawn "${SPAWNS}x"
 want read && gobench ReadRoundTrip "${CALLS}x"
 want concurrent && gobench Concurrent64 "${CONC_CALLS}x"
 want big && gobench BigOutput 1x
+
+if want attach; then
+	step "attach (issue 10): toolsd mcp attaching vs a standalone start, reads through the forwarder vs direct (${ATTACH_ITERS}x)"
+	go test -c -o "$tmp/attachbench.test" ./bench/attach
+	if ! TOOLSD_BIN=$tmp/toolsd "$tmp/attachbench.test" -test.run '^$' -test.bench . -test.benchtime "${ATTACH_ITERS}x" -test.timeout 30m >"$log" 2>&1; then
+		cat "$log" >&2
+		echo "benchmark attach failed" >&2
+	fi
+	grep -E '^Benchmark' "$log" | tee "bench/results/$stamp.attach.txt" >&2 || true
+fi
 
 took=$(($(date +%s) - start))
 cpu=$(awk -F': ' '/^model name/{print $2; exit}' /proc/cpuinfo)

@@ -152,6 +152,7 @@ func Tools(opts *Options) []*registry.Tool {
 	}
 	for _, t := range tools {
 		t.Source = registry.SourceBuiltin
+		t.Annotations = annotations[t.ID]
 		switch t.ID {
 		case "apply_patch":
 			t.Models = usePatch
@@ -161,6 +162,24 @@ func Tools(opts *Options) []*registry.Tool {
 	}
 	return tools
 }
+
+// annotations are the built-ins' hints for clients (MCP tool annotations).
+var annotations = func() map[string]*protocol.ToolAnnotations {
+	yes, no := true, false
+	local := func(readOnly bool, destructive *bool, idempotent bool) *protocol.ToolAnnotations {
+		return &protocol.ToolAnnotations{ReadOnlyHint: readOnly, DestructiveHint: destructive, IdempotentHint: idempotent, OpenWorldHint: &no}
+	}
+	readOnly := local(true, nil, true)
+	return map[string]*protocol.ToolAnnotations{
+		"read": readOnly, "glob": readOnly, "grep": readOnly, "list": readOnly, "todoread": readOnly,
+		"todowrite":   local(false, &no, true),
+		"write":       local(false, &yes, true),
+		"edit":        local(false, &yes, false),
+		"apply_patch": local(false, &yes, false),
+		"bash":        {DestructiveHint: &yes, OpenWorldHint: &yes},
+		"webfetch":    {ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: &yes},
+	}
+}()
 
 // schema is a JSON Schema object with its properties in a fixed order, so the golden files
 // and what models see are stable.

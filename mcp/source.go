@@ -491,9 +491,12 @@ func (sv *server) tool(id string, t *sdk.Tool, schema json.RawMessage) *registry
 		desc = "Tool " + t.Name + " of the MCP server " + sv.name + "."
 	}
 	var annotations map[string]any
+	var hints *protocol.ToolAnnotations
 	if t.Annotations != nil {
 		if b, err := json.Marshal(t.Annotations); err == nil {
 			_ = json.Unmarshal(b, &annotations)
+			hints = new(protocol.ToolAnnotations)
+			_ = json.Unmarshal(b, hints) // passed through to clients as they are
 		}
 	}
 	fp, _ := json.Marshal(struct {
@@ -516,6 +519,7 @@ func (sv *server) tool(id string, t *sdk.Tool, schema json.RawMessage) *registry
 		Permission:  id,
 		ReadOnly:    false, // a server's readOnlyHint is a claim, not a guarantee
 		Changes:     changes,
+		Annotations: hints,
 		Source:      SourcePrefix + sv.name,
 		Fingerprint: string(fp),
 		Execute: func(ctx context.Context, call *registry.Call, args json.RawMessage) (*registry.Result, error) {

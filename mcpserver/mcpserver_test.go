@@ -83,8 +83,8 @@ func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 			t.Fatal(err)
 		}
 	}
-	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db")}, extra...)...)
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
+	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db"), "--grace=100ms"}, extra...)...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
 	cs, err := cl.Connect(deadline(t), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
 	if err != nil {
@@ -152,8 +152,15 @@ func (c *client) elicitations() []*sdk.ElicitParams {
 	return slices.Clone(c.elicits)
 }
 
+// The Go SDK's client speaks the newest protocol (2026-07-28): the asks below come back as
+// multi round-trip input requests, which its middleware answers through the elicitation
+// handler and retries. (The MCP TypeScript client of cmd/toolsd's tests speaks 2025-11-25:
+// asks as server-initiated elicitations.)
 func TestToolsAndCalls(t *testing.T) {
 	c := startMCP(t, true)
+	if r := c.cs.InitializeResult(); r == nil || r.ProtocolVersion != "2026-07-28" {
+		t.Fatalf("negotiated %+v, want 2026-07-28", r)
+	}
 	tools := c.tools(t)
 	for _, id := range []string{"read", "bash", "edit", "grep"} {
 		if tools[id] == nil {

@@ -31,7 +31,7 @@ func TestNested(t *testing.T) {
 	cfgDir := filepath.Join(home, "config", "toolsd")
 	must(os.MkdirAll(cfgDir, 0o755))
 	cfg, err := json.Marshal(map[string]any{"sandbox": map[string]any{"autoAllow": false},
-		"mcp": map[string]any{"inner": map[string]any{"command": []string{bin, "mcp", "--workspace", inner, "--store", filepath.Join(home, "inner.db")}}}})
+		"mcp": map[string]any{"inner": map[string]any{"command": []string{bin, "mcp", "--workspace", inner, "--store", filepath.Join(home, "inner.db"), "--grace=100ms"}}}})
 	must(err)
 	must(os.WriteFile(filepath.Join(cfgDir, "config.json"), cfg, 0o644))
 	changed := make(chan struct{}, 10)
@@ -47,8 +47,8 @@ func TestNested(t *testing.T) {
 			return &sdk.ElicitResult{Action: "accept", Content: map[string]any{"answer": "once"}}, nil
 		},
 	})
-	cmd := exec.Command(bin, "mcp", "--workspace", outer, "--store", filepath.Join(home, "outer.db"))
-	cmd.Env = append(os.Environ(), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
+	cmd := exec.Command(bin, "mcp", "--workspace", outer, "--store", filepath.Join(home, "outer.db"), "--grace=100ms")
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
 	ctx := deadline(t)
 	cs, err := cl.Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)

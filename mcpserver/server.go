@@ -1,14 +1,18 @@
-// Package mcpserver serves a workspace's toolsd catalogue as an MCP server over stdio
+// Package mcpserver serves a workspace's toolsd catalogue as an MCP server to one client
 // ("toolsd mcp"), for agents that speak MCP rather than the toolsd protocol (VS Code's own
-// agent mode, registered by the extension with vscode.lm.registerMcpServerDefinitionProvider).
+// agent mode, registered by the extension with vscode.lm.registerMcpServerDefinitionProvider,
+// or any MCP host). Serve runs one session: attached to the workspace's daemon (Options.
+// Workspace), or on a workspace of its own.
 //
-// Every tool of the catalogue is an MCP tool; calls run through the same pipeline as the
-// editor's (validation, permission, execution, truncation, the store). Permission asks go to
-// the person as MCP elicitations (a form: allow once, always for this session, or reject, and
-// an optional message) when the client supports elicitation; otherwise the workspace is opened
-// without asks and a call that needs one is refused with the text that says so. Progress goes
-// out as MCP progress notifications when the call has a progress token, and a changed
-// catalogue as notifications/tools/list_changed.
+// Every tool of the catalogue is an MCP tool, with its annotations; calls run through the same
+// pipeline as the editor's (validation, permission, execution, truncation, the store), as this
+// client's calls. Permission asks go to the editors attached to the workspace first; those that
+// come back to this client go to the person as a form (allow once, always for this session, or
+// reject, and an optional message): a multi round-trip input request for a client of protocol
+// 2026-07-28 (mrtr.go), an elicitation during the call for older ones. A client that can do
+// neither gets the refusal that says so. Progress of this client's calls goes out as MCP
+// progress notifications when the call has a progress token, and a changed catalogue as
+// notifications/tools/list_changed.
 package mcpserver
 
 import (
@@ -17,35 +21,36 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"flag"
 	"fmt"
 	"io"
 	"log/slog"
 	"maps"
 	"os"
-	"os/signal"
 	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
-	"syscall"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
-	"github.com/toolsd/toolsd/internal/cli"
-	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/session"
+	"github.com/toolsd/toolsd/store"
 )
 
 // Options configure Serve.
 type Options struct {
+	// Workspace, when set, is the workspace to attach to (the daemon that owns the folder
+	// serves every client); Folder, StorePath and Store are then unused. nil opens the
+	// folder's workspace for this client alone.
+	Workspace *session.Workspace
 	// Folder is the workspace folder; empty means the current directory.
 	Folder string
 	// StorePath overrides the store file (session.DefaultStorePath of the folder).
 	StorePath string
+	Store     *store.Options
 	// Agent is the agent whose catalogue and rules apply (config "agents"); empty means none.
 	Agent string
 	// Version is reported to the client.
@@ -53,47 +58,10 @@ type Options struct {
 	Logger  *slog.Logger
 }
 
-// Main is "toolsd mcp [--workspace DIR] [--store PATH]": it serves MCP on stdin and stdout
-// until stdin closes or a signal arrives, and returns the exit code.
-func Main(args []string, version string, stderr io.Writer) int {
-	fs := flag.NewFlagSet("toolsd mcp", flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	var (
-		folder   = fs.String("workspace", "", "workspace folder (default: the current directory)")
-		store    = fs.String("store", "", "store file (default: one per workspace under $XDG_STATE_HOME/toolsd)")
-		logFile  = fs.String("log-file", "", "write logs to this file instead of stderr")
-		logLevel = fs.String("log-level", "info", "log level: debug, info, warn, error")
-		agent    = fs.String("agent", "", "agent whose tool switches and permission rules apply (config \"agents\")")
-	)
-	fs.Usage = func() {
-		fmt.Fprintf(stderr, "Usage: toolsd mcp [flags]\n\ntoolsd mcp serves the workspace's tools as an MCP server on stdin/stdout\n(for VS Code's agent mode and other MCP clients); see docs/mcp.md.\n\nFlags:\n")
-		fs.PrintDefaults()
-	}
-	if code, ok := cli.Parse(fs, args, "toolsd mcp", stderr); !ok {
-		return code
-	}
-	logger, _, closeLog, err := cli.Logger(*logFile, *logLevel, stderr)
-	if err != nil {
-		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
-		return 2
-	}
-	defer closeLog()
-	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
-	}
-	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
-	defer stop()
-	if err := Serve(ctx, &sdk.StdioTransport{}, Options{Folder: *folder, StorePath: *store, Agent: *agent, Version: version, Logger: logger}); err != nil {
-		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)
-		return 1
-	}
-	return 0
-}
-
-// protocolVersions are the MCP versions served: those in which a server may send
-// elicitation/create while it handles tools/call (2026-07-28 moved that into multi round-trip
-// results, which this server does not speak yet).
-var protocolVersions = []string{"2025-11-25", "2025-06-18", "2025-03-26"}
+// protocolVersions are the MCP versions served: the newest the SDK speaks (2026-07-28: asks go
+// back as multi round-trip input requests, see mrtr.go), and those in which a server sends
+// elicitation/create while it handles tools/call.
+var protocolVersions = []string{mrtrVersion, "2025-11-25", "2025-06-18", "2025-03-26"}
 
 // Serve serves MCP on t until the client goes away or ctx is done. The workspace opens once
 // the client has initialized (its capabilities decide whether asks are possible) and closes,
@@ -102,25 +70,17 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	folder := o.Folder
-	if folder == "" {
-		wd, err := os.Getwd()
-		if err != nil {
+	var folder string
+	if o.Workspace != nil {
+		folder = o.Workspace.Folder()
+	} else {
+		var err error
+		if folder, err = Folder(o.Folder); err != nil {
 			return err
 		}
-		folder = wd
-	}
-	folder, err := filepath.Abs(folder)
-	if err != nil {
-		return err
-	}
-	if fi, err := os.Stat(folder); err != nil {
-		return fmt.Errorf("workspace: %w", err)
-	} else if !fi.IsDir() {
-		return fmt.Errorf("workspace %s is not a folder", folder)
 	}
 	s := &server{opts: o, folder: folder, log: o.Logger.With("component", "mcpserver"),
-		sessionID: "mcp-" + strconv.Itoa(os.Getpid()), calls: map[string]*callInfo{}, tools: map[string]string{}}
+		calls: map[string]*callInfo{}, tools: map[string]string{}, elicits: map[string]context.CancelFunc{}, resumables: map[string]*resumable{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
@@ -136,10 +96,29 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 			}
 		},
 	})
+	// A client of protocol 2026-07-28 sends no initialize: its name and capabilities come with
+	// its first request, which opens the workspace.
+	s.srv.AddReceivingMiddleware(func(next sdk.MethodHandler) sdk.MethodHandler {
+		return func(ctx context.Context, method string, req sdk.Request) (sdk.Result, error) {
+			if ss, ok := req.GetSession().(*sdk.ServerSession); ok && method != "initialize" && usesMRTR(ss) {
+				if err := s.open(ss); err != nil {
+					return nil, err
+				}
+			}
+			return next(ctx, method, req)
+		}
+	})
 	runErr := s.srv.Run(ctx, t)
+	stopped := ctx.Err() != nil
+	cancel() // calls waiting for this client's answer end with it
 	s.mu.Lock()
 	ws := s.ws
 	s.closed = true
+	for _, r := range s.resumables {
+		if r.timer != nil {
+			r.timer.Stop()
+		}
+	}
 	s.mu.Unlock()
 	if ws != nil {
 		if err := ws.Close(); err != nil {
@@ -150,31 +129,59 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 	if p := s.openErr.Load(); p != nil {
 		return *p
 	}
-	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, io.EOF) && ctx.Err() == nil {
+	if runErr != nil && !errors.Is(runErr, context.Canceled) && !errors.Is(runErr, io.EOF) && !stopped {
 		return runErr
 	}
 	return nil
 }
 
-// server is one MCP session's state (stdio has one client).
-type server struct {
-	opts      Options
-	folder    string
-	log       *slog.Logger
-	sessionID string
-	srv       *sdk.Server
-	ctx       context.Context
-	openErr   atomic.Pointer[error]
-	seq       atomic.Uint64
-	wg        sync.WaitGroup // elicitations in flight
+// Folder resolves the --workspace flag: empty means the current directory. It must be a
+// folder.
+func Folder(flag string) (string, error) {
+	folder := flag
+	if folder == "" {
+		wd, err := os.Getwd()
+		if err != nil {
+			return "", err
+		}
+		folder = wd
+	}
+	folder, err := filepath.Abs(folder)
+	if err != nil {
+		return "", err
+	}
+	if fi, err := os.Stat(folder); err != nil {
+		return "", fmt.Errorf("workspace: %w", err)
+	} else if !fi.IsDir() {
+		return "", fmt.Errorf("workspace %s is not a folder", folder)
+	}
+	return folder, nil
+}
 
-	mu      sync.Mutex // guards ws, closed, calls, tools, canAsk
-	ws      *session.Workspace
-	closed  bool
-	calls   map[string]*callInfo // by callID
-	tools   map[string]string    // id -> fingerprint of what the client was given
-	canAsk  bool
-	syncing sync.Mutex // serializes syncTools
+// server is one MCP session's state (one client).
+type server struct {
+	opts    Options
+	folder  string
+	log     *slog.Logger
+	srv     *sdk.Server
+	ctx     context.Context
+	openErr atomic.Pointer[error]
+	seq     atomic.Uint64
+	wg      sync.WaitGroup // elicitations in flight
+
+	mu        sync.Mutex // guards ws, ref, sessionID, closed, calls, tools, canAsk, elicits
+	ws        *session.Client
+	ref       protocol.ClientRef
+	sessionID string // the toolsd session of this client's calls: "mcp-" and its connection id
+	closed    bool
+	calls     map[string]*callInfo          // by callID
+	tools     map[string]string             // id -> fingerprint of what the client was given
+	elicits   map[string]context.CancelFunc // ask id -> cancels its elicitation
+	canAsk    bool
+	syncing   sync.Mutex // serializes syncTools
+
+	openOnce   sync.Once
+	resumables map[string]*resumable // requestState -> a call waiting for the client's answer
 }
 
 // callInfo is a tools/call in flight.
@@ -183,19 +190,54 @@ type callInfo struct {
 	session  *sdk.ServerSession
 	token    any // progress token, nil when the client gave none
 	progress atomic.Int64
+	// asks receives the asks routed to this client for the call, for a client that answers
+	// them by retrying the call (multi round-trip, protocol 2026-07-28); nil when they go
+	// out as elicitations.
+	asks chan protocol.AskedParams
 }
 
-// open opens the workspace once the client's capabilities are known, and lists its tools.
+// open opens the workspace once the client's capabilities are known, and lists its tools. It
+// runs once; later calls return its error.
 func (s *server) open(ss *sdk.ServerSession) error {
-	canAsk := false
-	if p := ss.InitializeParams(); p != nil && p.Capabilities != nil && p.Capabilities.Elicitation != nil {
-		e := p.Capabilities.Elicitation
-		canAsk = e.Form != nil || e.URL == nil // no mode given means form (older clients)
-	}
-	ws, err := session.OpenWorkspace(s.ctx, session.WorkspaceOptions{
-		Folder: s.folder, StorePath: s.opts.StorePath, CanAsk: canAsk, Notifier: notifier{s}, Logger: s.opts.Logger,
-		Changed: func(protocol.ChangedParams) { s.syncTools() },
+	var err error
+	ran := false
+	s.openOnce.Do(func() {
+		ran = true
+		err = s.doOpen(ss)
+		if err != nil {
+			s.openErr.Store(&err)
+		}
 	})
+	if !ran {
+		if p := s.openErr.Load(); p != nil {
+			return *p
+		}
+	}
+	return err
+}
+
+func (s *server) doOpen(ss *sdk.ServerSession) error {
+	canAsk := false
+	co := session.ClientOptions{Kind: protocol.ClientMCP, Sink: notifier{s}}
+	if p := ss.InitializeParams(); p != nil {
+		if p.Capabilities != nil && p.Capabilities.Elicitation != nil {
+			e := p.Capabilities.Elicitation
+			canAsk = e.Form != nil || e.URL == nil // no mode given means form (older clients)
+		}
+		if p.ClientInfo != nil {
+			co.Name, co.Version = p.ClientInfo.Name, p.ClientInfo.Version
+		}
+	}
+	co.CanAsk = canAsk
+	var ws *session.Client
+	var err error
+	if s.opts.Workspace != nil {
+		ws, err = s.opts.Workspace.Attach(co)
+	} else {
+		ws, err = session.Open(s.ctx, session.WorkspaceOptions{
+			Folder: s.folder, StorePath: s.opts.StorePath, Store: s.opts.Store, Logger: s.opts.Logger,
+		}, co)
+	}
 	if err != nil {
 		return err
 	}
@@ -204,9 +246,14 @@ func (s *server) open(ss *sdk.ServerSession) error {
 		s.mu.Unlock()
 		return ws.Close()
 	}
-	s.ws, s.canAsk = ws, canAsk
+	s.ws, s.canAsk, s.ref = ws, canAsk, ws.Ref()
+	s.sessionID = "mcp-" + s.ref.ID
 	s.mu.Unlock()
-	s.log.Info("workspace open", "folder", s.folder, "elicitation", canAsk)
+	version := ""
+	if p := ss.InitializeParams(); p != nil {
+		version = p.ProtocolVersion
+	}
+	s.log.Info("workspace open", "folder", s.folder, "client", s.ref.Name, "protocol", version, "elicitation", canAsk)
 	s.syncTools()
 	return nil
 }
@@ -217,12 +264,12 @@ func (s *server) syncTools() {
 	s.syncing.Lock()
 	defer s.syncing.Unlock()
 	s.mu.Lock()
-	ws := s.ws
+	ws, sessionID := s.ws, s.sessionID
 	s.mu.Unlock()
 	if ws == nil {
 		return
 	}
-	res := ws.Resolve(protocol.ResolveParams{SessionID: s.sessionID, Agent: s.opts.Agent})
+	res := ws.Resolve(protocol.ResolveParams{SessionID: sessionID, Agent: s.opts.Agent})
 	for _, d := range res.Diagnostics {
 		s.log.Warn("catalogue diagnostic", "path", d.Path, "line", d.Line, "message", d.Message)
 	}
@@ -245,7 +292,8 @@ func (s *server) syncTools() {
 	next := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(want)) {
 		ti := want[id]
-		fp := ti.Description + "\x00" + string(ti.InputSchema) + "\x00" + ti.Source
+		hints, _ := json.Marshal(ti.Annotations)
+		fp := ti.Description + "\x00" + string(ti.InputSchema) + "\x00" + ti.Source + "\x00" + string(hints)
 		next[id] = fp
 		if have[id] == fp {
 			continue
@@ -254,7 +302,7 @@ func (s *server) syncTools() {
 		if len(bytes.TrimSpace(schema)) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
-		s.srv.AddTool(&sdk.Tool{Name: id, Description: ti.Description, InputSchema: schema}, s.handle)
+		s.srv.AddTool(&sdk.Tool{Name: id, Description: ti.Description, InputSchema: schema, Annotations: mcpAnnotations(ti.Annotations)}, s.handle)
 	}
 	s.mu.Lock()
 	s.tools = next
@@ -264,12 +312,12 @@ func (s *server) syncTools() {
 // handle runs one tools/call through the workspace.
 func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.CallToolResult, error) {
 	s.mu.Lock()
-	ws := s.ws
+	ws, sessionID := s.ws, s.sessionID
 	s.mu.Unlock()
 	if ws == nil {
 		return errorResult("toolsd is not ready: the workspace is not open"), nil
 	}
-	callID := s.sessionID + "-" + strconv.FormatUint(s.seq.Add(1), 10)
+	callID := sessionID + "-" + strconv.FormatUint(s.seq.Add(1), 10)
 	ci := &callInfo{ctx: ctx, session: req.Session, token: req.Params.GetProgressToken()}
 	s.mu.Lock()
 	s.calls[callID] = ci
@@ -283,7 +331,13 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
-	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: s.sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
+	if usesMRTR(req.Session) {
+		s.mu.Lock()
+		delete(s.calls, callID) // registered again by the multi round-trip call itself
+		s.mu.Unlock()
+		return s.handleMRTR(ctx, req, ws, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
+	}
+	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
@@ -341,6 +395,15 @@ func toResult(res *protocol.ExecuteResult) *sdk.CallToolResult {
 	return out
 }
 
+// mcpAnnotations maps toolsd's tool hints to the SDK's.
+func mcpAnnotations(a *protocol.ToolAnnotations) *sdk.ToolAnnotations {
+	if a == nil {
+		return nil
+	}
+	return &sdk.ToolAnnotations{Title: a.Title, ReadOnlyHint: a.ReadOnlyHint, DestructiveHint: a.DestructiveHint,
+		IdempotentHint: a.IdempotentHint, OpenWorldHint: a.OpenWorldHint}
+}
+
 func errorResult(msg string) *sdk.CallToolResult {
 	return &sdk.CallToolResult{IsError: true, Content: []sdk.Content{&sdk.TextContent{Text: msg}}}
 }
@@ -354,8 +417,15 @@ func (s *server) call(callID string) *callInfo {
 // notifier turns the workspace's notifications into MCP ones.
 type notifier struct{ s *server }
 
-// Progress sends an MCP progress notification when the call has a progress token.
+// Progress sends an MCP progress notification when the call is this client's and has a
+// progress token.
 func (n notifier) Progress(p protocol.ProgressParams) {
+	n.s.mu.Lock()
+	mine := p.Client != nil && p.Client.ID == n.s.ref.ID
+	n.s.mu.Unlock()
+	if !mine {
+		return
+	}
 	ci := n.s.call(p.CallID)
 	if ci == nil || ci.token == nil {
 		return
@@ -369,6 +439,23 @@ func (n notifier) Progress(p protocol.ProgressParams) {
 		n.s.log.Debug("progress notification failed", "err", err)
 	}
 }
+
+// Answered ends the elicitation of an ask that was answered elsewhere (an editor attached
+// after the ask was shown here) or withdrawn.
+func (n notifier) Answered(p protocol.AnsweredParams) {
+	n.s.mu.Lock()
+	cancel := n.s.elicits[p.ID]
+	n.s.mu.Unlock()
+	if cancel != nil {
+		cancel()
+	}
+}
+
+// Changed brings the client's tool list up to date.
+func (n notifier) Changed(protocol.ChangedParams) { n.s.syncTools() }
+
+// Clients is not shown to MCP clients.
+func (n notifier) Clients(protocol.ClientsParams) {}
 
 // Asked asks the person through an elicitation, in the background, and answers the ask.
 func (n notifier) Asked(p protocol.AskedParams) {
@@ -386,6 +473,15 @@ func (n notifier) Asked(p protocol.AskedParams) {
 	go func() {
 		defer s.wg.Done()
 		if ws == nil {
+			return
+		}
+		if ci != nil && ci.asks != nil {
+			// A multi round-trip call: it returns the ask to the client, which retries
+			// with the answer.
+			select {
+			case ci.asks <- p:
+			case <-ci.ctx.Done():
+			}
 			return
 		}
 		if ci == nil { // not a call of ours: nobody to ask
@@ -409,8 +505,8 @@ const (
 	answerReject = "reject"
 )
 
-// elicit shows the ask as a form and returns the reply, or nil when the call went away.
-func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyParams {
+// askForm is the elicitation of an ask: a form with the answers it allows and a message.
+func askForm(p protocol.AskedParams) *sdk.ElicitParams {
 	enum := []any{answerOnce, answerAlways, answerReject}
 	names := []any{"Allow once", "Always allow (this session)", "Reject"}
 	if len(p.Always) == 0 {
@@ -425,15 +521,12 @@ func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyPar
 		},
 		"required": []string{"answer"},
 	}
-	res, err := ci.session.Elicit(ci.ctx, &sdk.ElicitParams{Mode: "form", Message: askText(p), RequestedSchema: schema})
-	if err != nil {
-		if ci.ctx.Err() != nil {
-			return nil
-		}
-		s.log.Warn("elicitation failed", "ask", p.ID, "err", err)
-		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "the permission prompt failed (" + err.Error() + "); nothing ran"}
-	}
-	if res.Action != "accept" {
+	return &sdk.ElicitParams{Mode: "form", Message: askText(p), RequestedSchema: schema}
+}
+
+// replyFor turns the person's answer to askForm into the reply to the ask.
+func replyFor(p protocol.AskedParams, res *sdk.ElicitResult) *protocol.ReplyParams {
+	if res == nil || res.Action != "accept" {
 		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject}
 	}
 	answer, _ := res.Content["answer"].(string)
@@ -445,6 +538,29 @@ func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyPar
 		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyAlways, Scope: protocol.ScopeSession}
 	}
 	return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: message}
+}
+
+// elicit shows the ask as a form and returns the reply, or nil when the call went away.
+func (s *server) elicit(ci *callInfo, p protocol.AskedParams) *protocol.ReplyParams {
+	ctx, cancel := context.WithCancel(ci.ctx)
+	defer cancel()
+	s.mu.Lock()
+	s.elicits[p.ID] = cancel
+	s.mu.Unlock()
+	defer func() {
+		s.mu.Lock()
+		delete(s.elicits, p.ID)
+		s.mu.Unlock()
+	}()
+	res, err := ci.session.Elicit(ctx, askForm(p))
+	if err != nil {
+		if ctx.Err() != nil {
+			return nil
+		}
+		s.log.Warn("elicitation failed", "ask", p.ID, "err", err)
+		return &protocol.ReplyParams{ID: p.ID, Reply: protocol.ReplyReject, Message: "the permission prompt failed (" + err.Error() + "); nothing ran"}
+	}
+	return replyFor(p, res)
 }
 
 // askText is the elicitation's message: what the call wants to do, in a few lines.

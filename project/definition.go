@@ -57,12 +57,14 @@ type Definition struct {
 	Env     map[string]string
 	Timeout time.Duration
 	Output  string
+	// Annotations are the hints the definition gives clients (MCP's tool annotations).
+	Annotations *protocol.ToolAnnotations
 	// Fingerprint is a hash of the file's content.
 	Fingerprint string
 }
 
 // fields lists the known fields, for messages.
-var fields = []string{"description", "parameters", "command", "cwd", "env", "timeout", "output"}
+var fields = []string{"description", "parameters", "command", "cwd", "env", "timeout", "output", "annotations"}
 
 // defaultParameters is the schema of a tool that takes no arguments.
 var defaultParameters = json.RawMessage(`{"type":"object","properties":{}}`)
@@ -170,6 +172,19 @@ func ParseDefinition(name, path string, data []byte) (*Definition, []protocol.Di
 			if ok && d.Command[0] == "" {
 				errorf(v.Elems[0].Offset, "%q[0], the program, is empty", f.Name)
 			}
+		case "annotations":
+			if v.Kind != jsonpos.Object {
+				wrongType(`an object of MCP tool hints, e.g. {"readOnlyHint": true}`)
+				continue
+			}
+			dec := json.NewDecoder(strings.NewReader(string(v.Raw)))
+			dec.DisallowUnknownFields()
+			var a protocol.ToolAnnotations
+			if err := dec.Decode(&a); err != nil {
+				errorf(v.Offset, "%q: %v; it takes title (a string) and readOnlyHint, destructiveHint, idempotentHint, openWorldHint (booleans)", f.Name, err)
+				continue
+			}
+			d.Annotations = &a
 		case "cwd":
 			if v.Kind != jsonpos.String {
 				wrongType("a string (a folder relative to the workspace)")

@@ -145,6 +145,7 @@ func (l *Loader) tool(d *Definition) *registry.Tool {
 		Parameters:  d.Parameters,
 		Permission:  d.Name,
 		Source:      registry.SourceProject,
+		Annotations: d.Annotations,
 		Path:        d.Path,
 		Fingerprint: d.Fingerprint,
 		Execute:     r.execute,

@@ -30,6 +30,10 @@ const (
 	MethodCallsList       = "calls/list"
 	MethodCallsGet        = "calls/get"
 	MethodOutputsRead     = "outputs/read"
+	// Attach: several clients share one daemon per workspace (docs/protocol.md, "Attach").
+	MethodPermissionAnswered = "permission/answered"
+	MethodClientsList        = "clients/list"
+	MethodClientsChanged     = "clients/changed"
 )
 
 // JSON-RPC error codes used by toolsd beyond the standard ones.
@@ -57,6 +61,23 @@ type ClientInfo struct {
 	Name    string `json:"name"`
 	Version string `json:"version,omitempty"`
 }
+
+// ClientRef names the client that made a call: its connection id (unique among the clients
+// the daemon has served, also across daemon restarts), and the name and version its
+// initialize (toolsd's clientInfo or MCP's clientInfo) gave.
+type ClientRef struct {
+	ID      string `json:"id"`
+	Name    string `json:"name"`
+	Version string `json:"version,omitempty"`
+	// Kind is "editor" (the toolsd protocol) or "mcp" (an agent through toolsd mcp).
+	Kind string `json:"kind,omitempty"`
+}
+
+// Client kinds.
+const (
+	ClientEditor = "editor"
+	ClientMCP    = "mcp"
+)
 
 // ClientCapabilities says what the editor can show.
 type ClientCapabilities struct {
@@ -115,6 +136,24 @@ type ToolInfo struct {
 	Description string          `json:"description"`
 	InputSchema json.RawMessage `json:"inputSchema"`
 	Source      string          `json:"source"`
+	// Annotations are hints about what the tool does (MCP's tool annotations).
+	Annotations *ToolAnnotations `json:"annotations,omitempty"`
+}
+
+// ToolAnnotations are hints about what a tool does, with MCP's names and meanings: hints a
+// client may show or filter by, never guarantees (permission rules decide what runs).
+type ToolAnnotations struct {
+	Title string `json:"title,omitempty"`
+	// ReadOnlyHint: the tool does not change its environment.
+	ReadOnlyHint bool `json:"readOnlyHint,omitempty"`
+	// DestructiveHint: a tool that changes things may destroy (overwrite, delete) some;
+	// meaningful only when ReadOnlyHint is false. nil means MCP's default (true).
+	DestructiveHint *bool `json:"destructiveHint,omitempty"`
+	// IdempotentHint: calling it again with the same arguments has no further effect.
+	IdempotentHint bool `json:"idempotentHint,omitempty"`
+	// OpenWorldHint: the tool reaches beyond the workspace (the web, the network). nil
+	// means MCP's default (true).
+	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
 }
 
 // Diagnostic reports a tool definition or config file that failed to load.
@@ -192,6 +231,8 @@ type ProgressParams struct {
 	Status    string          `json:"status"`
 	Title     string          `json:"title,omitempty"`
 	Metadata  json.RawMessage `json:"metadata,omitempty"`
+	// Client is the client that made the call.
+	Client *ClientRef `json:"client,omitempty"`
 }
 
 // ChangedParams are the params of the tools/changed notification.
@@ -221,6 +262,27 @@ type AskedParams struct {
 	Provenance *Provenance `json:"provenance,omitempty"`
 	// Destructive hints the editor to use a modal.
 	Destructive bool `json:"destructive,omitempty"`
+	// Client is the client whose call asks (the editor shows "<name> wants to …").
+	Client *ClientRef `json:"client,omitempty"`
+}
+
+// AnsweredParams are the params of permission/answered: an ask that was shown to this
+// client is no longer pending (answered by a person on any client, settled by an "always"
+// answer, or withdrawn because its call ended). The editor drops it.
+type AnsweredParams struct {
+	ID string `json:"id"`
+	// Reply is once, always or reject; empty when the ask was withdrawn.
+	Reply string `json:"reply,omitempty"`
+	// By is "person" (then Client names who answered), "rule" (an always answer released
+	// it) or "cancel" (its call ended).
+	By     string     `json:"by"`
+	Client *ClientRef `json:"client,omitempty"`
+}
+
+// ClientsParams are the params of clients/changed and the result of clients/list: every
+// client attached to the workspace's daemon, in the order they attached.
+type ClientsParams struct {
+	Clients []ClientRef `json:"clients"`
 }
 
 // RuleInfo describes a permission rule on the wire.
@@ -320,8 +382,10 @@ type TrustResult struct {
 // CallsListParams are the params of calls/list.
 type CallsListParams struct {
 	SessionID string `json:"sessionID,omitempty"`
-	Limit     int    `json:"limit,omitempty"`
-	Cursor    string `json:"cursor,omitempty"`
+	// Client keeps only the calls of the clients with this name or connection id.
+	Client string `json:"client,omitempty"`
+	Limit  int    `json:"limit,omitempty"`
+	Cursor string `json:"cursor,omitempty"`
 }
 
 // CallSummary is one row of calls/list.
@@ -340,6 +404,8 @@ type CallSummary struct {
 	Changes int `json:"changes,omitempty"`
 	// Confined: the call's process ran in the OS sandbox (its metadata's sandbox.confined).
 	Confined bool `json:"confined,omitempty"`
+	// Client is the client that made the call (absent in records made before attach).
+	Client *ClientRef `json:"client,omitempty"`
 }
 
 // CallsListResult is the result of calls/list.
@@ -364,7 +430,9 @@ type Decision struct {
 	Reply      string    `json:"reply,omitempty"`   // once, always, reject
 	Scope      string    `json:"scope,omitempty"`   // for always
 	Message    string    `json:"message,omitempty"` // a rejection's message
-	At         time.Time `json:"at"`
+	// Client is the client on which the person answered (by "person").
+	Client *ClientRef `json:"client,omitempty"`
+	At     time.Time  `json:"at"`
 	// Provenance says what decided: the rule (or why none could) that allowed, denied or
 	// made the call ask.
 	Provenance *Provenance `json:"provenance,omitempty"`
@@ -397,6 +465,8 @@ type CallRecord struct {
 	EndedAt     *time.Time      `json:"endedAt,omitempty"`
 	// Changes is how many paths of the workspace the call changed (calls/changes).
 	Changes int `json:"changes,omitempty"`
+	// Client is the client that made the call (absent in records made before attach).
+	Client *ClientRef `json:"client,omitempty"`
 }
 
 // OutputsReadParams are the params of outputs/read. Offset is a 0-based line number.

@@ -41,6 +41,8 @@ type Tool struct {
 	Changes Changes
 	// Source is "builtin", "project" or "mcp:<server>".
 	Source string
+	// Annotations are hints for clients (MCP's tool annotations); nil gives none.
+	Annotations *protocol.ToolAnnotations
 	// Path is the file a project tool was defined in, for diagnostics and the editor.
 	Path string
 	// Fingerprint changes whenever anything about the tool that a client could notice

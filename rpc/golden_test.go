@@ -95,6 +95,27 @@ func TestWireShapes(t *testing.T) {
 			},
 			Concurrent: []protocol.CallRef{}, Message: "Reverted 1 path(s) changed by 1 call(s).",
 		},
+		// Attach: several clients of one workspace.
+		"progress_of_an_agent": protocol.ProgressParams{SessionID: "mcp-3fa2c1-3", MessageID: "m1", CallID: "c1", Tool: "bash", Status: "running",
+			Client: &protocol.ClientRef{ID: "3fa2c1-3", Name: "GitHub Copilot Chat", Version: "0.40.0", Kind: "mcp"}},
+		"asked_by_an_agent": protocol.AskedParams{
+			ID: "ask_2_c2", SessionID: "mcp-3fa2c1-3", CallID: "c2", Tool: "bash", Permission: "bash",
+			Patterns: []string{"make test"}, Always: []string{"make test", "make *"}, Metadata: json.RawMessage(`{"command":"make test"}`),
+			Client: &protocol.ClientRef{ID: "3fa2c1-3", Name: "GitHub Copilot Chat", Version: "0.40.0", Kind: "mcp"},
+		},
+		"answered":           protocol.AnsweredParams{ID: "ask_2_c2", Reply: "once", By: "person", Client: &protocol.ClientRef{ID: "3fa2c1-1", Name: "Visual Studio Code", Kind: "editor"}},
+		"answered_withdrawn": protocol.AnsweredParams{ID: "ask_3_c3", By: "cancel"},
+		"clients": protocol.ClientsParams{Clients: []protocol.ClientRef{
+			{ID: "3fa2c1-1", Name: "Visual Studio Code", Version: "1.139.1", Kind: "editor"},
+			{ID: "3fa2c1-3", Name: "GitHub Copilot Chat", Version: "0.40.0", Kind: "mcp"},
+		}},
+		"resolve_result_annotated": protocol.ResolveResult{
+			Tools: []protocol.ToolInfo{{ID: "read", Description: "Read a file.", InputSchema: json.RawMessage(`{"type":"object"}`), Source: "builtin",
+				Annotations: &protocol.ToolAnnotations{ReadOnlyHint: true, IdempotentHint: true, OpenWorldHint: new(bool)}}},
+			Diagnostics: []protocol.Diagnostic{},
+		},
+		"calls_list_result_by_client": protocol.CallsListResult{Calls: []protocol.CallSummary{{CallID: "c2", SessionID: "mcp-3fa2c1-3", MessageID: "c2", Tool: "bash", Status: "completed", Title: "make test", StartedAt: at, EndedAt: &end,
+			Client: &protocol.ClientRef{ID: "3fa2c1-3", Name: "GitHub Copilot Chat", Version: "0.40.0", Kind: "mcp"}}}},
 	}
 	for name, v := range cases {
 		t.Run(name, func(t *testing.T) {

@@ -26,3 +26,7 @@ func (s *server) trust(_ context.Context, b Backend, p protocol.TrustParams) (pr
 	t, err := b.SetTrusted(p.Trusted)
 	return protocol.TrustResult{Trusted: t}, err
 }
+
+func (s *server) listClients(_ context.Context, b Backend, _ struct{}) (protocol.ClientsParams, error) {
+	return b.Clients(), nil
+}

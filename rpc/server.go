@@ -45,7 +45,12 @@ type Backend interface {
 	Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error)
 	StorePath() string
 	Permissions() []string
-	// Close cancels every call, waits for them to be recorded, and releases the workspace.
+	// Clients lists the clients attached to the workspace (clients/list).
+	Clients() protocol.ClientsParams
+	// Shutdown cancels the calls this connection made (shutdown).
+	Shutdown()
+	// Close cancels this connection's calls, waits for them to be recorded, and detaches
+	// from the workspace (closing it when nobody else shares it).
 	Close() error
 }
 
@@ -53,7 +58,9 @@ type Backend interface {
 type Notifier interface {
 	Progress(p protocol.ProgressParams)
 	Asked(p protocol.AskedParams)
+	Answered(p protocol.AnsweredParams)
 	Changed(p protocol.ChangedParams)
+	Clients(p protocol.ClientsParams)
 }
 
 // OpenFunc builds the backend for the workspace named in initialize.
@@ -373,6 +380,7 @@ var handlers = map[string]func(s *server, ctx context.Context, b Backend, params
 	protocol.MethodToolsCancel:     handler((*server).cancelCall),
 	protocol.MethodPermissionReply: handler((*server).reply),
 	protocol.MethodPermissionList:  handler((*server).listAsks),
+	protocol.MethodClientsList:     handler((*server).listClients),
 	protocol.MethodPermissionTrust: handler((*server).trust),
 	protocol.MethodCallsList:       handler((*server).listCalls),
 	protocol.MethodCallsGet:        handler((*server).getCall),
@@ -508,10 +516,9 @@ func (s *server) shutdown() (any, error) {
 	b := s.backend
 	s.mu.Unlock()
 	if b != nil {
-		// Cancel what runs; the store stays open until exit so records complete.
-		for _, a := range b.PendingAsks() {
-			b.Cancel(a.SessionID, a.CallID)
-		}
+		// Cancel what this connection runs; the store stays open until exit so records
+		// complete.
+		b.Shutdown()
 	}
 	return nil, nil
 }
@@ -545,6 +552,18 @@ func (n *notifier) Progress(p protocol.ProgressParams) {
 func (n *notifier) Asked(p protocol.AskedParams) {
 	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAsked, p); err != nil {
 		n.log.Debug("sending permission/asked failed", "err", err)
+	}
+}
+
+func (n *notifier) Answered(p protocol.AnsweredParams) {
+	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAnswered, p); err != nil {
+		n.log.Debug("sending permission/answered failed", "err", err)
+	}
+}
+
+func (n *notifier) Clients(p protocol.ClientsParams) {
+	if err := n.conn.Notify(n.ctx, protocol.MethodClientsChanged, p); err != nil {
+		n.log.Debug("sending clients/changed failed", "err", err)
 	}
 }
 

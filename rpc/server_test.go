@@ -81,6 +81,10 @@ func (f *fakeBackend) Revert(context.Context, protocol.CallsRevertParams) (*prot
 func (f *fakeBackend) StorePath() string     { return "/tmp/x.db" }
 func (f *fakeBackend) Permissions() []string { return []string{"read"} }
 func (f *fakeBackend) Close() error          { f.closed.Store(true); return nil }
+func (f *fakeBackend) Shutdown()             {}
+func (f *fakeBackend) Clients() protocol.ClientsParams {
+	return protocol.ClientsParams{Clients: []protocol.ClientRef{}}
+}
 
 // serve runs Serve on in-process pipes with an independent client.
 func serve(t *testing.T) (*sg.Conn, *fakeBackend, io.Closer, <-chan int) {

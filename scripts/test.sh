@@ -2,7 +2,8 @@
 # Runs every test of toolsd, as CI does: the Go packages (gofmt, go vet, the race detector
 # on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
 # run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
-# modules, the extension's npm packages (npm ci), and for the end-to-end run Debian's
+# modules, the npm packages of the extension and of the Go tests' MCP TypeScript client
+# (testdata/mcpclient; npm ci), and for the end-to-end run Debian's
 # chromium and the npm packages of code-server and playwright-core (cached outside the repo).
 #
 # TOOLSD_SKIP_EXT=1 stops after the Go tests; TOOLSD_SKIP_E2E=1 skips only the VS Code run.
@@ -20,6 +21,13 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+
+say "testdata/mcpclient: npm ci (the MCP TypeScript client of the end-to-end tests)"
+if grep -q '"resolved"' testdata/mcpclient/package-lock.json; then
+  echo "testdata/mcpclient/package-lock.json records where packages came from: strip the resolved fields (npm ci installs from integrity)" >&2
+  exit 1
+fi
+(cd testdata/mcpclient && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
 
 say "go: tests (race detector on)"
 go test -race -count=1 -timeout 20m ./...

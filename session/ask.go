@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,12 +39,39 @@ var (
 	ErrClosed     = errors.New("session: closed")
 )
 
+// AskRouter shows asks to the clients that can answer them (see Workspace, which routes
+// them to every attached editor, or else back to the calling client). Its methods are called
+// from many goroutines and must not block for long.
+type AskRouter interface {
+	// Targets returns the connection ids of the clients that can answer an ask of a call
+	// that caller made (nil when the call came from no client), and nil when none can.
+	Targets(caller *protocol.ClientRef) []string
+	// Show shows the ask to the clients named.
+	Show(targets []string, p protocol.AskedParams)
+	// Answered tells the clients named that an ask shown to them is no longer pending.
+	Answered(targets []string, p protocol.AnsweredParams)
+}
+
+// singleRouter is the router of a Service that serves one client (Options.Notifier and
+// Options.CanAsk).
+type singleRouter struct {
+	canAsk bool
+	n      Notifier
+}
+
+func (r singleRouter) Targets(*protocol.ClientRef) []string {
+	if r.canAsk && r.n != nil {
+		return []string{""}
+	}
+	return nil
+}
+func (r singleRouter) Show(_ []string, p protocol.AskedParams)        { r.n.Asked(p) }
+func (r singleRouter) Answered(_ []string, _ protocol.AnsweredParams) {}
+
 // broker holds the asks waiting for a person. Safe for concurrent use.
 type broker struct {
 	policy Policy
-	canAsk bool
-	client string                     // who answers: the editor's name
-	notify func(protocol.AskedParams) // sends permission/asked; must not block for long
+	router AskRouter
 	now    func() time.Time
 
 	mu      sync.Mutex // guards pending and seq
@@ -52,18 +80,19 @@ type broker struct {
 }
 
 type pendingAsk struct {
-	params protocol.AskedParams
-	query  permission.Query
-	reply  chan askAnswer // buffered 1; written once under broker.mu
-	at     time.Time
+	params  protocol.AskedParams
+	query   permission.Query
+	reply   chan askAnswer // buffered 1; written once under broker.mu
+	at      time.Time
+	targets []string // the clients it was shown to; guarded by broker.mu
 }
 
 type askAnswer struct {
 	reply   string // once, always, reject
 	scope   string
 	message string
-	by      string // "person", or "rule" when an always answer released it
-	client  string // the client the answer came through
+	by      string              // "person", "rule" when an always answer released it, "no-ui" when nobody is left to answer
+	client  *protocol.ClientRef // who answered (by "person")
 }
 
 // ask decides req for the call, asking the person when the rules say ask. It returns the
@@ -85,7 +114,8 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		dec.Action, dec.By = string(permission.Allow), BySandbox
 		return dec, nil
 	}
-	if !b.canAsk {
+	targets := b.router.Targets(c.client)
+	if len(targets) == 0 {
 		dec.By, dec.Action = "no-ui", string(permission.Deny)
 		return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
 	}
@@ -119,7 +149,7 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	if err != nil {
 		meta = []byte("{}")
 	}
-	p := &pendingAsk{query: q, reply: make(chan askAnswer, 1), at: b.now()}
+	p := &pendingAsk{query: q, reply: make(chan askAnswer, 1), at: b.now(), targets: targets}
 	askedAt := p.at.UTC()
 	dec.AskedAt = &askedAt
 	b.mu.Lock()
@@ -128,17 +158,24 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	p.params = protocol.AskedParams{
 		ID: id, SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Tool: c.tool,
 		Permission: req.Permission, Patterns: nonNil(req.Patterns), Always: nonNil(always),
-		Metadata: meta, Rule: ruleInfo(d.Rule), Destructive: req.Destructive, Provenance: &prov,
+		Metadata: meta, Rule: ruleInfo(d.Rule), Destructive: req.Destructive, Provenance: &prov, Client: c.client,
 	}
 	b.pending[id] = p
 	b.mu.Unlock()
-	b.notify(p.params)
+	b.router.Show(targets, p.params)
 
 	select {
 	case a := <-p.reply:
-		dec.By, dec.Reply, dec.Scope, dec.Message, dec.At, dec.AnsweredBy = a.by, a.reply, a.scope, a.message, b.now(), a.client
+		dec.By, dec.Reply, dec.Scope, dec.Message, dec.Client, dec.At = a.by, a.reply, a.scope, a.message, a.client, b.now()
+		if a.client != nil {
+			dec.AnsweredBy = a.client.Name
+		}
 		dec.WaitedMs = dec.At.Sub(p.at).Milliseconds()
-		if a.reply == protocol.ReplyReject {
+		switch {
+		case a.by == "no-ui":
+			dec.Action = string(permission.Deny)
+			return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
+		case a.reply == protocol.ReplyReject:
 			dec.Action = string(permission.Deny)
 			return dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)}
 		}
@@ -152,16 +189,58 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	}
 }
 
-// withdraw removes a pending ask whose call went away.
+// withdraw removes a pending ask whose call went away, and tells the clients that showed it.
 func (b *broker) withdraw(id string) {
 	b.mu.Lock()
+	p, ok := b.pending[id]
 	delete(b.pending, id)
 	b.mu.Unlock()
+	if ok {
+		b.router.Answered(p.targets, protocol.AnsweredParams{ID: id, By: "cancel"})
+	}
+}
+
+// detached takes a client that went away off the asks shown to it. An ask it was the last
+// to show goes to whoever can answer it now, or is refused (no-ui) when nobody can, so that
+// no call waits for a person who is gone.
+func (b *broker) detached(clientID string) {
+	type reroute struct {
+		p       *pendingAsk
+		targets []string
+	}
+	var again []reroute
+	b.mu.Lock()
+	for id, p := range b.pending {
+		i := slices.Index(p.targets, clientID)
+		if i < 0 {
+			continue
+		}
+		p.targets = slices.Delete(slices.Clone(p.targets), i, i+1)
+		if len(p.targets) > 0 {
+			continue
+		}
+		targets := b.router.Targets(p.params.Client)
+		if slices.Contains(targets, clientID) {
+			targets = slices.DeleteFunc(targets, func(t string) bool { return t == clientID })
+		}
+		if len(targets) == 0 {
+			delete(b.pending, id)
+			p.reply <- askAnswer{by: "no-ui"}
+			continue
+		}
+		p.targets = targets
+		again = append(again, reroute{p, targets})
+	}
+	b.mu.Unlock()
+	for _, r := range again {
+		b.router.Show(r.targets, r.p.params)
+	}
 }
 
 // reply answers a pending ask. It returns the ids of other pending asks it settled too: those
 // an "always" answer now allows, or the session's other asks after a rejection.
-func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
+// by is the client the person answered on (nil for a Service without clients).
+func (b *broker) reply(p protocol.ReplyParams, by *protocol.ClientRef) ([]string, error) {
 	switch p.Reply {
 	case protocol.ReplyOnce, protocol.ReplyReject:
 	case protocol.ReplyAlways:
@@ -195,8 +274,10 @@ func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
 		p.Always = chosen
 	}
 	delete(b.pending, p.ID)
-	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person", client: b.client}
+	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person", client: by}
+	targets := a.targets
 	b.mu.Unlock()
+	b.router.Answered(targets, protocol.AnsweredParams{ID: p.ID, Reply: p.Reply, By: "person", Client: by})
 
 	released := []string{}
 	switch p.Reply {
@@ -205,19 +286,23 @@ func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
 		if p.Scope == protocol.ScopeWorkspace {
 			sid = ""
 		}
-		if err := b.policy.Remember(sid, a.query.Permission, p.Always, b.client); err != nil {
+		byName := ""
+		if by != nil {
+			byName = by.Name
+		}
+		if err := b.policy.Remember(sid, a.query.Permission, p.Always, byName); err != nil {
 			return released, fmt.Errorf("the answer was applied to this call, but could not be remembered: %w", err)
 		}
 		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
 			if b.policy.Decide(o.query).Action == permission.Allow {
-				return askAnswer{reply: protocol.ReplyAlways, scope: p.Scope, by: "rule", client: b.client}, true
+				return askAnswer{reply: protocol.ReplyAlways, scope: p.Scope, by: "rule", client: by}, true
 			}
 			return askAnswer{}, false
 		})
 	case protocol.ReplyReject:
 		released = b.settle(func(o *pendingAsk) (askAnswer, bool) {
 			if o.query.SessionID == a.query.SessionID {
-				return askAnswer{reply: protocol.ReplyReject, message: "another request of this session was rejected: " + p.Message, by: "person", client: b.client}, true
+				return askAnswer{reply: protocol.ReplyReject, message: "another request of this session was rejected: " + p.Message, by: "person", client: by}, true
 			}
 			return askAnswer{}, false
 		})
@@ -225,17 +310,27 @@ func (b *broker) reply(p protocol.ReplyParams) ([]string, error) {
 	return released, nil
 }
 
-// settle answers every pending ask for which f returns an answer.
+// settle answers every pending ask for which f returns an answer, and tells the clients that
+// showed them.
 func (b *broker) settle(f func(*pendingAsk) (askAnswer, bool)) []string {
+	type settled struct {
+		targets []string
+		p       protocol.AnsweredParams
+	}
+	var told []settled
 	b.mu.Lock()
-	defer b.mu.Unlock()
 	out := []string{}
 	for id, o := range b.pending {
 		if ans, ok := f(o); ok {
 			delete(b.pending, id)
 			o.reply <- ans
 			out = append(out, id)
+			told = append(told, settled{o.targets, protocol.AnsweredParams{ID: id, Reply: ans.reply, By: ans.by, Client: ans.client}})
 		}
+	}
+	b.mu.Unlock()
+	for _, t := range told {
+		b.router.Answered(t.targets, t.p)
 	}
 	sort.Strings(out)
 	return out

@@ -30,6 +30,11 @@ const noTruncateCap = 1 << 20
 // *ParamsError for a malformed request, ErrDuplicate for a callID already used in the
 // session, ErrCancelled when the call was cancelled, and other errors for internal faults.
 func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
+	return s.ExecuteFor(ctx, nil, p)
+}
+
+// ExecuteFor is Execute for a call that client made: the record, progress and asks name it.
+func (s *Service) ExecuteFor(ctx context.Context, client *protocol.ClientRef, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
 	for _, f := range [][2]string{{"sessionID", p.SessionID}, {"messageID", p.MessageID}, {"callID", p.CallID}, {"tool", p.Tool}} {
 		if strings.TrimSpace(f[1]) == "" {
 			return nil, &ParamsError{fmt.Sprintf("tools/execute: %s is required and must be a non-empty string", f[0])}
@@ -37,7 +42,7 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := &callState{sessionID: p.SessionID, messageID: p.MessageID, callID: p.CallID, tool: p.Tool, agent: p.Agent, cancel: cancel}
+	c := &callState{sessionID: p.SessionID, messageID: p.MessageID, callID: p.CallID, tool: p.Tool, agent: p.Agent, cancel: cancel, client: client}
 	k := callKey{p.SessionID, p.CallID}
 	s.mu.Lock()
 	if s.closed {
@@ -65,7 +70,7 @@ func (s *Service) Execute(ctx context.Context, p protocol.ExecuteParams) (*proto
 	rec := &protocol.CallRecord{
 		CallID: p.CallID, SessionID: p.SessionID, MessageID: p.MessageID, Tool: p.Tool, Agent: p.Agent, Model: p.Model,
 		Status: protocol.StatusRunning, Args: append(json.RawMessage(nil), args...), Metadata: json.RawMessage("{}"),
-		Attachments: []protocol.Attachment{}, Decisions: []protocol.Decision{}, StartedAt: s.opts.Now().UTC(),
+		Attachments: []protocol.Attachment{}, Decisions: []protocol.Decision{}, StartedAt: s.opts.Now().UTC(), Client: client,
 	}
 	c.trace = s.opts.Audit.StartCall(audit.CallInfo{SessionID: p.SessionID, MessageID: p.MessageID, CallID: p.CallID, Tool: p.Tool, Agent: p.Agent}, rec.StartedAt)
 	defer func() {
@@ -340,7 +345,7 @@ func (s *Service) progress(c *callState, status, title string, md map[string]any
 			raw = b
 		}
 	}
-	s.opts.Notifier.Progress(protocol.ProgressParams{SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Tool: c.tool, Status: status, Title: title, Metadata: raw})
+	s.opts.Notifier.Progress(protocol.ProgressParams{SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Tool: c.tool, Status: status, Title: title, Metadata: raw, Client: c.client})
 }
 
 // lockedWriter serializes a tool's writes to call.Output and stops them after Execute

@@ -17,6 +17,9 @@ type notes struct{ asked chan protocol.AskedParams }
 
 func (n *notes) Progress(protocol.ProgressParams) {}
 func (n *notes) Asked(p protocol.AskedParams)     { n.asked <- p }
+func (n *notes) Answered(protocol.AnsweredParams) {}
+func (n *notes) Changed(protocol.ChangedParams)   {}
+func (n *notes) Clients(protocol.ClientsParams)   {}
 
 func writeFile(t *testing.T, path, content string) {
 	t.Helper()
@@ -51,10 +54,10 @@ func TestProvenanceEveryLayer(t *testing.T) {
 }`)
 	writeFile(t, filepath.Join(ws, "a.txt"), "hello\n")
 	n := &notes{asked: make(chan protocol.AskedParams, 4)}
-	w, err := OpenWorkspace(context.Background(), WorkspaceOptions{
-		Folder: ws, StorePath: filepath.Join(root, "store.db"), CanAsk: true, Notifier: n, Client: "Test Editor",
+	w, err := Open(context.Background(), WorkspaceOptions{
+		Folder: ws, StorePath: filepath.Join(root, "store.db"),
 		InitOptions: json.RawMessage(`{"permission": {"bash": {"echo *": "allow"}}}`), ManagedDir: managed,
-	})
+	}, ClientOptions{Name: "Test Editor", Kind: protocol.ClientEditor, CanAsk: true, Sink: n})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,13 +18,16 @@ import (
 
 // answerer answers every ask once, counting them.
 type answerer struct {
-	w    *Workspace
+	w    *Client
 	mu   sync.Mutex // guards asks
 	asks []protocol.AskedParams
 	wg   sync.WaitGroup
 }
 
 func (a *answerer) Progress(protocol.ProgressParams) {}
+func (a *answerer) Answered(protocol.AnsweredParams) {}
+func (a *answerer) Changed(protocol.ChangedParams)   {}
+func (a *answerer) Clients(protocol.ClientsParams)   {}
 func (a *answerer) Asked(p protocol.AskedParams) {
 	a.mu.Lock()
 	a.asks = append(a.asks, p)
@@ -121,7 +124,8 @@ func TestSandboxDayOfWork(t *testing.T) {
 		}
 		a := &answerer{}
 		opts, _ := json.Marshal(map[string]any{"sandbox": map[string]any{"autoAllow": autoAllow}})
-		w, err := OpenWorkspace(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), CanAsk: true, Notifier: a, InitOptions: opts})
+		w, err := Open(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), InitOptions: opts},
+			ClientOptions{Name: "test", Kind: protocol.ClientEditor, CanAsk: true, Sink: a})
 		if err != nil {
 			t.Fatal(err)
 		}

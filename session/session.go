@@ -53,11 +53,12 @@ type Options struct {
 	Store     Store
 	Policy    Policy
 	Notifier  Notifier
-	// CanAsk is the editor's ask capability; without it an ask is a rejection.
+	// CanAsk is the editor's ask capability; without it an ask is a rejection. It applies
+	// when Asks is nil.
 	CanAsk bool
-	// Client names the editor the asks go to (initialize's clientInfo.name): decisions
-	// record that a person answered through it, and "always" answers remember it.
-	Client string
+	// Asks routes asks to the clients that can answer them; nil sends them to Notifier.Asked
+	// when CanAsk is set.
+	Asks   AskRouter
 	Limits Limits
 	Logger *slog.Logger
 	Now    func() time.Time
@@ -99,7 +100,8 @@ type callKey struct{ session, call string }
 type callState struct {
 	sessionID, messageID, callID, tool, agent string
 	permKey                                   string
-	readOnly                                  bool // a built-in that changes nothing
+	client                                    *protocol.ClientRef // who made the call; nil for none
+	readOnly                                  bool                // a built-in that changes nothing
 	cancel                                    context.CancelFunc
 
 	mu        sync.Mutex // guards decisions
@@ -149,7 +151,11 @@ func New(opts Options) *Service {
 	}
 	opts.Limits = opts.Limits.withDefaults()
 	s := &Service{opts: opts, log: opts.Logger.With("component", "session"), calls: map[callKey]*callState{}}
-	s.broker = &broker{policy: opts.Policy, canAsk: opts.CanAsk, client: opts.Client, now: opts.Now, pending: map[string]*pendingAsk{}, notify: opts.Notifier.Asked}
+	router := opts.Asks
+	if router == nil {
+		router = singleRouter{canAsk: opts.CanAsk, n: opts.Notifier}
+	}
+	s.broker = &broker{policy: opts.Policy, router: router, now: opts.Now, pending: map[string]*pendingAsk{}}
 	return s
 }
 
@@ -168,8 +174,27 @@ func (s *Service) Cancel(sessionID, callID string) bool {
 	return found
 }
 
+// CancelClient cancels every call in flight that client made.
+func (s *Service) CancelClient(clientID string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, c := range s.calls {
+		if c.client != nil && c.client.ID == clientID {
+			c.cancel()
+		}
+	}
+}
+
 // Reply answers a pending ask (permission/reply) and returns the other asks it settled.
-func (s *Service) Reply(p protocol.ReplyParams) ([]string, error) { return s.broker.reply(p) }
+func (s *Service) Reply(p protocol.ReplyParams) ([]string, error) { return s.broker.reply(p, nil) }
+
+// ReplyFrom is Reply for an answer given on a client, which the decision records.
+func (s *Service) ReplyFrom(by *protocol.ClientRef, p protocol.ReplyParams) ([]string, error) {
+	return s.broker.reply(p, by)
+}
+
+// Detached takes a client that went away off the asks shown to it (see AskRouter).
+func (s *Service) Detached(clientID string) { s.broker.detached(clientID) }
 
 // PendingAsks returns the asks waiting for a person (permission/list).
 func (s *Service) PendingAsks() []protocol.AskedParams { return s.broker.list() }
@@ -210,7 +235,7 @@ func (s *Service) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
 				schema = adapted
 			}
 		}
-		res.Tools = append(res.Tools, protocol.ToolInfo{ID: e.ID, Description: e.Description, InputSchema: schema, Source: e.Source})
+		res.Tools = append(res.Tools, protocol.ToolInfo{ID: e.ID, Description: e.Description, InputSchema: schema, Source: e.Source, Annotations: e.Annotations})
 	}
 	return res
 }

@@ -34,10 +34,6 @@ type WorkspaceOptions struct {
 	// StorePath overrides the store file; empty means DefaultStorePath(Folder).
 	StorePath string
 	Store     *store.Options
-	CanAsk    bool
-	Notifier  Notifier
-	// Changed receives tools/changed notifications; may be nil.
-	Changed func(protocol.ChangedParams)
 	// InitOptions are the editor's initializationOptions (user-level settings).
 	InitOptions json.RawMessage
 	Limits      Limits
@@ -61,8 +57,8 @@ type WorkspaceOptions struct {
 }
 
 // Workspace is everything toolsd keeps for one workspace folder: the store, the catalogue,
-// the permission engine and the calls in flight. It implements rpc.Backend. Safe for
-// concurrent use.
+// the permission engine, the calls in flight and the clients attached to it (Attach; each
+// attached Client implements rpc.Backend). Safe for concurrent use.
 type Workspace struct {
 	folder      string
 	store       *store.Store
@@ -70,13 +66,14 @@ type Workspace struct {
 	perms       *permission.Engine
 	svc         *Service
 	settingsSrc *config.Source
-	changed     func(protocol.ChangedParams)
 	audit       *audit.Exporter // nil: export is off
 	auditErr    string          // why export could not start
 	logLevel    *slog.LevelVar  // nil: the command line fixed the level
 	log         *slog.Logger
 
 	sandbox *sandboxer
+
+	hub hub // the attached clients
 
 	mu     sync.Mutex // guards rules, layers and mcp
 	rules  *policy.Rules
@@ -114,7 +111,8 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	if err != nil {
 		return nil, err
 	}
-	w := &Workspace{folder: real, reg: registry.New(), log: o.Logger.With("component", "workspace"), changed: o.Changed, logLevel: o.LogLevel}
+	w := &Workspace{folder: real, reg: registry.New(), log: o.Logger.With("component", "workspace"), logLevel: o.LogLevel}
+	w.hub.init()
 	ok := false
 	defer func() {
 		if !ok {
@@ -236,8 +234,8 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 	w.closers = append(w.closers, ms.Close)
 
 	w.svc = New(Options{
-		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: o.Notifier,
-		CanAsk: o.CanAsk, Logger: o.Logger, Client: o.Client,
+		Workspace: real, Registry: w.reg, Store: storeAdapter{st}, Policy: w.perms, Notifier: &w.hub, Asks: &w.hub,
+		Logger:      o.Logger,
 		Limits:      Limits{Lines: lim.TruncateLines, Bytes: lim.TruncateBytes},
 		Visible:     w.visible,
 		Observe:     w.perms.Observe,
@@ -342,13 +340,11 @@ func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
 
 // notifyChanged sends tools/changed with the catalogue's diagnostics.
 func (w *Workspace) notifyChanged(ch registry.Change) {
-	if w.changed == nil {
-		return
-	}
-	w.changed(protocol.ChangedParams{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed), Changed: nonNil(ch.Changed), Diagnostics: nonNilDiags(w.reg.Catalog().Diagnostics())})
+	w.hub.changed(protocol.ChangedParams{Added: nonNil(ch.Added), Removed: nonNil(ch.Removed), Changed: nonNil(ch.Changed), Diagnostics: nonNilDiags(w.reg.Catalog().Diagnostics())})
 }
 
 // Close cancels every call in flight, waits until they are recorded, and closes the store.
+// Clients still attached hear nothing more; Attach fails afterwards.
 func (w *Workspace) Close() error {
 	var errs []error
 	w.closeOnce.Do(func() {
@@ -362,6 +358,7 @@ func (w *Workspace) Close() error {
 			errs = append(errs, err)
 		}
 		cancel()
+		w.hub.close()
 		for i := len(w.closers) - 1; i >= 0; i-- {
 			if err := w.closers[i](); err != nil {
 				errs = append(errs, err)
@@ -371,7 +368,7 @@ func (w *Workspace) Close() error {
 	return errors.Join(errs...)
 }
 
-// Resolve implements rpc.Backend. The diagnostics say when the audit trail could not start
+// Resolve is the catalogue for a round (tools/resolve). The diagnostics say when the audit trail could not start
 // or lost spans.
 func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
 	res := w.svc.Resolve(p)
@@ -384,27 +381,7 @@ func (w *Workspace) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
 	return res
 }
 
-// Execute implements rpc.Backend.
-func (w *Workspace) Execute(ctx context.Context, p protocol.ExecuteParams) (*protocol.ExecuteResult, error) {
-	return w.svc.Execute(ctx, p)
-}
-
-// Cancel implements rpc.Backend.
-func (w *Workspace) Cancel(sessionID, callID string) bool { return w.svc.Cancel(sessionID, callID) }
-
-// Reply implements rpc.Backend.
-func (w *Workspace) Reply(p protocol.ReplyParams) (*protocol.ReplyResult, error) {
-	released, err := w.svc.Reply(p)
-	if err != nil {
-		return nil, err
-	}
-	return &protocol.ReplyResult{Released: nonNil(released)}, nil
-}
-
-// PendingAsks implements rpc.Backend.
-func (w *Workspace) PendingAsks() []protocol.AskedParams { return w.svc.PendingAsks() }
-
-// SetTrusted implements rpc.Backend.
+// SetTrusted trusts (or stops trusting) the workspace's own config (permission/trust).
 func (w *Workspace) SetTrusted(trusted bool) (bool, error) {
 	if err := w.perms.SetTrusted(trusted); err != nil {
 		return false, err
@@ -419,9 +396,16 @@ func (w *Workspace) SetTrusted(trusted bool) (bool, error) {
 	return w.perms.Trusted(), nil
 }
 
-// ListCalls implements rpc.Backend.
+// ListCalls lists the calls on record (calls/list), of one client when p.Client names one
+// (by connection id or name).
 func (w *Workspace) ListCalls(p protocol.CallsListParams) (*protocol.CallsListResult, error) {
-	calls, next, err := w.store.ListCalls(p.SessionID, p.Limit, p.Cursor)
+	var keep []func(*protocol.CallSummary) bool
+	if p.Client != "" {
+		keep = append(keep, func(s *protocol.CallSummary) bool {
+			return s.Client != nil && (s.Client.ID == p.Client || s.Client.Name == p.Client)
+		})
+	}
+	calls, next, err := w.store.ListCalls(p.SessionID, p.Limit, p.Cursor, keep...)
 	if err != nil {
 		return nil, storeErr(err)
 	}
@@ -431,7 +415,7 @@ func (w *Workspace) ListCalls(p protocol.CallsListParams) (*protocol.CallsListRe
 	return &protocol.CallsListResult{Calls: calls, NextCursor: next}, nil
 }
 
-// GetCall implements rpc.Backend.
+// GetCall returns a call's whole record (calls/get).
 func (w *Workspace) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error) {
 	rec, err := w.store.GetCall(p.SessionID, p.CallID)
 	if err != nil {
@@ -440,17 +424,17 @@ func (w *Workspace) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, er
 	return rec, nil
 }
 
-// Changes implements rpc.Backend (calls/changes).
+// Changes is what a call changed (calls/changes).
 func (w *Workspace) Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
 	return w.svc.Changes(ctx, p)
 }
 
-// Revert implements rpc.Backend (calls/revert).
+// Revert reverts calls (calls/revert).
 func (w *Workspace) Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error) {
 	return w.svc.Revert(ctx, p)
 }
 
-// ReadOutput implements rpc.Backend.
+// ReadOutput reads a page of a stored output (outputs/read).
 func (w *Workspace) ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	res, err := w.store.ReadOutput(p.OutputID, p.Offset, p.Limit)
 	if err != nil {
@@ -459,13 +443,16 @@ func (w *Workspace) ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsR
 	return res, nil
 }
 
+// Folder is the workspace's folder (its real path).
+func (w *Workspace) Folder() string { return w.folder }
+
 // MaxMessageBytes is the message limit the settings name (limits.maxMessageBytes).
 func (w *Workspace) MaxMessageBytes() int64 { return w.settings().Limits.MaxMessageBytes }
 
-// StorePath implements rpc.Backend.
+// StorePath is the store file in use.
 func (w *Workspace) StorePath() string { return w.store.Path() }
 
-// Permissions implements rpc.Backend: the permission keys of the catalogue.
+// Permissions are the permission keys of the catalogue.
 func (w *Workspace) Permissions() []string {
 	seen := map[string]bool{"external_directory": true, "doom_loop": true}
 	out := []string{"doom_loop", "external_directory"}

@@ -225,7 +225,10 @@ func seekLastWithPrefix(c *bolt.Cursor, prefix []byte) ([]byte, []byte) {
 // DefaultListLimit and is capped at MaxListLimit. cursor is "" for the first page or the
 // nextCursor of the previous page; nextCursor is "" on the last page. A cursor this store did
 // not hand out -> ErrBadCursor.
-func (s *Store) ListCalls(sessionID string, limit int, cursor string) ([]protocol.CallSummary, string, error) {
+//
+// keep, when given, filters the calls (by client, say): a page then holds up to limit calls
+// that pass it, and the cursor still resumes after the last call looked at.
+func (s *Store) ListCalls(sessionID string, limit int, cursor string, keep ...func(*protocol.CallSummary) bool) ([]protocol.CallSummary, string, error) {
 	if limit <= 0 {
 		limit = DefaultListLimit
 	}
@@ -265,6 +268,11 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string) ([]protoco
 				// One damaged record must not hide the others.
 				s.log.Warn("skipping a damaged call record", "seq", fmt.Sprintf("%x", seqKey), "err", err)
 				return true, nil
+			}
+			for _, k := range keep {
+				if !k(&sum) {
+					return true, nil
+				}
 			}
 			calls = append(calls, sum)
 			return true, nil
@@ -432,6 +440,6 @@ func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
 	return &protocol.CallSummary{
 		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
 		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
-		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes, Confined: md.Sandbox.Confined,
+		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes, Confined: md.Sandbox.Confined, Client: r.Client,
 	}
 }

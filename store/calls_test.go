@@ -26,8 +26,8 @@ func TestOpenFileModes(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "a", "b", "toolsd.db")
 	s := openAt(t, path, nil)
-	if s.Path() != path || !s.Primary() {
-		t.Fatalf("Path() = %q primary=%v, want %q primary", s.Path(), s.Primary(), path)
+	if s.Path() != path {
+		t.Fatalf("Path() = %q, want %q", s.Path(), path)
 	}
 	fi, err := os.Stat(path)
 	if err != nil {

@@ -14,8 +14,7 @@
 // Calls are JSON protocol.CallRecord values (each preceded by its protocol.CallSummary, so
 // that listing decodes only summaries) keyed by a big-endian uint64 sequence, so newest
 // first is a reverse cursor walk and a ListCalls cursor is a position in that walk. The
-// sequence is monotonic and at least the creation time in unix nanoseconds, so that calls
-// merged in from a slot file (below) fall in between by time. Index buckets map
+// sequence is monotonic and at least the creation time in unix nanoseconds. Index buckets map
 // (sessionID, callID) to the sequence (which makes duplicates an error), list a session's
 // calls, find the newest call with a callID, and list unfinished (pending or running) calls.
 //
@@ -71,30 +70,14 @@
 // write queued by then in one transaction, so many concurrent calls cost few commits, and a
 // lone writer never waits for a timer.
 //
-// # Two daemons on one workspace
+// # One process per store
 //
-// bbolt locks its file exclusively, so two processes cannot share it, and a second daemon
-// must neither hang on the lock nor lose what it records. The design is one file per live
-// daemon, merged later:
-//
-//   - Open waits up to Options.Timeout for the lock of the primary file (the path given). If
-//     another process keeps it, Open takes the first sibling slot file it can lock at once:
-//     "name.1.db", "name.2.db", ... (SlotPath), up to MaxSlots. Path says which file is used.
-//     The second daemon then works normally on its own file.
-//   - When a daemon opens the primary file, and then every Options.PruneInterval while it
-//     runs, it merges every slot file that nobody holds (its daemon has exited or died) into
-//     the primary file: outputs (chunk by chunk, in bounded
-//     transactions), calls (keeping their time order; a (sessionID, callID) already present
-//     is kept as is), session values and trust (the newer write wins), approvals (the union)
-//     and expiry markers. Then it deletes the slot file, while still holding its lock; a
-//     daemon that opened the file just before notices that the path no longer names the file
-//     it locked and opens a fresh one.
-//   - Merging is idempotent and every step is its own transaction: a crash in the middle
-//     leaves the slot file in place and the next Open repeats the merge (an output whose copy
-//     was cut short is copied again). Calls a slot's daemon left pending or running are
-//     merged as interrupted, and outputs it left open as partial.
-//
-// Limit: while two daemons run, each sees only its own file's calls and outputs (calls/list,
-// calls/get, outputs/read in the second daemon do not show the first one's history until the
-// files are merged).
+// bbolt locks its file exclusively, and toolsd keeps it that way: one daemon owns a
+// workspace folder and its store (see the attach package), and every editor window and agent
+// of that folder goes through it. Open waits up to Options.Timeout for the lock and then fails
+// with ErrLocked, naming the file and what to do, rather than hanging or writing elsewhere.
+// That happens only when a second process opens the same file: a daemon started with
+// --standalone next to the folder's owner, or two folders' daemons given one --store.
+// (Earlier versions gave a second daemon a slot file, "name.1.db", merged later; such files
+// left behind are no longer read.)
 package store

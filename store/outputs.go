@@ -44,8 +44,6 @@ type outputMeta struct {
 	// (then Partial is set too).
 	Complete bool `json:"complete"`
 	Partial  bool `json:"partial,omitempty"`
-	// Merging: being copied from a slot file; not finalized by Open.
-	Merging bool `json:"merging,omitempty"`
 }
 
 // lines is the line count: a final line without "\n" counts.
@@ -271,7 +269,7 @@ func finalizeOpenOutputs(tx *bolt.Tx) error {
 			continue
 		}
 		m, err := getMeta(b)
-		if err != nil || m.Merging {
+		if err != nil {
 			continue
 		}
 		m.Complete, m.Partial = true, true

@@ -13,18 +13,12 @@ import (
 const pruneBatch = 32
 
 // maintain is the Store's background goroutine: every PruneInterval (and once right after
-// Open) it prunes old outputs and, in the daemon that holds the primary file, merges slot
-// files that other daemons have left since.
+// Open) it prunes old outputs.
 func (s *Store) maintain() {
 	defer s.wg.Done()
 	t := time.NewTicker(s.opts.PruneInterval)
 	defer t.Stop()
-	first := true
 	for {
-		if s.primary && !first {
-			s.mergeSlots()
-		}
-		first = false // Open merged already
 		n, err := s.Prune()
 		if err != nil && err != ErrClosed {
 			s.log.Warn("pruning old outputs failed", "err", err)
@@ -90,11 +84,6 @@ func (s *Store) Prune() (int, error) {
 				}
 				if open.Get(k[8:]) != nil {
 					continue // still being written
-				}
-				if b := outputs.Bucket(k[8:]); b != nil {
-					if m, err := getMeta(b); err == nil && m.Merging {
-						continue
-					}
 				}
 				victims = append(victims, bytes.Clone(k))
 			}

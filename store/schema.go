@@ -19,8 +19,7 @@ var (
 	bucketMeta = []byte("meta")
 
 	// bucketCalls: be64(seq) -> a call (see encodeCall: its summary, then its record). seq is a monotonic number that is at
-	// least the creation time in unix nanoseconds, so that calls merged from a slot file fall in
-	// between by time. Newest first is a reverse cursor walk.
+	// least the creation time in unix nanoseconds. Newest first is a reverse cursor walk.
 	bucketCalls = []byte("calls")
 	// bucketCallIndex: callID \x00 sessionID -> be64(seq). Enforces one call per (session,
 	// callID); a prefix scan finds the newest call with a callID in any session.

@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -39,7 +38,7 @@ var (
 	ErrSchema = errors.New("store: unknown schema version")
 	// ErrCorrupt: the file at the path is not a toolsd store or is damaged.
 	ErrCorrupt = errors.New("store: not a toolsd store")
-	// ErrLocked: the file and every slot file are locked by other processes.
+	// ErrLocked: another process holds the file.
 	ErrLocked = errors.New("store: locked")
 )
 
@@ -48,22 +47,18 @@ const (
 	DefaultTimeout       = 500 * time.Millisecond
 	DefaultRetention     = 7 * 24 * time.Hour
 	DefaultPruneInterval = time.Hour
-	// MaxSlots is how many sibling slot files (name.1.db ... name.MaxSlots.db) Open tries when
-	// the primary file is locked.
-	MaxSlots = 32
 )
 
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
-	// Timeout is how long Open waits for the lock of the primary file before it falls back to a
-	// slot file (see the package doc). Default DefaultTimeout.
+	// Timeout is how long Open waits for the file's lock before it fails with ErrLocked (see
+	// the package doc). Default DefaultTimeout.
 	Timeout time.Duration
 	// Retention: outputs older than this are pruned in the background. Default
 	// DefaultRetention; a negative value disables pruning.
 	Retention time.Duration
 	// PruneInterval is how often the background goroutine prunes old outputs (it also does
-	// right after Open) and merges slot files left by other daemons. Default
-	// DefaultPruneInterval.
+	// right after Open). Default DefaultPruneInterval.
 	PruneInterval time.Duration
 	// Sync makes every commit fsync the file, so that committed data survives a power loss or
 	// a kernel crash. Without it (the default) a commit is written to the file with pwrite and
@@ -75,7 +70,7 @@ type Options struct {
 	MaxPageBytes int
 	// Now is the clock. Default time.Now.
 	Now func() time.Time
-	// Logger receives warnings (merges, pruning, recovery). Default: discard.
+	// Logger receives warnings (pruning, recovery). Default: discard.
 	Logger *slog.Logger
 
 	// pruned, if set (by tests), is called after each background pruning pass.
@@ -86,10 +81,9 @@ type Options struct {
 // workspace's persisted permission answers, in one bbolt file. It is safe for concurrent use.
 // It owns one goroutine (the pruner), stopped by Close.
 type Store struct {
-	db      *bolt.DB
-	path    string
-	primary bool
-	opts    Options
+	db   *bolt.DB
+	path string
+	opts Options
 	// chunkSz is the chunk size of new outputs (ChunkSize; tests make it small).
 	chunkSz int
 	now     func() time.Time
@@ -112,11 +106,10 @@ type Store struct {
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
-// and the file with 0600. If path is locked by another process for longer than
-// Options.Timeout, Open uses the first free sibling slot file instead (Path tells which); see
-// the package doc. Open marks calls a dead daemon left pending or running as interrupted,
-// finalizes outputs it left open, merges unlocked slot files into the primary file, and starts
-// the background pruner.
+// and the file with 0600. If another process holds path for longer than Options.Timeout,
+// Open fails with ErrLocked (see the package doc). Open marks calls a dead daemon left
+// pending or running as interrupted, finalizes outputs it left open, and starts the
+// background pruner.
 func Open(path string, opts *Options) (*Store, error) {
 	o := Options{}
 	if opts != nil {
@@ -155,35 +148,17 @@ func Open(path string, opts *Options) (*Store, error) {
 	s := &Store{opts: o, chunkSz: ChunkSize, now: o.Now, log: o.Logger.With("component", "store"), done: make(chan struct{})}
 
 	db, err := openBolt(path, o.Timeout, o.Sync)
-	switch {
-	case err == nil:
-		s.db, s.path, s.primary = db, path, true
-	case errors.Is(err, berrors.ErrTimeout):
-		for i := 1; i <= MaxSlots && s.db == nil; i++ {
-			sp := SlotPath(path, i)
-			db, err := openBolt(sp, time.Nanosecond, o.Sync)
-			if err != nil {
-				if !errors.Is(err, berrors.ErrTimeout) {
-					s.log.Warn("skipping a damaged slot file", "path", sp, "err", err)
-				}
-				continue
-			}
-			s.db, s.path = db, sp
-		}
-		if s.db == nil {
-			return nil, fmt.Errorf("%w: %s and its %d slot files are all held by other processes", ErrLocked, path, MaxSlots)
-		}
-		s.log.Info("store file locked by another process: using a slot file", "primary", path, "slot", s.path)
-	default:
+	if errors.Is(err, berrors.ErrTimeout) {
+		return nil, fmt.Errorf("%w: %s is in use by another toolsd process (the daemon that owns the workspace, one serving an editor with --standalone, or another folder's daemon given the same --store); use that daemon, stop it, or pass another --store", ErrLocked, path)
+	}
+	if err != nil {
 		return nil, err
 	}
+	s.db, s.path = db, path
 
 	if err := s.db.Update(func(tx *bolt.Tx) error { return initSchema(tx, s.path) }); err != nil {
 		s.db.Close()
 		return nil, err
-	}
-	if s.primary {
-		s.mergeSlots()
 	}
 	if err := s.recover(); err != nil {
 		s.db.Close()
@@ -195,50 +170,41 @@ func Open(path string, opts *Options) (*Store, error) {
 }
 
 // openBolt opens one bbolt file with a lock timeout, turning panics and bbolt's errors about a
-// damaged file into errors that name the file. It makes sure that the file it locked is still
-// the one at path (a merger may have unlinked a slot file between our open and our lock).
-func openBolt(path string, timeout time.Duration, sync bool) (db *bolt.DB, err error) {
-	for attempt := 0; attempt < 3; attempt++ {
-		var f *os.File
-		bo := &bolt.Options{
-			Timeout: timeout,
-			NoSync:  !sync,
-			// Growing the file fsyncs it unless told not to: a stall of seconds with a lot
-			// of dirty data, and it only matters for power loss, which Sync is for.
-			NoGrowSync: !sync,
-			// Only a regular file, checked before bbolt writes its first pages to it: bbolt
-			// would write them into a device, and fail on a FIFO with "illegal seek".
-			OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
-				ff, err := fsopen.OpenFile(name, flag, perm)
-				f = ff
-				return ff, err
-			},
-		}
-		db, err = openBoltRecover(path, bo)
-		if err != nil {
-			if errors.Is(err, berrors.ErrTimeout) {
-				return nil, err
-			}
-			if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
-				return nil, fmt.Errorf("%w: %v: move it away or pass another store path", ErrCorrupt, te)
-			}
-			if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) ||
-				errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrInvalidMapping) || errors.Is(err, errPanicked) {
-				return nil, fmt.Errorf("%w: %s is not a bbolt database or is damaged (%v): move it away or pass another store path", ErrCorrupt, path, err)
-			}
-			return nil, fmt.Errorf("store: open %s: %w", path, err)
-		}
-		fi, err1 := f.Stat()
-		pi, err2 := os.Stat(path)
-		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
-			if fi.Mode().Perm()&0o077 != 0 {
-				_ = f.Chmod(0o600)
-			}
-			return db, nil
-		}
-		db.Close()
+// damaged file into errors that name the file.
+func openBolt(path string, timeout time.Duration, sync bool) (*bolt.DB, error) {
+	var f *os.File
+	bo := &bolt.Options{
+		Timeout: timeout,
+		NoSync:  !sync,
+		// Growing the file fsyncs it unless told not to: a stall of seconds with a lot of
+		// dirty data, and it only matters for power loss, which Sync is for.
+		NoGrowSync: !sync,
+		// Only a regular file, checked before bbolt writes its first pages to it: bbolt
+		// would write them into a device, and fail on a FIFO with "illegal seek".
+		OpenFile: func(name string, flag int, perm os.FileMode) (*os.File, error) {
+			ff, err := fsopen.OpenFile(name, flag, perm)
+			f = ff
+			return ff, err
+		},
 	}
-	return nil, fmt.Errorf("%w: %s keeps being replaced while it is opened", ErrLocked, path)
+	db, err := openBoltRecover(path, bo)
+	if err != nil {
+		if errors.Is(err, berrors.ErrTimeout) {
+			return nil, err
+		}
+		if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
+			return nil, fmt.Errorf("%w: %v: move it away or pass another store path", ErrCorrupt, te)
+		}
+		if errors.Is(err, berrors.ErrInvalid) || errors.Is(err, berrors.ErrVersionMismatch) ||
+			errors.Is(err, berrors.ErrChecksum) || errors.Is(err, berrors.ErrInvalidMapping) || errors.Is(err, errPanicked) {
+			return nil, fmt.Errorf("%w: %s is not a bbolt database or is damaged (%v): move it away or pass another store path", ErrCorrupt, path, err)
+		}
+		return nil, fmt.Errorf("store: open %s: %w", path, err)
+	}
+	if fi, err := f.Stat(); err == nil && fi.Mode().Perm()&0o077 != 0 {
+		_ = f.Chmod(0o600)
+	}
+	return db, nil
 }
 
 var errPanicked = errors.New("panic while opening")
@@ -273,44 +239,10 @@ func DefaultPath(folder string) string {
 	return filepath.Join(base, "toolsd", name+"-"+hex.EncodeToString(sum[:6])+".db")
 }
 
-// SlotPath is the i-th sibling slot file of path: "dir/name.db" gives "dir/name.<i>.db", and a
-// path without an extension gets ".<i>" appended.
-func SlotPath(path string, i int) string {
-	ext := filepath.Ext(path)
-	base := strings.TrimSuffix(path, ext)
-	return base + "." + strconv.Itoa(i) + ext
-}
-
-// slotFiles lists the slot files that exist beside path, in slot order.
-func slotFiles(path string) []string {
-	ext := filepath.Ext(path)
-	base := strings.TrimSuffix(path, ext)
-	matches, _ := filepath.Glob(globEscape(base) + ".*" + globEscape(ext))
-	var out []string
-	for i := 1; i <= MaxSlots; i++ {
-		want := SlotPath(path, i)
-		for _, m := range matches {
-			if m == want {
-				out = append(out, m)
-			}
-		}
-	}
-	return out
-}
-
-func globEscape(s string) string {
-	r := strings.NewReplacer(`\`, `\\`, `*`, `\*`, `?`, `\?`, `[`, `\[`)
-	return r.Replace(s)
-}
-
 func (s *Store) chunkSize() int { return s.chunkSz }
 
-// Path is the file the store actually uses: the path given to Open, or a slot file beside it
-// when another process held that one.
+// Path is the store's file (absolute).
 func (s *Store) Path() string { return s.path }
-
-// Primary reports whether the store uses the path given to Open (not a slot file).
-func (s *Store) Primary() bool { return s.primary }
 
 // Close stops the pruner and closes the file. Calls after Close return ErrClosed. Close is
 // idempotent.

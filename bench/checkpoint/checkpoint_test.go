@@ -201,11 +201,14 @@ type quiet struct{}
 
 func (quiet) Progress(protocol.ProgressParams) {}
 func (quiet) Asked(protocol.AskedParams)       {}
+func (quiet) Answered(protocol.AnsweredParams) {}
+func (quiet) Clients(protocol.ClientsParams)   {}
+func (quiet) Changed(protocol.ChangedParams)   {}
 
 // bench is one workspace opened through session, as the daemon opens it.
 type bench struct {
 	b   *testing.B
-	w   *session.Workspace
+	w   *session.Client
 	ws  string
 	st  string
 	seq int
@@ -214,15 +217,15 @@ type bench struct {
 func open(b *testing.B, ws string, off, journal bool) *bench {
 	b.Helper()
 	st := filepath.Join(b.TempDir(), "store.db")
-	w, err := session.OpenWorkspace(context.Background(), session.WorkspaceOptions{
+	w, err := session.Open(context.Background(), session.WorkspaceOptions{
 		Folder: ws, StorePath: st, NoCheckpoints: off, Checkpoint: &cp.Options{NoJournal: !journal},
-		InitOptions: []byte(`{"permission": {"bash": "allow", "external_directory": "allow"}}`), Notifier: quiet{},
-	})
+		InitOptions: []byte(`{"permission": {"bash": "allow", "external_directory": "allow"}}`),
+	}, session.ClientOptions{Name: "bench", Kind: protocol.ClientEditor, Sink: quiet{}})
 	if err != nil {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { w.Close() })
-	if t := w.Checkpoints(); t != nil {
+	if t := w.Workspace().Checkpoints(); t != nil {
 		<-t.Ready()
 	}
 	return &bench{b: b, w: w, ws: ws, st: st}

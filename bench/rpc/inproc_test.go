@@ -21,17 +21,20 @@ import (
 //	go test -run '^$' -bench InProcess -benchtime 5000x -cpuprofile cpu.out ./bench/rpc/
 //	go tool pprof -top -cum bench/rpc/rpc.test cpu.out
 
-type nopNotifier struct{}
+type nopSink struct{}
 
-func (nopNotifier) Progress(protocol.ProgressParams) {}
-func (nopNotifier) Asked(protocol.AskedParams)       {}
+func (nopSink) Progress(protocol.ProgressParams) {}
+func (nopSink) Asked(protocol.AskedParams)       {}
+func (nopSink) Answered(protocol.AnsweredParams) {}
+func (nopSink) Changed(protocol.ChangedParams)   {}
+func (nopSink) Clients(protocol.ClientsParams)   {}
 
-func openWorkspace(b *testing.B) (*session.Workspace, string) {
+func openWorkspace(b *testing.B) (*session.Client, string) {
 	b.Helper()
 	ws, path := workspace(b)
-	w, err := session.OpenWorkspace(context.Background(), session.WorkspaceOptions{
-		Folder: ws, StorePath: filepath.Join(b.TempDir(), "store.db"), CanAsk: true, Notifier: nopNotifier{},
-	})
+	w, err := session.Open(context.Background(), session.WorkspaceOptions{
+		Folder: ws, StorePath: filepath.Join(b.TempDir(), "store.db"),
+	}, session.ClientOptions{Name: "bench", CanAsk: true, Sink: nopSink{}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -87,9 +90,9 @@ func BenchmarkInProcessOpen(b *testing.B) {
 	var opening, closing time.Duration
 	open := func() {
 		t0 := time.Now()
-		w, err := session.OpenWorkspace(context.Background(), session.WorkspaceOptions{
-			Folder: ws, StorePath: storePath, CanAsk: true, Notifier: nopNotifier{},
-		})
+		w, err := session.Open(context.Background(), session.WorkspaceOptions{
+			Folder: ws, StorePath: storePath,
+		}, session.ClientOptions{Name: "bench", CanAsk: true, Sink: nopSink{}})
 		if err != nil {
 			b.Fatal(err)
 		}

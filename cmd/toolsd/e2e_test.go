@@ -199,6 +199,7 @@ func TestLifecycle(t *testing.T) {
 	}
 }
 
+// exit without shutdown: exit code 1 (LSP's rule), also through the workspace's daemon.
 func TestExitWithoutShutdown(t *testing.T) {
 	e := newEnv(t, envOpts{})
 	_ = e.d.Notify(e.ctx, "exit", nil)
@@ -570,14 +571,24 @@ func TestLogLevelFromSettings(t *testing.T) {
 	if err := d.Notify(ctx, "no/such/notification", nil); err != nil {
 		t.Fatal(err)
 	}
-	// The debug line reaches our copy of stderr through a pipe: poll it, with a deadline.
+	// The debug line reaches the owner's log file: poll it, with a deadline.
+	logs := filepath.Join(harness.RuntimeDir(t), "toolsd", "*.log")
+	read := func() string {
+		files, _ := filepath.Glob(logs)
+		var b strings.Builder
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			b.Write(data)
+		}
+		return b.String()
+	}
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
-	for !strings.Contains(d.Stderr(), "ignoring notification") {
+	for !strings.Contains(read(), "ignoring notification") {
 		select {
 		case <-tick.C:
 		case <-ctx.Done():
-			t.Fatalf("no debug log after logLevel debug:\n%s", d.Stderr())
+			t.Fatalf("no debug log after logLevel debug:\n%s", read())
 		}
 	}
 }

@@ -157,7 +157,8 @@ func TestKill9KeepsTheRecord(t *testing.T) {
 	st := filepath.Join(t.TempDir(), "store.db")
 	marker := fmt.Sprint(7000 + os.Getpid()%1000)
 	for round := range 3 {
-		e := newEnv(t, envOpts{ws: ws, store: st})
+		// A daemon serving its editor alone: killing it is killing the store's writer.
+		e := newEnv(t, envOpts{ws: ws, store: st, args: []string{"--standalone"}})
 		done := fmt.Sprintf("done%d", round)
 		res, err := e.execute(protocol.ExecuteParams{CallID: done, Tool: "read", Args: args("filePath", "f.txt")})
 		if err != nil || res.Status != "completed" {
@@ -244,7 +245,8 @@ func TestEscapesDieWithTheCall(t *testing.T) {
 	})
 }
 
-func TestTwoDaemonsOneWorkspace(t *testing.T) {
+// Two editor windows on one workspace share its daemon: one store, one history, seen live.
+func TestTwoWindowsShareOneDaemon(t *testing.T) {
 	ws := t.TempDir()
 	if err := os.WriteFile(filepath.Join(ws, "f.txt"), []byte("shared\n"), 0o644); err != nil {
 		t.Fatal(err)
@@ -252,32 +254,38 @@ func TestTwoDaemonsOneWorkspace(t *testing.T) {
 	st := filepath.Join(t.TempDir(), "store.db")
 	a := newEnv(t, envOpts{ws: ws, store: st})
 	b := newEnv(t, envOpts{ws: ws, store: st})
-	if a.init.StorePath == b.init.StorePath {
-		t.Fatalf("both daemons claim the same store file %s", a.init.StorePath)
+	if pids := harness.OwnerPIDs(harness.RuntimeDir(t)); len(pids) != 1 {
+		t.Fatalf("want one owner, have %v", pids)
 	}
 	for i, e := range []*env{a, b} {
 		res, err := e.execute(protocol.ExecuteParams{CallID: fmt.Sprint("c", i), Tool: "read", Args: args("filePath", "f.txt")})
 		if err != nil || res.Status != "completed" {
-			t.Fatalf("daemon %d: %+v %v", i, res, err)
+			t.Fatalf("window %d: %+v %v", i, res, err)
 		}
 	}
-	for _, e := range []*env{b, a} {
-		if code, err := e.d.Shutdown(e.ctx); err != nil || code != 0 {
-			t.Fatalf("shutdown: %d %v", code, err)
+	// Each window sees the other's call at once, and who made it.
+	for _, e := range []*env{a, b} {
+		var cl protocol.CallsListResult
+		if err := e.d.Call(e.ctx, "calls/list", protocol.CallsListParams{}, &cl); err != nil {
+			t.Fatal(err)
+		}
+		clients := map[string]string{}
+		for _, x := range cl.Calls {
+			if x.Client != nil {
+				clients[x.CallID] = x.Client.ID
+			}
+		}
+		if len(clients) != 2 || clients["c0"] == clients["c1"] || clients["c0"] == "" {
+			raw, _ := json.Marshal(cl)
+			t.Fatalf("calls of both windows, each with its client, not listed: %s", raw)
+		}
+		var one protocol.CallsListResult
+		if err := e.d.Call(e.ctx, "calls/list", protocol.CallsListParams{Client: clients["c1"]}, &one); err != nil || len(one.Calls) != 1 || one.Calls[0].CallID != "c1" {
+			t.Fatalf("calls/list by client: %+v %v", one, err)
 		}
 	}
-	// A later daemon sees the calls of both.
-	c := newEnv(t, envOpts{ws: ws, store: st})
-	var cl protocol.CallsListResult
-	if err := c.d.Call(c.ctx, "calls/list", protocol.CallsListParams{}, &cl); err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]bool{}
-	for _, x := range cl.Calls {
-		got[x.CallID] = true
-	}
-	if !got["c0"] || !got["c1"] {
-		raw, _ := json.Marshal(cl)
-		t.Fatalf("calls of both daemons not kept: %s", raw)
+	var cs protocol.ClientsParams
+	if err := a.d.Call(a.ctx, "clients/list", nil, &cs); err != nil || len(cs.Clients) != 2 {
+		t.Fatalf("clients/list: %+v %v", cs, err)
 	}
 }

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolsd/toolsd/internal/harness"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -27,6 +28,10 @@ func TestAlwaysForWorkspaceSurvivesRestart(t *testing.T) {
 	}
 	if code, err := e.d.Shutdown(e.ctx); err != nil || code != 0 {
 		t.Fatal(code, err)
+	}
+	// The workspace's daemon exits after its grace: the next one reads the store anew.
+	if err := harness.WaitOwnersGone(e.ctx, harness.RuntimeDir(t)); err != nil {
+		t.Fatal(err)
 	}
 
 	e2 := newEnv(t, envOpts{ws: ws, store: st})

@@ -15,7 +15,9 @@ npm run -s package >/dev/null
 npm run -s build
 echo "=== editor-ext: build the daemon (go build ./cmd/toolsd)"
 BIN_DIR=$(mktemp -d -t toolsd-ext-bin.XXXXXX)
-trap 'rm -rf "$BIN_DIR"' EXIT
+# The daemons these tests start own their workspaces in a runtime folder of their own.
+export XDG_RUNTIME_DIR=$(mktemp -d -t toolsd-ext-rt.XXXXXX)
+trap 'rm -rf "$BIN_DIR" "$XDG_RUNTIME_DIR"' EXIT
 (cd "$REPO" && go build -o "$BIN_DIR/toolsd" ./cmd/toolsd)
 echo "=== editor-ext: unit tests against $BIN_DIR/toolsd"
 npm run -s build:tests

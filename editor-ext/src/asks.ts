@@ -7,8 +7,8 @@ import * as path from 'node:path';
 import * as vscode from 'vscode';
 import { errText } from './client';
 import { applyUnifiedDiff } from './diff';
-import { DaemonManager, FolderDaemon } from './manager';
-import { AskedParams, ErrorCodes, ListAsksResult, Methods, ProgressParams, ReplyParams, ReplyResult } from './protocol';
+import { DaemonManager, FolderDaemon, clientLabel } from './manager';
+import { AnsweredParams, AskedParams, ErrorCodes, ListAsksResult, Methods, ProgressParams, ReplyParams, ReplyResult } from './protocol';
 
 const ALLOW_ONCE = 'Allow once';
 const ALWAYS = 'Always allow…';
@@ -42,6 +42,8 @@ export class Asks implements vscode.Disposable {
     );
     manager.forEach((fd) => [
       fd.client.onNotification<AskedParams>(Methods.permissionAsked, (ask) => this.add(fd, ask)),
+      // Answered in another window (or released by an "always", or withdrawn): drop it here.
+      fd.client.onNotification<AnsweredParams>(Methods.permissionAnswered, (a) => this.drop(a.id)),
       fd.client.onNotification<ProgressParams>(Methods.toolsProgress, (p) => {
         // A call that ended (cancelled, say) withdraws its asks.
         if (p.status !== 'pending' && p.status !== 'running') this.dropCall(fd, p.callID);
@@ -67,6 +69,10 @@ export class Asks implements vscode.Disposable {
     void this.present(p);
   }
 
+  private drop(id: string): void {
+    if (this.pending.delete(id)) this.changed.fire();
+  }
+
   private dropCall(fd: FolderDaemon, callID: string): void {
     let any = false;
     for (const [id, p] of this.pending) if (p.fd === fd && p.ask.callID === callID) { this.pending.delete(id); any = true; }
@@ -90,7 +96,7 @@ export class Asks implements vscode.Disposable {
   }
 
   private async pickPending(): Promise<void> {
-    const items = [...this.pending.values()].map((p) => ({ label: summary(p.ask), description: p.ask.sessionID, p }));
+    const items = [...this.pending.values()].map((p) => ({ label: summary(p.ask), description: [clientLabel(p.ask.client), p.ask.sessionID].filter(Boolean).join(' · '), p }));
     if (items.length === 0) { void vscode.window.showInformationMessage('toolsd: no pending asks.'); return; }
     const pick = await vscode.window.showQuickPick(items, { title: 'toolsd: pending asks' });
     if (pick) void this.present(pick.p, true);
@@ -193,23 +199,26 @@ export class Asks implements vscode.Disposable {
   }
 }
 
+/** The ask in one line: "toolsd: GitHub Copilot Chat wants to run `make test`" for an agent's call. */
 function summary(ask: AskedParams): string {
+  const who = clientLabel(ask.client);
+  const subject = who ? `${who} (${ask.tool})` : ask.tool;
   const md = ask.metadata ?? {};
   const cmd = typeof md.command === 'string' ? `\`${oneLine(md.command)}\`` : '';
   const list = (ps: string[]) => ps.map((p) => vscode.workspace.asRelativePath(p)).join(', ');
   switch (ask.permission) {
     case 'bash':
-      if (cmd) return `toolsd: ${ask.tool} wants to run ${cmd}`;
+      if (cmd) return `toolsd: ${subject} wants to run ${cmd}`;
       break;
     case 'edit':
-      if (typeof md.filePath === 'string') return `toolsd: ${ask.tool} wants to change ${vscode.workspace.asRelativePath(md.filePath)}`;
-      return `toolsd: ${ask.tool} wants to write ${list(ask.patterns)}${cmd ? ` (by ${cmd})` : ''}`;
+      if (typeof md.filePath === 'string') return `toolsd: ${subject} wants to change ${vscode.workspace.asRelativePath(md.filePath)}`;
+      return `toolsd: ${subject} wants to write ${list(ask.patterns)}${cmd ? ` (by ${cmd})` : ''}`;
     case 'external_directory':
-      return `toolsd: ${ask.tool} wants to reach outside the workspace: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
+      return `toolsd: ${subject} wants to reach outside the workspace: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
     case 'read':
-      return `toolsd: ${ask.tool} wants to read ${list(ask.patterns)}`;
+      return `toolsd: ${subject} wants to read ${list(ask.patterns)}`;
   }
-  return `toolsd: ${ask.tool} asks for ${ask.permission}: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
+  return `toolsd: ${subject} asks for ${ask.permission}: ${ask.patterns.join(', ')}${cmd ? ` (by ${cmd})` : ''}`;
 }
 
 function details(ask: AskedParams): string {

@@ -9,7 +9,7 @@
 import * as vscode from 'vscode';
 import { errText } from './client';
 import { Changes, ChangesTarget } from './changes';
-import { DaemonManager, FolderDaemon } from './manager';
+import { DaemonManager, FolderDaemon, clientLabel } from './manager';
 import { CallRecord, CallSummary, CallsListResult, Methods, OutputsReadResult } from './protocol';
 import { renderRecord } from './record';
 
@@ -120,7 +120,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
       }
       case 'session': {
         const multi = this.manager.all().length > 1;
-        const it = new vscode.TreeItem(`Session ${node.sessionID}`, vscode.TreeItemCollapsibleState.Expanded);
+        const who = clientLabel(node.calls[0]?.client);
+        const it = new vscode.TreeItem(who ? `${who}: session ${node.sessionID}` : `Session ${node.sessionID}`, vscode.TreeItemCollapsibleState.Expanded);
         it.id = `${node.fd.folder.uri}#session:${node.sessionID}`;
         it.description = `${node.calls.length} call${node.calls.length === 1 ? '' : 's'}${multi ? ` · ${node.fd.folder.name}` : ''}`;
         it.iconPath = new vscode.ThemeIcon('comment-discussion');
@@ -141,8 +142,8 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
           c.truncated && c.outputID ? vscode.TreeItemCollapsibleState.Collapsed : vscode.TreeItemCollapsibleState.None);
         it.id = `${node.fd.folder.uri}#call:${c.callID}`;
         const changed = c.changes ? `${c.changes} file${c.changes === 1 ? '' : 's'} changed` : '';
-        it.description = [c.tool, duration(c), c.truncated ? 'truncated' : '', changed, c.confined ? '🛡 sandboxed' : ''].filter(Boolean).join(' · ');
-        it.tooltip = `${c.tool} — ${c.status}${c.confined ? ' — ran in the OS sandbox' : ''}\ncall ${c.callID}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
+        it.description = [c.tool, clientLabel(c.client), duration(c), c.truncated ? 'truncated' : '', changed, c.confined ? '🛡 sandboxed' : ''].filter(Boolean).join(' · ');
+        it.tooltip = `${c.tool} — ${c.status}${c.confined ? ' — ran in the OS sandbox' : ''}\ncall ${c.callID}${c.client ? `\nby ${c.client.name}${c.client.version ? ` ${c.client.version}` : ''}` : ''}\nstarted ${c.startedAt}${c.endedAt ? `\nended ${c.endedAt}` : ''}`;
         it.iconPath = statusIcon(c.status);
         // toolsd.call, then .truncated (a full output to open) and .changed (changes to show and revert).
         it.contextValue = 'toolsd.call' + (c.truncated && c.outputID ? '.truncated' : '') + (c.changes ? '.changed' : '');

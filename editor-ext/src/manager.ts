@@ -3,7 +3,7 @@
 
 import * as vscode from 'vscode';
 import { DaemonClient, errText } from './client';
-import { ChangedParams, Methods, ResolveResult, ToolInfo } from './protocol';
+import { ChangedParams, ClientRef, ClientsParams, Methods, ResolveResult, ToolInfo } from './protocol';
 import { affectsDaemon, daemonSettings, spawnSpec } from './settings';
 
 /** The session id under which the extension's own UI resolves the catalogue. */
@@ -15,7 +15,17 @@ export class FolderDaemon {
   /** Whether the catalogue of the running daemon has been resolved yet. */
   resolved = false;
   diagnostics: ResolveResult['diagnostics'] = [];
+  /** The clients attached to the folder's daemon (this window among them), from clients/changed. */
+  clients: ClientRef[] = [];
   constructor(readonly folder: vscode.WorkspaceFolder, readonly client: DaemonClient) {}
+
+  /** The agents (MCP clients) attached to the folder's daemon. */
+  agents(): ClientRef[] { return this.clients.filter((c) => c.kind === 'mcp'); }
+}
+
+/** How a call's client is named in the views and asks: agents by name, editors not at all. */
+export function clientLabel(c: ClientRef | undefined): string | undefined {
+  return c && c.kind === 'mcp' ? c.name : undefined;
 }
 
 /**
@@ -99,12 +109,25 @@ export class DaemonManager implements vscode.Disposable {
       }
       this.changed.fire(fd);
     };
+    const listClients = async () => {
+      try {
+        const r = await client.request<ClientsParams>(Methods.clientsList, {});
+        fd.clients = r.clients ?? [];
+      } catch (e) {
+        this.output.appendLine(`[extension] clients/list failed: ${errText(e)}`);
+      }
+      this.changed.fire(fd);
+    };
     entry.subs.push(
       client.onDidChangeState((s) => {
-        if (s !== 'running') { fd.tools = []; fd.resolved = false; }
+        if (s !== 'running') { fd.tools = []; fd.resolved = false; fd.clients = []; }
         this.changed.fire(fd);
       }),
-      client.onDidStart(() => void resolve()),
+      client.onDidStart(() => { void resolve(); void listClients(); }),
+      client.onNotification<ClientsParams>(Methods.clientsChanged, (p) => {
+        fd.clients = p.clients ?? [];
+        this.changed.fire(fd);
+      }),
       client.onNotification<ChangedParams>(Methods.toolsChanged, (p) => {
         fd.diagnostics = p.diagnostics ?? fd.diagnostics;
         this.changed.fire(fd);

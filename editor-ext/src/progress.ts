@@ -1,8 +1,9 @@
 // The "Running" view: calls in flight with their live title, and a shell call's output tail,
-// fed by tools/progress.
+// fed by tools/progress — the calls of every client of the workspace, agents' included, each
+// named by its client.
 
 import * as vscode from 'vscode';
-import { DaemonManager, FolderDaemon } from './manager';
+import { DaemonManager, FolderDaemon, clientLabel } from './manager';
 import { Methods, ProgressParams } from './protocol';
 
 const TAIL_LINES = 20;
@@ -71,8 +72,9 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
     // A new id once output arrives: VS Code keeps an item's first collapsible state for its id.
     it.id = `${node.call.fd.folder.uri}#${p.callID}${hasOutput ? '#output' : ''}`;
     const waiting = this.asks.waiting(node.call.fd, p.callID);
-    it.description = `${p.tool} · ${waiting ? 'waiting for your answer' : p.status}`;
-    it.tooltip = `${p.tool} ${p.callID} (session ${p.sessionID})`;
+    const who = clientLabel(p.client);
+    it.description = [p.tool, who, waiting ? 'waiting for your answer' : p.status].filter(Boolean).join(' · ');
+    it.tooltip = `${p.tool} ${p.callID} (session ${p.sessionID})${p.client ? `\nby ${p.client.name}${p.client.version ? ` ${p.client.version}` : ''}` : ''}`;
     it.iconPath = new vscode.ThemeIcon(waiting ? 'bell-dot' : p.status === 'pending' ? 'clock' : 'sync~spin');
     it.contextValue = 'toolsd.runningCall';
     return it;

@@ -19,6 +19,9 @@ export const Methods = {
   outputsRead: 'outputs/read',
   callsChanges: 'calls/changes',
   callsRevert: 'calls/revert',
+  permissionAnswered: 'permission/answered',
+  clientsList: 'clients/list',
+  clientsChanged: 'clients/changed',
 } as const;
 
 export const ErrorCodes = {
@@ -33,6 +36,11 @@ export const ErrorCodes = {
 export type CallStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
 
 export interface ClientCapabilities { ask: boolean; progress: boolean }
+
+/** A client attached to the workspace's daemon: an editor window or an agent through `toolsd mcp`. */
+export interface ClientRef { id: string; name: string; version?: string; kind?: 'editor' | 'mcp' | string }
+
+export interface ClientsParams { clients: ClientRef[] }
 
 export interface InitializeParams {
   processId?: number;
@@ -99,6 +107,8 @@ export interface ProgressParams {
   status: CallStatus;
   title?: string;
   metadata?: Record<string, unknown> | null;
+  /** The client that made the call. */
+  client?: ClientRef;
 }
 
 export interface ChangedParams { added: string[]; removed: string[]; changed: string[]; diagnostics: Diagnostic[] }
@@ -157,7 +167,12 @@ export interface AskedParams {
   /** Why it asks: the rule and where it is written, or why no rule could allow it. */
   provenance?: Provenance;
   destructive?: boolean;
+  /** The client whose call asks. */
+  client?: ClientRef;
 }
+
+/** permission/answered: an ask shown here is no longer pending (answered elsewhere, released, withdrawn). */
+export interface AnsweredParams { id: string; reply?: Reply; by: 'person' | 'rule' | 'cancel' | string; client?: ClientRef }
 
 export type Reply = 'once' | 'always' | 'reject';
 export type Scope = 'session' | 'workspace';
@@ -168,7 +183,7 @@ export interface ListAsksResult { asks: AskedParams[] }
 export interface TrustParams { trusted: boolean }
 export interface TrustResult { trusted: boolean }
 
-export interface CallsListParams { sessionID?: string; limit?: number; cursor?: string }
+export interface CallsListParams { sessionID?: string; client?: string; limit?: number; cursor?: string }
 
 export interface CallSummary {
   callID: string;
@@ -185,6 +200,7 @@ export interface CallSummary {
   changes?: number;
   /** The call's process ran in the OS sandbox. */
   confined?: boolean;
+  client?: ClientRef;
 }
 
 export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }

@@ -1,5 +1,6 @@
-// The status bar item: the daemon's state, the number of tools and of pending asks. A click opens
-// the log (the output channel with the daemon's stderr).
+// The status bar item: the daemon's state, the number of tools, of agents attached to the
+// workspace's daemon and of pending asks. A click opens the log (the output channel with the
+// daemon's stderr).
 
 import * as vscode from 'vscode';
 import { DaemonState } from './client';
@@ -32,6 +33,8 @@ export class Status implements vscode.Disposable {
     }
     const worst = worstState(all.map((fd) => fd.client.state));
     const tools = all.filter((fd) => fd.client.state === 'running').reduce((n, fd) => n + fd.tools.length, 0);
+    const agents = all.filter((fd) => fd.client.state === 'running').flatMap((fd) => fd.agents());
+    const attached = agents.length ? ` · ${agents.length} agent${agents.length === 1 ? '' : 's'} attached` : '';
     const asks = this.pendingAsks.count();
     if (asks) {
       this.asksItem.text = `$(bell-dot) ${asks} ask${asks === 1 ? '' : 's'}`;
@@ -44,7 +47,7 @@ export class Status implements vscode.Disposable {
       case 'running':
         // Until every running daemon has answered tools/resolve, a count would be a guess.
         this.item.text = all.every((fd) => fd.client.state !== 'running' || fd.resolved)
-          ? `$(tools) toolsd: ${tools} tools`
+          ? `$(tools) toolsd: ${tools} tools${attached}`
           : '$(sync~spin) toolsd: loading tools';
         break;
       case 'starting': this.item.text = '$(sync~spin) toolsd: starting'; break;
@@ -58,7 +61,8 @@ export class Status implements vscode.Disposable {
       const r = fd.client.initializeResult;
       const v = r ? ` ${r.serverInfo.version}` : '';
       const err = fd.client.lastError && fd.client.state !== 'running' ? ` — ${fd.client.lastError.message}` : '';
-      return `${fd.folder.name}: toolsd${v} ${fd.client.state}, ${fd.tools.length} tools${err}`;
+      const names = fd.agents().map((a) => a.name);
+      return `${fd.folder.name}: toolsd${v} ${fd.client.state}, ${fd.tools.length} tools${names.length ? `, agents: ${names.join(', ')}` : ''}${err}`;
     });
     if (asks) lines.push(`${asks} ask${asks === 1 ? '' : 's'} waiting (toolsd: Show Pending Asks)`);
     lines.push('Click to open the log.');

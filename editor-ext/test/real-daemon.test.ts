@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { DaemonClient, DaemonClientOptions, StartError } from '../src/client';
-import { AskedParams, CallsChangesResult, CallsListResult, CallsRevertResult, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
+import { AnsweredParams, AskedParams, CallsChangesResult, CallsListResult, CallsRevertResult, ClientsParams, ExecuteResult, ListAsksResult, Methods, OutputsReadResult, ResolveResult } from '../src/protocol';
 import { nextNotification, realDaemon, tempWorkspace, waitForState } from './helpers';
 
 const clients: DaemonClient[] = [];
@@ -210,4 +210,31 @@ test('a bash call that changes two files: calls/changes with contents, then call
   assert.equal(done.status, 'reverted');
   assert.equal(fs.readFileSync(path.join(ws, 'a.txt'), 'utf8'), 'draft a\n');
   assert.equal(fs.readFileSync(path.join(ws, 'b.txt'), 'utf8'), 'draft b\n');
+});
+
+test('two windows on one folder share its daemon: an ask shows in both, the first answer wins, the other is told', async () => {
+  const { client: a, ws } = realClient({ clientInfo: { name: 'window A' } });
+  const b = new DaemonClient({
+    spawn: { command: realDaemon(), args: ['--store', path.join(ws, '..', path.basename(ws) + '.db')] },
+    workspaceFolder: ws,
+    clientInfo: { name: 'window B' },
+    log: () => {},
+  });
+  clients.push(b);
+  await a.start();
+  const both = nextNotification<ClientsParams>(a, Methods.clientsChanged, (p) => p.clients.length === 2);
+  await b.start();
+  assert.deepEqual((await both).clients.map((c) => c.name), ['window A', 'window B']);
+  const askedA = nextNotification<AskedParams>(a, Methods.permissionAsked);
+  const askedB = nextNotification<AskedParams>(b, Methods.permissionAsked);
+  const result = execute(b, 'bash', { command: 'echo from-window-b' }, 'sb');
+  const [askA, askB] = await Promise.all([askedA, askedB]);
+  assert.equal(askA.id, askB.id);
+  assert.equal(askA.client?.name, 'window B', 'the ask names the window whose call it is');
+  const answered = nextNotification<AnsweredParams>(b, Methods.permissionAnswered, (p) => p.id === askA.id);
+  await a.request(Methods.permissionReply, { id: askA.id, reply: 'once' });
+  assert.equal((await answered).client?.name, 'window A');
+  assert.equal((await result).status, 'completed');
+  const listed = await a.request<CallsListResult>(Methods.callsList, { client: 'window B' });
+  assert.deepEqual(listed.calls.map((c) => c.client?.name), ['window B']);
 });

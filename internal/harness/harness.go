@@ -16,6 +16,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
+	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -90,8 +93,13 @@ type Daemon struct {
 
 // Options configure Start.
 type Options struct {
+	// Args are the daemon's arguments. Unless they name a --grace, "--grace=200ms" is added,
+	// so that the workspace's owner exits soon after the test's last client.
 	Args []string
 	Env  []string
+	// RuntimeDir is the daemon's XDG_RUNTIME_DIR, where owners put their sockets; empty
+	// means the test's own (RuntimeDir), shared by every daemon the test starts.
+	RuntimeDir string
 	// Handler answers requests from the daemon (none in the protocol today).
 	Handler func(ctx context.Context, req *jsonrpc2.Request) (any, error)
 }
@@ -100,9 +108,16 @@ type Options struct {
 // test if it is still running.
 func Start(tb testing.TB, bin string, o Options) *Daemon {
 	tb.Helper()
-	cmd := exec.Command(bin, o.Args...)
+	args := o.Args
+	if !slices.ContainsFunc(args, func(a string) bool { return strings.HasPrefix(a, "--grace") || strings.HasPrefix(a, "-grace") }) {
+		args = append([]string{"--grace=200ms"}, args...)
+	}
+	if o.RuntimeDir == "" {
+		o.RuntimeDir = RuntimeDir(tb)
+	}
+	cmd := exec.Command(bin, args...)
 	// A race-enabled binary sleeps a second at exit by default; exits are awaited here.
-	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0"), o.Env...)
+	cmd.Env = append(append(os.Environ(), "GORACE=atexit_sleep_ms=0", "XDG_RUNTIME_DIR="+o.RuntimeDir), o.Env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
 		tb.Fatal(err)
@@ -137,6 +152,115 @@ func Start(tb testing.TB, bin string, o Options) *Daemon {
 		}
 	})
 	return d
+}
+
+var (
+	runtimeMu   sync.Mutex                // guards runtimeDirs
+	runtimeDirs = map[testing.TB]string{} // the tests' runtime folders
+)
+
+// RuntimeDir returns the test's XDG_RUNTIME_DIR (a short path: socket addresses are short),
+// made on first use. When the test ends, after its daemons, it checks that no owner of a
+// workspace still runs there (owners exit a grace period after their last client).
+func RuntimeDir(tb testing.TB) string {
+	tb.Helper()
+	runtimeMu.Lock()
+	defer runtimeMu.Unlock()
+	if d, ok := runtimeDirs[tb]; ok {
+		return d
+	}
+	dir, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	runtimeDirs[tb] = dir
+	tb.Cleanup(func() {
+		runtimeMu.Lock()
+		delete(runtimeDirs, tb)
+		runtimeMu.Unlock()
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+		defer cancel()
+		if err := WaitOwnersGone(ctx, dir); err != nil {
+			tb.Errorf("%v", err)
+			for _, pid := range OwnerPIDs(dir) {
+				if pid > 0 {
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+				}
+			}
+		}
+		if tb.Failed() {
+			logs, _ := filepath.Glob(filepath.Join(dir, "toolsd", "*.log"))
+			for _, l := range logs {
+				b, _ := os.ReadFile(l)
+				tb.Logf("owner log %s:\n%s", l, b)
+			}
+		}
+		_ = os.RemoveAll(dir)
+	})
+	return dir
+}
+
+// OwnerPIDs returns the pids of the owners that run in a runtime folder (those holding
+// their lock files).
+func OwnerPIDs(runtimeDir string) []int {
+	locks, _ := filepath.Glob(filepath.Join(runtimeDir, "toolsd", "*.lock"))
+	var pids []int
+	for _, l := range locks {
+		if held(l) {
+			b, _ := os.ReadFile(l)
+			pid, _ := strconv.Atoi(strings.TrimSpace(string(b))) // 0: it has not written it yet
+			pids = append(pids, pid)
+		}
+	}
+	return pids
+}
+
+// held reports whether a process holds the flock of a lock file.
+func held(path string) bool {
+	f, err := os.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		return true
+	}
+	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+	return false
+}
+
+// WaitOwnersGone waits until no owner runs in a runtime folder.
+func WaitOwnersGone(ctx context.Context, runtimeDir string) error {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pids := OwnerPIDs(runtimeDir)
+		if len(pids) == 0 {
+			return nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return fmt.Errorf("owners still running in %s: %v", runtimeDir, pids)
+		}
+	}
+}
+
+// WaitOwners waits until n owners run in a runtime folder and returns their pids.
+func WaitOwners(ctx context.Context, runtimeDir string, n int) ([]int, error) {
+	tick := time.NewTicker(10 * time.Millisecond)
+	defer tick.Stop()
+	for {
+		pids := OwnerPIDs(runtimeDir)
+		if len(pids) >= n {
+			return pids, nil
+		}
+		select {
+		case <-tick.C:
+		case <-ctx.Done():
+			return pids, fmt.Errorf("want %d owners in %s, have %v", n, runtimeDir, pids)
+		}
+	}
 }
 
 // Stderr returns what the daemon logged so far.

@@ -432,6 +432,102 @@ scenario('an agent\'s bash call changes two files; "Show Changes" shows them, "R
   log('Show Changes listed both files in the diff editor; Revert put them back and left a revert call');
 });
 
+/**
+ * An agent: the MCP TypeScript client running `toolsd mcp` on the workspace (as VS Code's agent or
+ * any MCP host would), attached to the same daemon as this window. Driven line by line
+ * (testdata/mcpclient/client.mjs).
+ */
+function startAgent(name) {
+  const { spawn } = require('node:child_process');
+  const child = spawn(process.execPath, [process.env.AGENT_CLIENT, 'mcp', '--workspace', WS, '--store', process.env.TOOLSD_STORE], {
+    env: { ...process.env, CLIENT_NAME: name }, stdio: ['pipe', 'pipe', 'inherit'],
+  });
+  const waiters = [];
+  const lines = [];
+  let buf = '';
+  child.stdout.on('data', (d) => {
+    buf += d;
+    for (let i; (i = buf.indexOf('\n')) >= 0;) {
+      const m = JSON.parse(buf.slice(0, i));
+      buf = buf.slice(i + 1);
+      lines.push(m);
+      for (const w of [...waiters]) if (w.pred(m)) { waiters.splice(waiters.indexOf(w), 1); w.resolve(m); }
+    }
+  });
+  const next = (pred, ms = 60000) => {
+    const seen = lines.find(pred);
+    if (seen) return Promise.resolve(seen);
+    return new Promise((resolve, reject) => {
+      const w = { pred, resolve };
+      waiters.push(w);
+      setTimeout(() => reject(new Error('the agent did not answer in time')), ms);
+    });
+  };
+  let id = 0;
+  return {
+    ready: next((m) => 'ready' in m),
+    call(tool, args) {
+      const n = ++id;
+      child.stdin.write(JSON.stringify({ id: n, op: 'call', tool, args }) + '\n');
+      return next((m) => m.id === n, 120000).then((m) => { if (m.error) throw new Error(m.error); return m.result; });
+    },
+    close() { child.stdin.end(); return new Promise((r) => child.once('exit', r)); },
+  };
+}
+
+const resultText = (r) => (r.content || []).map((c) => c.text || '').join('');
+
+scenario('an agent attached through toolsd mcp asks here, with its diff, and runs live in the Running view', async () => {
+  const agent = startAgent('e2e-agent');
+  const ready = await agent.ready;
+  if (!ready.ready) throw new Error('the agent did not connect: ' + ready.error);
+  await page.locator('.statusbar-item', { hasText: /1 agent attached/ }).first().waitFor({ timeout: 30000 });
+  await screenshot('agent-attached');
+
+  // An edit by the agent: the ask names it, its diff opens here, the answer here completes the call.
+  fs.writeFileSync(path.join(WS, 'agent.txt'), 'written by hand\n');
+  const edit = agent.call('edit', { filePath: 'agent.txt', oldString: 'by hand', newString: 'by the agent' });
+  const editAsk = 'e2e-agent (edit) wants to change agent.txt';
+  await clickToastButton(editAsk, 'Show diff');
+  await page.locator('.monaco-diff-editor .editor.modified .view-lines', { hasText: 'written by the agent' }).first().waitFor({ timeout: 30000 });
+  await openToolsdViews();
+  const running = view('Running');
+  await running.locator('.monaco-list-row', { hasText: 'e2e-agent' }).first().waitFor({ timeout: 30000 });
+  await screenshot('agent-edit-diff');
+  await clickToastButton(editAsk, 'Allow once');
+  const r1 = await edit;
+  if (r1.isError) throw new Error('the agent\'s edit: ' + resultText(r1));
+  const body = fs.readFileSync(path.join(WS, 'agent.txt'), 'utf8');
+  if (body !== 'written by the agent\n') throw new Error('agent.txt: ' + JSON.stringify(body));
+
+  // A shell command of the agent: its output tail shows live in the Running view, named by the agent.
+  const run = agent.call('bash', {
+    command: 'echo agent-tick-1; echo agent-tick-2; while [ ! -e agent.flag ]; do sleep 0.1; done; echo agent-done',
+    description: 'agent waits for agent.flag',
+  });
+  const tick = running.locator('.monaco-list-row', { hasText: 'agent-tick-2' }).first();
+  const ask = toast('e2e-agent (bash) wants to run `echo agent-tick-1');
+  for (let i = 0; ; i++) {
+    if (i === 6) throw new Error('still asking after 5 answers');
+    const which = await Promise.race([
+      tick.waitFor({ timeout: 5000 }).then(() => 'running'),
+      ask.waitFor({ state: 'visible', timeout: 5000 }).then(() => 'ask'),
+    ]).catch(() => 'hidden');
+    if (which === 'running') break;
+    if (which === 'ask') await clickToastButton('e2e-agent (bash) wants to run `echo agent-tick-1', 'Allow once');
+  }
+  await running.locator('.monaco-list-row', { hasText: 'agent waits for agent.flag' }).first().waitFor({ timeout: 30000 });
+  await running.locator('.monaco-list-row', { hasText: 'e2e-agent' }).first().waitFor({ timeout: 30000 });
+  await screenshot('agent-running');
+  fs.writeFileSync(path.join(WS, 'agent.flag'), '');
+  const r2 = await run;
+  if (r2.isError || !/agent-done/.test(resultText(r2))) throw new Error('the agent\'s bash: ' + resultText(r2).slice(0, 300));
+  await tick.waitFor({ state: 'detached', timeout: 15000 });
+  await agent.close();
+  await page.locator('.statusbar-item', { hasText: /1 agent attached/ }).first().waitFor({ state: 'detached', timeout: 30000 });
+  log('the agent\'s asks were answered here with the diff shown; its bash ran live in the Running view');
+});
+
 scenario('changing a toolsd setting restarts the daemon, which applies it', async () => {
   const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
   const before = starts();

@@ -40,6 +40,8 @@ trap cleanup EXIT
 
 step "build the daemon and package the extension"
 (cd "$REPO" && go build -o "$W/bin/toolsd" ./cmd/toolsd)
+# The agent of the attach scenario: the MCP TypeScript client of the Go tests.
+[ -d "$REPO/testdata/mcpclient/node_modules/@modelcontextprotocol/sdk" ] || (cd "$REPO/testdata/mcpclient" && npm ci --no-progress >/dev/null)
 (cd "$EXT" && { [ -d node_modules ] || npm ci --no-progress >/dev/null; } && npm run -s package >/dev/null)
 cp "$EXT/toolsd.vsix" "$W/toolsd.vsix"
 
@@ -67,7 +69,11 @@ cat > "$D/user-data/User/keybindings.json" <<JSON
 JSON
 printf 'hello world\n' > "$WS/hello.txt"
 touch "$W/started"
-export HOME="$D/home" EXTENSIONS_GALLERY='{}' TOOLSD_EXTENSION_TEST=1 XDG_STATE_HOME="$W/state"
+# The workspace's daemon (owner) of this run has its socket in a runtime folder of its own; the
+# agent of the attach scenario finds it there.
+mkdir -m 700 "$W/rt"
+export HOME="$D/home" EXTENSIONS_GALLERY='{}' TOOLSD_EXTENSION_TEST=1 XDG_STATE_HOME="$W/state" XDG_RUNTIME_DIR="$W/rt"
+export AGENT_CLIENT="$REPO/testdata/mcpclient/client.mjs" TOOLSD_BIN="$W/bin/toolsd" TOOLSD_STORE="$W/store.db"
 CSARGS=(--user-data-dir "$D/user-data" --extensions-dir "$D/extensions" --disable-telemetry)
 "$NODE24" "$CS" "${CSARGS[@]}" --install-extension "$W/toolsd.vsix" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
 

@@ -1,0 +1,382 @@
+package attach
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sourcegraph/jsonrpc2"
+	"go.uber.org/goleak"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// dialEnv makes the test binary a client that dials the socket it names, says hello, and
+// prints what came back (used as another user, see TestOtherUserRefused).
+const dialEnv = "ATTACH_TEST_DIAL"
+
+func TestMain(m *testing.M) {
+	if sock := os.Getenv(dialEnv); sock != "" {
+		c, err := net.Dial("unix", sock)
+		if err != nil {
+			fmt.Printf("uid %d: dial: %v\n", os.Getuid(), err)
+			os.Exit(0)
+		}
+		_ = writeLine(c, Hello{Proto: ProtoToolsd, PID: os.Getpid()})
+		_ = c.SetReadDeadline(time.Now().Add(5 * time.Second))
+		b, err := io.ReadAll(c)
+		fmt.Printf("uid %d: read %d bytes %q, %v\n", os.Getuid(), len(b), b, err)
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m)
+}
+
+// testOwner is an owner running in this process on a fresh folder and runtime folder.
+type testOwner struct {
+	t      *testing.T
+	folder string
+	paths  Paths
+	log    *syncBuffer
+	done   chan int
+	cancel context.CancelFunc
+}
+
+func startOwner(t *testing.T) *testOwner {
+	t.Helper()
+	rt, err := os.MkdirTemp("", "rt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(rt) })
+	t.Setenv("XDG_RUNTIME_DIR", rt)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	o := &testOwner{t: t, folder: t.TempDir(), log: &syncBuffer{}, done: make(chan int, 1)}
+	store := filepath.Join(t.TempDir(), "store.db")
+	if o.paths, _, err = Locate(o.folder, store); err != nil {
+		t.Fatal(err)
+	}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	o.cancel = cancel
+	go func() {
+		o.done <- RunOwner(ctx, OwnerOptions{
+			Folder: o.folder, StorePath: store, Grace: 100 * time.Millisecond, Version: "test", Ready: pw,
+			Logger: slog.New(slog.NewTextHandler(o.log, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		})
+	}()
+	line, _ := bufio.NewReader(pr).ReadString('\n')
+	_ = pr.Close()
+	if line != "ready\n" {
+		t.Fatalf("owner: %q\n%s", line, o.log)
+	}
+	t.Cleanup(func() {
+		cancel()
+		select {
+		case <-o.done:
+		case <-time.After(15 * time.Second):
+			t.Errorf("the owner did not stop")
+		}
+		if t.Failed() {
+			t.Logf("owner log:\n%s", o.log)
+		}
+	})
+	return o
+}
+
+// waitExit waits for the owner to exit by itself (its grace after the last client).
+func (o *testOwner) waitExit() {
+	o.t.Helper()
+	select {
+	case code := <-o.done:
+		o.done <- code
+	case <-time.After(10 * time.Second):
+		o.t.Fatal("the owner did not exit after its last client left")
+	}
+}
+
+// editor is a toolsd-protocol client on a raw connection (sourcegraph/jsonrpc2, an
+// independent implementation).
+type editor struct {
+	conn  *jsonrpc2.Conn
+	mu    sync.Mutex
+	notes []jsonrpc2.Request
+	more  chan struct{}
+}
+
+func (o *testOwner) editor(ctx context.Context, name string, ask bool) *editor {
+	o.t.Helper()
+	c, err := Dial(DialOptions{Paths: o.paths, Hello: Hello{Proto: ProtoToolsd, PID: os.Getpid()}, Timeout: 10 * time.Second})
+	if err != nil {
+		o.t.Fatal(err)
+	}
+	e := &editor{more: make(chan struct{})}
+	e.conn = jsonrpc2.NewConn(context.Background(), jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.HandlerWithError(func(_ context.Context, _ *jsonrpc2.Conn, r *jsonrpc2.Request) (any, error) {
+		e.mu.Lock()
+		e.notes = append(e.notes, *r)
+		close(e.more)
+		e.more = make(chan struct{})
+		e.mu.Unlock()
+		return nil, nil
+	}))
+	o.t.Cleanup(func() { _ = e.conn.Close() })
+	var res protocol.InitializeResult
+	if err := e.conn.Call(ctx, "initialize", map[string]any{
+		"clientInfo": map[string]string{"name": name}, "workspaceFolder": o.folder,
+		"capabilities": map[string]bool{"ask": ask, "progress": true},
+	}, &res); err != nil {
+		o.t.Fatalf("initialize: %v", err)
+	}
+	return e
+}
+
+func (e *editor) waitNote(ctx context.Context, method string) *json.RawMessage {
+	for i := 0; ; i++ {
+		e.mu.Lock()
+		for ; i < len(e.notes); i++ {
+			if e.notes[i].Method == method {
+				p := e.notes[i].Params
+				e.mu.Unlock()
+				return p
+			}
+		}
+		more := e.more
+		e.mu.Unlock()
+		select {
+		case <-more:
+			i--
+		case <-ctx.Done():
+			return nil
+		}
+	}
+}
+
+// Bad input on the socket: garbage, an overlong first line, a client that connects and
+// never speaks, 200 clients at once. The owner answers or drops each and keeps serving.
+func TestBadInputKeepsServing(t *testing.T) {
+	o := startOwner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	anchor := o.editor(ctx, "anchor", false) // keeps the owner from its grace meanwhile
+
+	silent, err := net.Dial("unix", o.paths.Socket)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer silent.Close()
+
+	for _, garbage := range []string{"GET / HTTP/1.1\r\nHost: x\r\n\r\n", "\x00\x01\x02\xff\n", strings.Repeat("x", 10000) + "\n", `{"proto":"smtp"}` + "\n"} {
+		c, err := net.Dial("unix", o.paths.Socket)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = c.Write([]byte(garbage))
+		_ = c.SetReadDeadline(time.Now().Add(10 * time.Second))
+		var w Welcome
+		err = readLine(bufio.NewReader(c), &w)
+		_ = c.Close()
+		if err != nil || w.Error == "" {
+			t.Fatalf("garbage %q: welcome %+v, %v", garbage[:min(len(garbage), 20)], w, err)
+		}
+	}
+
+	// 200 clients at once, each initializing and asking who is attached.
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			c, err := Dial(DialOptions{Paths: o.paths, Hello: Hello{Proto: ProtoToolsd, PID: os.Getpid()}, Timeout: 30 * time.Second})
+			if err != nil {
+				errs <- err
+				return
+			}
+			conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(c, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.HandlerWithError(func(context.Context, *jsonrpc2.Conn, *jsonrpc2.Request) (any, error) { return nil, nil }))
+			defer conn.Close()
+			if err := conn.Call(ctx, "initialize", map[string]any{"clientInfo": map[string]string{"name": fmt.Sprint("c", i)}, "workspaceFolder": o.folder}, nil); err != nil {
+				errs <- err
+				return
+			}
+			var rr protocol.ResolveResult
+			if err := conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, &rr); err != nil || len(rr.Tools) == 0 {
+				errs <- fmt.Errorf("tools/resolve: %v", err)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	// The owner still serves a client, although the silent one is still connected.
+	e := o.editor(ctx, "after", true)
+	var rr protocol.ResolveResult
+	if err := e.conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, &rr); err != nil || len(rr.Tools) == 0 {
+		t.Fatalf("resolve after bad input: %v", err)
+	}
+	_ = anchor.conn.Close()
+	_ = e.conn.Close()
+	_ = silent.Close()
+	o.waitExit()
+}
+
+// The person's client disappears while the ask it shows waits: the ask goes to whoever can
+// answer it now, here nobody, so the call is refused (no-ui) instead of waiting forever, and
+// the owner keeps serving.
+func TestClientGoneMidAsk(t *testing.T) {
+	o := startOwner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	person := o.editor(ctx, "person", true)
+	caller := o.editor(ctx, "caller", false)
+	var res protocol.ExecuteResult
+	done := make(chan error, 1)
+	go func() {
+		done <- caller.conn.Call(ctx, "tools/execute", protocol.ExecuteParams{SessionID: "s", MessageID: "m", CallID: "c1", Tool: "bash", Args: json.RawMessage(`{"command":"date"}`)}, &res)
+	}()
+	p := person.waitNote(ctx, "permission/asked")
+	if p == nil {
+		t.Fatal("the person was not asked")
+	}
+	var ask protocol.AskedParams
+	_ = json.Unmarshal(*p, &ask)
+	if ask.Client == nil || ask.Client.Name != "caller" {
+		t.Fatalf("the ask does not name the caller: %s", *p)
+	}
+	_ = person.conn.Close()
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	if res.Status != "error" || !strings.Contains(res.Error, "no one was there to approve") {
+		t.Fatalf("the call after its person left: %+v", res)
+	}
+	var rr protocol.ResolveResult
+	if err := caller.conn.Call(ctx, "tools/resolve", map[string]any{"sessionID": "s"}, &rr); err != nil {
+		t.Fatal(err)
+	}
+	_ = caller.conn.Close()
+	o.waitExit()
+}
+
+// A process of another user is refused before a byte it sends is read: SO_PEERCRED, checked
+// on a socket that user can reach (the runtime folder is opened up for the test only).
+func TestOtherUserRefused(t *testing.T) {
+	if os.Getuid() != 0 {
+		t.Skip("needs root to run a process as nobody")
+	}
+	o := startOwner(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	anchor := o.editor(ctx, "anchor", false) // keeps the owner from its grace meanwhile
+	defer anchor.conn.Close()
+	for _, p := range []string{filepath.Dir(o.paths.Dir), o.paths.Dir} {
+		if err := os.Chmod(p, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Chmod(o.paths.Socket, 0o666); err != nil {
+		t.Fatal(err)
+	}
+	// A copy of this test binary that nobody may run.
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir, err := os.MkdirTemp("", "nobody")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer os.RemoveAll(dir)
+	_ = os.Chmod(dir, 0o755)
+	bin := filepath.Join(dir, "client")
+	data, err := os.ReadFile(self)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(bin, data, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bin)
+	cmd.Env = []string{dialEnv + "=" + o.paths.Socket}
+	cmd.Dir = "/"
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: 65534, Gid: 65534}}
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("client as nobody: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(string(out), "uid 65534: read 0 bytes") {
+		t.Fatalf("another user's client got an answer: %s", out)
+	}
+	if !strings.Contains(o.log.String(), "refused a connection from another user") || !strings.Contains(o.log.String(), "uid=65534") {
+		t.Fatalf("no refusal logged:\n%s", o.log)
+	}
+	if strings.Contains(o.log.String(), "did not say hello") {
+		t.Fatalf("the owner read from another user's connection:\n%s", o.log)
+	}
+}
+
+// The runtime folder must be ours and private.
+func TestRuntimeDirChecks(t *testing.T) {
+	base := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", base)
+	if err := os.Symlink(t.TempDir(), filepath.Join(base, "toolsd")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := RuntimeDir(); err == nil || !strings.Contains(err.Error(), "symlink") {
+		t.Fatalf("a symlinked runtime folder: %v", err)
+	}
+	base2 := t.TempDir()
+	t.Setenv("XDG_RUNTIME_DIR", base2)
+	if err := os.Mkdir(filepath.Join(base2, "toolsd"), 0o777); err != nil {
+		t.Fatal(err)
+	}
+	_ = os.Chmod(filepath.Join(base2, "toolsd"), 0o777)
+	dir, err := RuntimeDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if fi, _ := os.Stat(dir); fi.Mode().Perm() != 0o700 {
+		t.Fatalf("an open runtime folder was left %v", fi.Mode().Perm())
+	}
+	if os.Getuid() == 0 {
+		if err := os.Chown(dir, 65534, 65534); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := RuntimeDir(); err == nil || !strings.Contains(err.Error(), "belongs to uid 65534") {
+			t.Fatalf("another user's runtime folder: %v", err)
+		}
+	}
+}
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
