@@ -271,7 +271,7 @@ func waitFile(t *testing.T, ctx context.Context, p string) {
 // the call's checkpoint open, records what changed as the interrupted call's, and it can be
 // reverted.
 func TestKillMidCall(t *testing.T) {
-	e := newEnv(t, envOpts{options: allowAll, files: map[string]string{"a.txt": "a\n"}})
+	e := newEnv(t, envOpts{options: allowAll, args: []string{"--standalone"}, files: map[string]string{"a.txt": "a\n"}})
 	marker := filepath.Join(t.TempDir(), "started")
 	_, _ = e.start(protocol.ExecuteParams{CallID: "long", Tool: "bash", Args: args("command", "echo changed >> a.txt && rm a.txt && echo new > a.txt && touch "+marker+" && sleep 60")})
 	waitFile(t, e.ctx, marker)
@@ -304,7 +304,7 @@ func TestKillMidRevert(t *testing.T) {
 	for i := range n {
 		files[fmt.Sprintf("f/%04d.txt", i)] = fmt.Sprintf("original %d\n", i)
 	}
-	e := newEnv(t, envOpts{options: allowAll, files: files})
+	e := newEnv(t, envOpts{options: allowAll, args: []string{"--standalone"}, files: files})
 	e.run("many", "bash", map[string]any{"command": "sed -i '$a changed' f/*.txt"})
 	if got := len(e.changes("s1", "many").Files); got != n {
 		t.Fatalf("the call changed %d files, want %d", got, n)

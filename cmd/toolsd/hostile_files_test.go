@@ -57,7 +57,9 @@ func hasDiag(ds []protocol.Diagnostic, path, says string) bool {
 // stdin still gets its initialize answered, and tools/resolve reports the file.
 func TestHostileConfigAtInitialize(t *testing.T) {
 	kinds := append(fsopentest.Kinds(1<<20), fsopentest.Kind{
-		Name: "link-to-stdin", Says: "a FIFO (named pipe)",
+		// The daemon's stdin: a pipe when it serves its editor itself, /dev/null for the
+		// folder's owner, which its forwarders hand their streams to.
+		Name: "link-to-stdin", Says: "a character device",
 		Make: func(tb testing.TB, p string) {
 			if err := os.Symlink("/proc/self/fd/0", p); err != nil {
 				tb.Fatal(err)
