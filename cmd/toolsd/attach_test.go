@@ -43,7 +43,15 @@ func startAgent(t *testing.T, ws, st string, env ...string) *agent {
 		t.Fatalf("the MCP TypeScript client is not installed: run npm ci in %s (scripts/test.sh does)", dir)
 	}
 	cmd := exec.Command("node", filepath.Join(dir, "client.mjs"), "mcp", "--workspace", ws, "--store", st, "--grace=200ms")
-	cmd.Env = append(os.Environ(), "TOOLSD_BIN="+harness.Binary(t), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "GORACE=atexit_sleep_ms=0", "XDG_CONFIG_HOME="+t.TempDir())
+	// These tests are about asks: commands run confined, but ask as without a sandbox.
+	cfg := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(cfg, "toolsd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "toolsd", "config.json"), []byte(`{"sandbox": {"autoAllow": false}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd.Env = append(os.Environ(), "TOOLSD_BIN="+harness.Binary(t), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "GORACE=atexit_sleep_ms=0", "XDG_CONFIG_HOME="+cfg)
 	cmd.Env = append(cmd.Env, env...)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {
