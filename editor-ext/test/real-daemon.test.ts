@@ -22,6 +22,8 @@ function realClient(extra: Partial<DaemonClientOptions> = {}): { client: DaemonC
     restart: { backoffMs: 1, maxBackoffMs: 10 },
     log: (l) => log.push(l),
     ...extra,
+    // These tests are about asks: commands run confined, but ask as without a sandbox.
+    initializationOptions: { sandbox: { autoAllow: false }, ...(extra.initializationOptions as object ?? {}) },
   });
   clients.push(client);
   return { client, ws, log };
