@@ -1,6 +1,9 @@
 package shell
 
-import "strings"
+import (
+	"strings"
+	"sync"
+)
 
 // The safe grammars of the commands an allow rule or an "always" answer may cover by a
 // pattern with a wildcard. Each lists the options known to run no code, to name no path
@@ -15,9 +18,8 @@ import "strings"
 // listed there for each command are left out, and the common ones are named in escapes so
 // that the ask says why. Notation: see parseGrammar.
 
-// defaultGrammar is the grammar of a command toolsd knows nothing about: its positional
-// words (paths checked when they may be paths), and no option.
-var defaultGrammar = parseGrammar("args:auto", nil)
+// defaultGrammar (set by loadGrammars) is the grammar of a command toolsd knows nothing
+// about: its positional words (paths checked when they may be paths), and no option.
 
 // escapes name what known escape options do, for the ask and the model ("tar
 // --to-command runs a command for each file").
@@ -189,10 +191,15 @@ var groups = map[string]string{
 		"-p:text! -o:text! --override-ini:text!",
 }
 
-// grammars by command, and by "command subcommand".
+// grammars by command, and by "command subcommand"; filled by loadGrammars on the first
+// Analyze (not at init: every toolsd process, a tool's guard too, would pay for it).
 var grammars = map[string]*grammar{}
 
-func init() {
+var defaultGrammar *grammar
+
+// loadGrammars parses the tables once.
+var loadGrammars = sync.OnceFunc(func() {
+	defaultGrammar = parseGrammar("args:auto", nil)
 	for name, spec := range map[string]string{
 		// Shell builtins the analysis follows.
 		"echo": "anyopts args:text", "printf": "anyopts args:text", "pwd": "-LP args:none", "true": "args:text",
@@ -592,7 +599,7 @@ func init() {
 	for _, py := range []string{"python", "python3", "node"} {
 		grammars[py].check = needsScript(py)
 	}
-}
+})
 
 // parseNamed parses spec for the grammar of name and sets the escape texts of the options
 // marked with "!".

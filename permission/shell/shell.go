@@ -99,6 +99,7 @@ const maxCwds = 64
 
 // Analyze parses script. It never fails: what it cannot understand makes the line Opaque.
 func Analyze(script string) *Analysis {
+	loadGrammars()
 	z := &analyzer{a: &Analysis{Cwds: []Cwd{{From: -1}}}, root: script}
 	z.script(script, 0, []int{0})
 	if len(z.a.Reasons) > 0 {
