@@ -58,9 +58,11 @@ cat > "$D/user-data/User/settings.json" <<JSON
   "security.workspace.trust.enabled": false, "chat.disableAIFeatures": true, "git.enabled": false,
   "toolsd.path": "$W/bin/toolsd",
   "toolsd.args": ["--store", "$W/store.db", "--log-file", "$ART/toolsd.log"],
-  "toolsd.logLevel": "debug"
+  "toolsd.logLevel": "debug",
+  "toolsd.sandbox": {"autoAllow": false}
 }
 JSON
+# The scenarios are about asks: commands run confined, but ask as without a sandbox.
 # toolsd's settings are machine-scoped: a remote window (code-server is one) reads them from Machine/.
 mkdir -p "$D/user-data/Machine" && cp "$D/user-data/User/settings.json" "$D/user-data/Machine/settings.json"
 # The test command takes its arguments from a request file that the driver writes before each press.
