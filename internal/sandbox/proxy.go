@@ -66,6 +66,9 @@ func parseAllow(s string) (allowEntry, error) {
 		}
 		host, port = h, n
 	}
+	if host == "*." {
+		return allowEntry{}, fmt.Errorf("%q is not a host name: write example.com, *.example.com or *, optionally with :port", s)
+	}
 	host = strings.ToLower(strings.TrimSuffix(host, "."))
 	name := strings.TrimPrefix(host, "*.")
 	if host == "*" {
