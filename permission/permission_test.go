@@ -563,8 +563,7 @@ func TestShellRequests(t *testing.T) {
 			{Permission: "edit", Patterns: []string{"sub/f"}, Always: []string{"sub/f"}},
 			{Permission: "bash", Patterns: []string{"cd sub", "echo"}, Always: []string{"cd sub", "cd *", "echo", "echo *"}},
 		}},
-		{"rm $f; eval x", []Request{
-			{Permission: "external_directory", Patterns: []string{"$f"}},
+		{"rm $f; eval x", []Request{ // one ask for the whole line: $f says nothing more
 			{Permission: "bash", Patterns: []string{"rm $f", "eval x", "x", "rm $f; eval x"}, Opaque: true, Reasons: []string{"eval runs text as code"}},
 		}},
 		{"cd link/.. && cat secret", []Request{ // bash's logical cd: back in the workspace

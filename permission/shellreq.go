@@ -83,11 +83,15 @@ func ShellRequests(a *shell.Analysis, cwd, workspace, home string) []Request {
 			}
 		}
 	}
-	for _, d := range a.Dynamic {
-		dynamic = appendNew(dynamic, d)
-	}
-	for _, d := range r.dynamic {
-		dynamic = appendNew(dynamic, d)
+	if len(a.Opaque) == 0 {
+		// Words only known at run time are asked for as they are written; in a line that
+		// asks as a whole anyway (Opaque), that would be a second ask that says nothing more.
+		for _, d := range a.Dynamic {
+			dynamic = appendNew(dynamic, d)
+		}
+		for _, d := range r.dynamic {
+			dynamic = appendNew(dynamic, d)
+		}
 	}
 	var out []Request
 	if len(external)+len(dynamic) > 0 {

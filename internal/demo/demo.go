@@ -208,8 +208,16 @@ func (d *demo) run(ctx context.Context, ws string) error {
 	}
 	d.result(r)
 
-	d.step("tools/execute bash: the rules say ask, so the person decides")
+	d.step("tools/execute bash: confined by the OS sandbox, and no rule denies it, so it runs (where the kernel can confine it; else the person decides)")
 	r, err = d.execute(ctx, "bash-1", "bash", map[string]any{"command": "ls && echo \"files: $(ls | wc -l)\"", "description": "List the workspace"})
+	if err != nil {
+		return err
+	}
+	d.result(r)
+	d.sandbox(r)
+
+	d.step("tools/execute bash: a line the permission analysis does not fully understand (a loop) asks, sandbox or not")
+	r, err = d.execute(ctx, "bash-loop", "bash", map[string]any{"command": "for f in *.md; do wc -l \"$f\"; done", "description": "Count the lines of each Markdown file"})
 	if err != nil {
 		return err
 	}
@@ -303,6 +311,25 @@ func (d *demo) result(r *protocol.ExecuteResult) {
 		if l != "" {
 			d.say("  | %s", l)
 		}
+	}
+}
+
+// sandbox says whether a call ran in the OS sandbox, from its record's metadata.
+func (d *demo) sandbox(r *protocol.ExecuteResult) {
+	var md struct {
+		Sandbox *struct {
+			Confined bool   `json:"confined"`
+			Mode     string `json:"mode"`
+			Why      string `json:"why"`
+		} `json:"sandbox"`
+	}
+	if json.Unmarshal(r.Metadata, &md) != nil || md.Sandbox == nil {
+		return
+	}
+	if md.Sandbox.Confined {
+		d.say("ran in the sandbox (%s): it could write only the workspace and its temp folder, and reach no network", md.Sandbox.Mode)
+	} else if md.Sandbox.Why != "" {
+		d.say("ran outside the sandbox: %s", md.Sandbox.Why)
 	}
 }
 
