@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand"
+	"sync"
 	"testing"
 	"time"
 
@@ -158,7 +159,13 @@ func TestCheckpointRecords(t *testing.T) {
 // kept; content the index or a kept checkpoint names stays.
 func TestPruneCheckpoints(t *testing.T) {
 	clock := newFakeClock()
-	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour})
+	first := make(chan struct{})
+	var once sync.Once
+	// The background pruner's first run (at open) must be over before the clock moves, or it
+	// could prune the old checkpoint before the test does.
+	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour,
+		pruned: func(int, error) { once.Do(func() { close(first) }) }})
+	<-first
 	newCall(t, s, "s", "old")
 	oldOnly, shared, inIndex := fileState(s, t, "only the old checkpoint"), fileState(s, t, "shared"), fileState(s, t, "index")
 	end := clock.Now()
