@@ -243,3 +243,19 @@ func TestGitPathArguments(t *testing.T) {
 }
 
 func analyze(line string) *shell.Analysis { return shell.Analyze(line) }
+
+// make's variable overrides choose what the Makefile's recipes run: only plain words pass a
+// rule with a wildcard.
+func TestMakeVariables(t *testing.T) {
+	e, ws, _ := classEngine(t, `{"bash": {"*": "ask", "make *": "allow"}}`)
+	for _, line := range []string{`make CC='sh -c id' all`, `make MAKEFLAGS=--eval=x all`, `make SHELL=sh`, `make "CFLAGS=$(id)"`, `make CC=$cc`} {
+		if d := e.DecideShell("s", "", line, ws, ws); d.Action == Allow {
+			t.Errorf("%q runs under make *", line)
+		}
+	}
+	for _, line := range []string{`make CC=clang V=1 all`, `make -j4 test DEBUG=1`} {
+		if d := e.DecideShell("s", "", line, ws, ws); d.Action != Allow {
+			t.Errorf("%q asks under make *", line)
+		}
+	}
+}

@@ -596,6 +596,7 @@ var loadGrammars = sync.OnceFunc(func() {
 	grammars["egrep"] = grammars["grep"]
 	grammars["fgrep"] = grammars["grep"]
 	grammars["git config"].check = gitConfigReadOnly
+	grammars["make"].check = makeVariables
 	for _, py := range []string{"python", "python3", "node"} {
 		grammars[py].check = needsScript(py)
 	}
@@ -645,6 +646,26 @@ func needsScript(name string) func([]word) string {
 		}
 		return name + " without a script runs code read from its input"
 	}
+}
+
+// makeVariables allows make's variable overrides (make CC=clang V=1) only as single plain
+// words: a value with spaces or shell characters (CC='sh -c …') would choose what the
+// Makefile's recipes run, and MAKEFLAGS, SHELL and the like change how make itself works.
+func makeVariables(ws []word) string {
+	for _, w := range ws {
+		name, val, ok := strings.Cut(w.text, "=")
+		if !ok || strings.HasPrefix(w.text, "-") || !isShellName(strings.TrimRight(name, ":+?!")) {
+			continue
+		}
+		switch strings.TrimRight(name, ":+?!") {
+		case "MAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKEFILE_LIST", "MAKE", "SHELL", "MAKESHELL", "GNUMAKEFLAGS", "VPATH", "MAKEOVERRIDES":
+			return "make " + name + "= changes how make itself runs"
+		}
+		if !w.static || strings.ContainsAny(val, " \t\n$`;|&()<>'\"\\*?[]{}~!#") {
+			return "make " + name + "= with a value that is not one plain word could choose what the Makefile's recipes run"
+		}
+	}
+	return ""
 }
 
 // gitConfigReadOnly allows git config only to read: one name (two with --get-regexp and
