@@ -106,12 +106,27 @@ func environ() []string {
 		set[k] = true
 	}
 	for _, kv := range env {
-		k, _, _ := strings.Cut(kv, "=")
+		k, v, _ := strings.Cut(kv, "=")
+		if k == "PATH" {
+			kv = "PATH=" + absolutePath(v)
+		}
 		if !set[k] {
 			keep = append(keep, kv)
 		}
 	}
 	return append(keep, bashEnv...)
+}
+
+// absolutePath keeps the absolute folders of a PATH: an empty entry, "." or any relative
+// one would let a file in the workspace (or wherever a command cd's to) run as "ls".
+func absolutePath(path string) string {
+	var keep []string
+	for _, dir := range filepath.SplitList(path) {
+		if filepath.IsAbs(dir) {
+			keep = append(keep, dir)
+		}
+	}
+	return strings.Join(keep, string(filepath.ListSeparator))
 }
 
 func runBash(ctx context.Context, o *Options, call *registry.Call, command string, timeoutMs *int64, workdir, description string) (*registry.Result, error) {

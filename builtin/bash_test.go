@@ -286,3 +286,18 @@ func TestBashPermissions(t *testing.T) {
 		})
 	}
 }
+
+// A relative folder in the daemon's PATH (".", "", "bin") would let a file of the
+// workspace run as a command the rules allow: the commands get the absolute folders only.
+func TestBashPathIsAbsolute(t *testing.T) {
+	t.Setenv("PATH", "/usr/local/bin:.::bin:/usr/bin:/bin")
+	for _, kv := range environ() {
+		if v, ok := strings.CutPrefix(kv, "PATH="); ok {
+			if v != "/usr/local/bin:/usr/bin:/bin" {
+				t.Fatalf("PATH = %q, want only its absolute folders", v)
+			}
+			return
+		}
+	}
+	t.Fatal("no PATH")
+}

@@ -528,8 +528,17 @@ func (s *scope) shell(ws []word, at []int) ([]int, []int) {
 				case 'c':
 					cmd = true
 				case 'o', 'O':
-					i++ // the option's name
-				case 'e', 'u', 'x', 'v', 'l', 'f', 'h', 'B', 'C', 'E', 'H', 'P', 'T', 'a', 'b', 'k', 'm', 'n', 'p', 't':
+					// The option's name: only those that make the shell stricter or noisier
+					// (-O extglob changes parsing, which the analysis does anyway). dotglob,
+					// posix, physical, keyword (-k: assignments anywhere go to the command's
+					// environment) and the like change what the line means.
+					i++
+					if i >= len(args) || !safeShellOption(c, args[i].text) {
+						s.z.opaque(ws[0].text + " with a shell option that changes how the line runs")
+						s.emitUnchecked(ws, "not understood")
+						return at, at
+					}
+				case 'e', 'u', 'x', 'v', 'l', 'f', 'h', 'B', 'C', 'E', 'H', 'T', 'm', 'n', 'p', 't':
 				default:
 					return s.emit(ws, at) // -i, -s, and what we do not know: the whole text asks
 				}
@@ -543,6 +552,19 @@ func (s *scope) shell(ws []word, at []int) ([]int, []int) {
 	s.z.opaque(ws[0].text + " runs commands read from its input, which no analysis sees")
 	s.emitUnchecked(ws, "not understood")
 	return at, at
+}
+
+// safeShellOption reports a -o or -O option of a shell that changes nothing about what a
+// line means to the analysis.
+func safeShellOption(kind rune, name string) bool {
+	if kind == 'O' {
+		return name == "extglob"
+	}
+	switch name {
+	case "pipefail", "errexit", "nounset", "xtrace", "verbose", "noclobber", "noglob", "errtrace", "hashall", "braceexpand", "noexec", "functrace", "monitor":
+		return true
+	}
+	return false
 }
 
 // env handles env [options] [NAME=value]... [command [args]].
