@@ -178,6 +178,18 @@ var hostile = []string{
 	"ls /*/*/*/*/*/*",
 	"ls .*/",
 	"ls */../../",
+	// shell options that change what the line means
+	"bash -k -c 'ls LD_PRELOAD=/tmp/x.so'",
+	"bash -O dotglob -c 'ls *'",
+	"bash -o posix -c ls",
+	"bash -P -c 'cd link/.. && ls'",
+	"set -k; ls LD_PRELOAD=/tmp/x.so",
+	"set -a; http_proxy=x; ls",
+	// hidden evaluation, new shapes
+	"ls ${x:-$(rm y)}",
+	"x=$'\\x24(rm y)'; ls ${x@P}",
+	"ls $[x]",
+	"[ -v 'a[$(rm y)]' ] && ls",
 }
 
 func TestHostileCatalogue(t *testing.T) {
