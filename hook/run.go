@@ -157,6 +157,10 @@ func (r *Runner) run(ctx context.Context, e *entry, ev *event) (rep reply, run p
 	} else {
 		rep = r.runCommand(ctx, e, ev)
 	}
+	if rep.systemMessage != "" {
+		// Claude Code shows it to the person; toolsd keeps it in the record.
+		rep.notes = append(rep.notes, "its message for the person: "+clip(rep.systemMessage, maxReason))
+	}
 	if rep.decision != "" && !validDecision(rep.decision) {
 		rep.notes = append(rep.notes, "its decision "+quote(rep.decision)+" is not allow, ask, deny or defer, so it was ignored")
 		rep.decision = ""
