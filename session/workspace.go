@@ -78,6 +78,8 @@ type Workspace struct {
 
 	hub hub // the attached clients
 
+	clientHooksMu sync.Mutex // serializes clientHooksChanged, so that the newest list of clients wins
+
 	hookMu      sync.Mutex                       // guards hookDiags and clientDiags
 	hookDiags   []protocol.Diagnostic            // the failing hooks
 	clientDiags map[string][]protocol.Diagnostic // refused subscriptions, by client id
@@ -424,6 +426,8 @@ func (w *Workspace) setClientDiags(id, name string, bad []string) {
 
 // clientHooksChanged gives the runner the hooks of the attached editors, oldest first.
 func (w *Workspace) clientHooksChanged() {
+	w.clientHooksMu.Lock()
+	defer w.clientHooksMu.Unlock()
 	var specs []hook.Spec
 	defs := w.hooks.Active(protocol.HookPointDefinition)
 	for _, c := range w.hub.snapshot() {

@@ -174,7 +174,7 @@ func TestHookFailurePolicies(t *testing.T) {
 	e := hookEnv(t, map[string]any{"before": []any{
 		map[string]any{"name": "hang-open", "if": "bash(echo hang-open*)", "command": []string{hang}, "timeout": 1},
 		map[string]any{"name": "hang-closed", "if": "bash(echo hang-closed*)", "command": []string{hang}, "timeout": 1, "onFailure": "fail-closed"},
-		map[string]any{"name": "crash-open", "if": "bash(echo crash-open*)", "command": []string{crash}, "permissionDecision": nil},
+		map[string]any{"name": "crash-open", "if": "bash(echo crash-open*)", "command": []string{crash}},
 		map[string]any{"name": "crash-closed", "if": "bash(echo crash-closed*)", "command": []string{crash}, "onFailure": "fail-closed"},
 		map[string]any{"name": "allow", "match": "bash", "command": []string{script(t, "allow.py", `print(json.dumps({"hookSpecificOutput": {"permissionDecision": "allow"}}))`)}},
 	}}, envOpts{})
@@ -256,8 +256,7 @@ func TestHookAllowCannotLoosenDeny(t *testing.T) {
 	// An ask a rule makes, and a line toolsd cannot follow, still ask.
 	for _, c := range []struct{ id, cmd string }{{"push", "git push origin main"}, {"eval", `eval "touch c.txt"`}} {
 		mark := e.d.Mark()
-		id, wait := e.start(protocol.ExecuteParams{CallID: c.id, Tool: "bash", Args: args("command", c.cmd)})
-		_ = id
+		_, wait := e.start(protocol.ExecuteParams{CallID: c.id, Tool: "bash", Args: args("command", c.cmd)})
 		a := e.waitAsk(mark, c.id)
 		if err := e.reply(a.ID, "reject", "no"); err != nil {
 			t.Fatal(err)
