@@ -82,8 +82,9 @@ func (s *Service) ExecuteFor(ctx context.Context, client *protocol.ClientRef, p 
 	}()
 	s.progress(c, protocol.StatusPending, "", nil)
 
-	// Looking the tool up and validating the arguments touch nothing, so they come before
-	// the record, and a call refused there is recorded once, in its final state. A call that
+	// Looking the tool up, validating the arguments and the before hooks (whose own doings
+	// are not the call's) touch nothing of the call, so they come before the record, and a
+	// call refused there is recorded once, in its final state. A call that
 	// runs is recorded as running before it can change anything, so that a crash leaves it
 	// interrupted, and again when it ends. A read-only built-in changes nothing: it is
 	// recorded once, when it ends, unless it waits for a person first.
