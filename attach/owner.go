@@ -486,6 +486,9 @@ func (w *owner) openRPC(_ context.Context, p protocol.InitializeParams, n rpc.No
 func EditorClient(p protocol.InitializeParams, n rpc.Notifier) session.ClientOptions {
 	co := session.ClientOptions{Kind: protocol.ClientEditor, InitOptions: p.InitializationOptions, Sink: n}
 	co.CanAsk = p.Capabilities != nil && p.Capabilities.Ask
+	if p.Capabilities != nil {
+		co.Hooks = p.Capabilities.Hooks
+	}
 	if p.ClientInfo != nil {
 		co.Name, co.Version = p.ClientInfo.Name, p.ClientInfo.Version
 	}

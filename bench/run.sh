@@ -9,7 +9,7 @@
 #   CALLS=2000            sequential calls per server and client in benchmark 2
 #   CONC_CALLS=20000      calls per server and client in benchmark 3
 #   ONLY="spawn read concurrent big attach"   which benchmarks to run
-#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint), if present
+#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint, hooks), if present
 #
 # Results: the table on stdout; the raw JSON lines and the table also go to
 # bench/results/<UTC time>.{jsonl,txt} (ignored by git).
@@ -109,5 +109,10 @@ if [[ $OTHERS == 1 ]]; then
 	if [[ -d bench/checkpoint ]]; then
 		step "bench/checkpoint (checkpoints on the Go tree, issue 12)"
 		go test ./bench/checkpoint -run '^$' -bench . -benchtime 1x -timeout 40m || echo "bench/checkpoint exited $?" >&2
+	fi
+	if [[ -d bench/hooks ]]; then
+		step "bench/hooks (a call with and without hooks, issue 13)"
+		go test ./bench/hooks -run '^$' -bench . -benchtime 150x || echo "bench/hooks exited $?" >&2
+		go test ./hook -run '^$' -bench BenchmarkBefore || echo "hook's BenchmarkBefore exited $?" >&2
 	fi
 fi

@@ -416,6 +416,12 @@ func (w *Window) Before(ctx context.Context, abs string, data []byte, mode uint3
 	return nil
 }
 
+// Note adds a note to the checkpoint (what the person should know about how its changes
+// came about). Called by the call's goroutine, before End.
+func (w *Window) Note(text string) {
+	w.notes = append(w.notes, text)
+}
+
 // End closes the window: it takes stock of what changed (the reported files of an exact
 // window, the whole workspace otherwise), records the checkpoint, and returns how many
 // paths the call changed. A window never begun records nothing.

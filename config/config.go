@@ -70,7 +70,70 @@ type Settings struct {
 	// Sandbox confines the processes tools start (docs/sandbox.md). A workspace's own
 	// config may set it only once the person trusts the workspace.
 	Sandbox Sandbox `json:"sandbox"`
+	// Hooks are commands run at the points of a call (docs/hooks.md). Like Permission they
+	// are not merged: each layer's run (Layers.List), the workspace's own only once the
+	// person trusts the workspace.
+	Hooks Hooks `json:"hooks"`
 }
+
+// Hooks are the command hooks of one layer, by point, each point's in the order they run.
+type Hooks struct {
+	// Definition hooks may change a tool's description and parameters, or hide it.
+	Definition []Hook `json:"definition,omitempty"`
+	// Before hooks see a call's arguments before it runs: they may change them, block the
+	// call, add context, or allow or ask.
+	Before []Hook `json:"before,omitempty"`
+	// After hooks see a call's result: they may change its title, output and metadata, and
+	// add context.
+	After []Hook `json:"after,omitempty"`
+	// Permission hooks see each permission decision; they may turn an ask into a deny.
+	Permission []Hook `json:"permission,omitempty"`
+}
+
+// Hook is one command hook.
+type Hook struct {
+	// Name names it in the call record (default: its script's file name).
+	Name string `json:"name,omitempty"`
+	// Match is the tools it runs for: ids or Claude Code names ("Bash") with "*"
+	// wildcards, separated by "|"; empty is every tool.
+	Match string `json:"match,omitempty"`
+	// Source keeps tools of a source: "builtin", "project", "mcp:*".
+	Source string `json:"source,omitempty"`
+	// If keeps calls that touch what a rule pattern names: "bash(git push *)".
+	If string `json:"if,omitempty"`
+	// Command is the argv, run without a shell: a leading "~/" is the home folder,
+	// $CLAUDE_PROJECT_DIR the workspace, and a relative program path is the workspace's.
+	Command []string `json:"command"`
+	// Env is added to its environment.
+	Env map[string]string `json:"env,omitempty"`
+	// Timeout is in seconds (default 60, at most 600).
+	Timeout int `json:"timeout,omitempty"`
+	// OnFailure is "fail-open" (default) or "fail-closed".
+	OnFailure string `json:"onFailure,omitempty"`
+	// Sandbox confines it (on by default, like bash: the workspace writable, no network).
+	Sandbox *SandboxTool `json:"sandbox,omitempty"`
+}
+
+// HookPoints are the points of Hooks, in the order their settings are listed.
+var HookPoints = []string{"definition", "before", "after", "permission"}
+
+// Of returns the hooks of a point.
+func (h *Hooks) Of(point string) []Hook {
+	switch point {
+	case "definition":
+		return h.Definition
+	case "before":
+		return h.Before
+	case "after":
+		return h.After
+	case "permission":
+		return h.Permission
+	}
+	return nil
+}
+
+// HookAt is where a hook is written in its file.
+type HookAt struct{ Line, Column int }
 
 // Audit names the OpenTelemetry collector decisions and calls are exported to.
 type Audit struct {
@@ -227,6 +290,8 @@ type Layer struct {
 	// sandboxBad: the file's sandbox settings had errors and were not taken (the last good
 	// ones stay in force, or the defaults, which confine).
 	sandboxBad bool
+	// HooksAt says where each hook of Settings.Hooks is written, by point, in order.
+	HooksAt map[string][]HookAt
 }
 
 // Layers are the layers that exist, in precedence order, and their merge.
@@ -518,6 +583,7 @@ func Parse(source, path string, data []byte) (*Layer, []protocol.Diagnostic) {
 			at(offset(field(field(root, "mcp"), name)), "error", "mcp.%s needs a \"command\" (an argv)", name)
 		}
 	}
+	l.HooksAt = checkHooks(root, data, &s.Hooks, at)
 	sb := field(root, "sandbox")
 	bad := func(n *jsonpos.Node, format string, args ...any) {
 		at(offset(n), "error", format, args...)

@@ -30,6 +30,7 @@ func TestSchemaMatchesStruct(t *testing.T) {
 	if err := json.Unmarshal(data, &schema); err != nil {
 		t.Fatal(err)
 	}
+	defs, _ = schema["$defs"].(map[string]any)
 	compare(t, "", reflect.TypeOf(Settings{}), schema)
 
 	// The defaults in the schema are Defaults().
@@ -76,8 +77,19 @@ func TestSchemaMatchesStruct(t *testing.T) {
 	}
 }
 
+// defs are the schema's $defs, which "$ref": "#/$defs/<name>" names.
+var defs map[string]any
+
 func compare(t *testing.T, where string, typ reflect.Type, schema map[string]any) {
 	t.Helper()
+	if ref, ok := schema["$ref"].(string); ok {
+		d, ok := defs[strings.TrimPrefix(ref, "#/$defs/")].(map[string]any)
+		if !ok {
+			t.Errorf("%s: $ref %s names no definition", orRoot(where), ref)
+			return
+		}
+		schema = d
+	}
 	for typ.Kind() == reflect.Pointer {
 		typ = typ.Elem()
 	}
@@ -162,7 +174,11 @@ const fullExample = `{
   "retentionDays": 3,
   "patchModels": ["gpt-5*"],
   "mcp": {"github": {"command": ["github-mcp"], "env": {"TOKEN": "x"}}},
-  "logLevel": "debug"
+  "logLevel": "debug",
+  "hooks": {
+    "before": [{"name": "guard", "match": "Bash", "if": "bash(git push *)", "command": ["python3", "~/.config/toolsd/hooks/guard.py"], "timeout": 10, "onFailure": "fail-closed"}],
+    "after": [{"match": "edit|write", "command": ["./scripts/fmt.sh"], "env": {"X": "1"}, "sandbox": {"write": ["~/.cache/fmt"]}}]
+  }
 }`
 
 func TestParse(t *testing.T) {

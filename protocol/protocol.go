@@ -34,6 +34,9 @@ const (
 	MethodPermissionAnswered = "permission/answered"
 	MethodClientsList        = "clients/list"
 	MethodClientsChanged     = "clients/changed"
+	// Hooks: a request from the daemon to an editor that subscribed to a hook point
+	// (docs/protocol.md, "Hooks").
+	MethodHooksRun = "hooks/run"
 )
 
 // JSON-RPC error codes used by toolsd beyond the standard ones.
@@ -79,10 +82,49 @@ const (
 	ClientMCP    = "mcp"
 )
 
-// ClientCapabilities says what the editor can show.
+// ClientCapabilities says what the editor can show, and the hooks it runs.
 type ClientCapabilities struct {
 	Ask      bool `json:"ask"`
 	Progress bool `json:"progress"`
+	// Hooks are the hook points the editor subscribes to: the daemon sends it hooks/run
+	// for every call of the workspace that one matches (docs/hooks.md).
+	Hooks []HookSubscription `json:"hooks,omitempty"`
+}
+
+// Hook points.
+const (
+	HookPointDefinition = "definition" // a tool's description and parameters, before a round sees them
+	HookPointBefore     = "before"     // a call's arguments, after validation and before it runs
+	HookPointAfter      = "after"      // a call's result, before the model reads it
+	HookPointPermission = "permission" // each permission decision of a call
+)
+
+// Hook failure policies.
+const (
+	HookFailOpen   = "fail-open"   // a hook that fails is passed over (the default)
+	HookFailClosed = "fail-closed" // a hook that fails blocks what it guards
+)
+
+// HookSubscription is one hook an editor runs: hooks/run requests with its name come for
+// the calls it matches.
+type HookSubscription struct {
+	// Name identifies the hook; two editors subscribing with the same name run it once
+	// (in the one that attached first).
+	Name string `json:"name"`
+	// Point is definition, before, after or permission.
+	Point string `json:"point"`
+	// Match is the tools it runs for: tool ids or Claude Code tool names with "*"
+	// wildcards, separated by "|" ("edit|write", "Bash", "mcp__github__*"); empty is every
+	// tool.
+	Match string `json:"match,omitempty"`
+	// Source keeps tools of a source: "builtin", "project", "mcp:*" (wildcards).
+	Source string `json:"source,omitempty"`
+	// If keeps calls that touch what a rule pattern names: `bash(git push *)`.
+	If string `json:"if,omitempty"`
+	// TimeoutMs bounds each request (default 10000).
+	TimeoutMs int `json:"timeoutMs,omitempty"`
+	// OnFailure is fail-open (default) or fail-closed.
+	OnFailure string `json:"onFailure,omitempty"`
 }
 
 // InitializeParams are the params of initialize.
@@ -108,6 +150,8 @@ type ServerCapabilities struct {
 	HotReload   bool     `json:"hotReload"`
 	MaxMessage  int64    `json:"maxMessageBytes"`
 	Permissions []string `json:"permissions"`
+	// Hooks: the daemon runs the hooks editors subscribe to (ClientCapabilities.Hooks).
+	Hooks bool `json:"hooks"`
 }
 
 // InitializeResult is the result of initialize.
@@ -301,7 +345,7 @@ const (
 	ProvenanceRemembered = "remembered" // an "always" answer decided (RememberedAt, RememberedBy)
 	ProvenanceOpaque     = "opaque"     // the shell analysis could not follow the line: ask (Reasons)
 	ProvenanceExactOnly  = "exact-only" // a rule with a wildcard matched, but the command is outside its safe grammar: ask (Reason)
-	ProvenanceHook       = "hook"       // reserved: a hook decided (Hook)
+	ProvenanceHook       = "hook"       // a hook decided (Hook; Layer, File, Line and Column say where it is configured)
 	ProvenanceSandbox    = "sandbox"    // reserved: allowed because the sandbox confines it
 )
 
@@ -327,7 +371,7 @@ type Provenance struct {
 	// RememberedAt and RememberedBy say when and by whom a remembered answer was given.
 	RememberedAt *time.Time `json:"rememberedAt,omitempty"`
 	RememberedBy string     `json:"rememberedBy,omitempty"`
-	// Hook names the hook that decided (reserved).
+	// Hook names the hook that decided (kind "hook").
 	Hook string `json:"hook,omitempty"`
 	// Reason says why a rule that matched could not allow the command (exact-only).
 	Reason string `json:"reason,omitempty"`
@@ -425,7 +469,7 @@ type Decision struct {
 	Permission string    `json:"permission"`
 	Patterns   []string  `json:"patterns"`
 	Action     string    `json:"action"`            // allow, deny, ask
-	By         string    `json:"by"`                // "rule", "person", "sandbox" (auto-allowed confined), "no-ui", "cancel"
+	By         string    `json:"by"`                // "rule", "person", "sandbox" (auto-allowed confined), "hook", "no-ui", "cancel"
 	Rule       *RuleInfo `json:"rule,omitempty"`    // the rule that decided
 	Reply      string    `json:"reply,omitempty"`   // once, always, reject
 	Scope      string    `json:"scope,omitempty"`   // for always
@@ -467,6 +511,118 @@ type CallRecord struct {
 	Changes int `json:"changes,omitempty"`
 	// Client is the client that made the call (absent in records made before attach).
 	Client *ClientRef `json:"client,omitempty"`
+	// ModelArgs are the arguments the model sent, when a before hook changed them (Args
+	// are then the arguments the tool ran with).
+	ModelArgs json.RawMessage `json:"modelArgs,omitempty"`
+	// Hooks are the hooks that ran for the call, in the order they ran.
+	Hooks []HookRun `json:"hooks,omitempty"`
+}
+
+// Hook run outcomes.
+const (
+	HookOK      = "ok"      // it ran and answered (or had nothing to say)
+	HookBlocked = "blocked" // it blocked the call (before), denied the request (permission) or hid the tool (definition)
+	HookFailed  = "failed"  // it failed (its exit code, a time-out, bad output); OnFailure says what followed
+)
+
+// HookRun is one run of a hook for a call: who, how long, and what it decided or changed.
+type HookRun struct {
+	// Hook is its name; Point the point it ran at.
+	Hook  string `json:"hook"`
+	Point string `json:"point"`
+	// Layer is where it is configured: user, editor, project, or client (an editor's
+	// subscription; Client names the editor). File, Line and Column say where.
+	Layer  string     `json:"layer"`
+	File   string     `json:"file,omitempty"`
+	Line   int        `json:"line,omitempty"`
+	Column int        `json:"column,omitempty"`
+	Client *ClientRef `json:"client,omitempty"`
+	// StartedAt and DurationMs say when it ran and for how long.
+	StartedAt  time.Time `json:"startedAt"`
+	DurationMs int64     `json:"durationMs"`
+	// Outcome is ok, blocked or failed.
+	Outcome string `json:"outcome"`
+	// Decision is the permission decision it gave (allow, ask, deny, defer), if any.
+	Decision string `json:"decision,omitempty"`
+	// Reason is its reason for a decision or a block, as the model or person reads it.
+	Reason string `json:"reason,omitempty"`
+	// Changed names what it changed: args, title, output, metadata, description,
+	// parameters.
+	Changed []string `json:"changed,omitempty"`
+	// Context is what it added for the model to read.
+	Context string `json:"context,omitempty"`
+	// Error says why it failed; OnFailure is the policy that then applied.
+	Error     string `json:"error,omitempty"`
+	OnFailure string `json:"onFailure,omitempty"`
+	// ExitCode is a command hook's exit code (absent when it did not exit by itself).
+	ExitCode *int `json:"exitCode,omitempty"`
+	// Note says what of its answer toolsd did not follow, and why.
+	Note string `json:"note,omitempty"`
+}
+
+// HookParams are the params of hooks/run, the request an editor gets for a hook it
+// subscribed to. Which fields are set depends on Point.
+type HookParams struct {
+	// Name is the subscription's name; Point its point.
+	Name  string `json:"name"`
+	Point string `json:"point"`
+	// The call (not for definition).
+	SessionID string `json:"sessionID,omitempty"`
+	MessageID string `json:"messageID,omitempty"`
+	CallID    string `json:"callID,omitempty"`
+	// Tool is the tool's id, Source its source.
+	Tool   string `json:"tool"`
+	Source string `json:"source"`
+	Agent  string `json:"agent,omitempty"`
+	Model  *Model `json:"model,omitempty"`
+	// Args are the call's arguments as the hooks before this one left them (before,
+	// after, permission).
+	Args json.RawMessage `json:"args,omitempty"`
+	// Result is the call's result (after).
+	Result *HookCallResult `json:"result,omitempty"`
+	// Decision is the decision made (permission): an ask is not yet shown to a person.
+	Decision *Decision `json:"decision,omitempty"`
+	// Definition is the tool as the hooks before this one left it (definition).
+	Definition *HookDefinition `json:"definition,omitempty"`
+	// Client is the client that made the call.
+	Client *ClientRef `json:"client,omitempty"`
+}
+
+// HookCallResult is a call's result as an after hook sees it.
+type HookCallResult struct {
+	Status   string          `json:"status"`
+	Title    string          `json:"title"`
+	Output   string          `json:"output"`
+	Metadata json.RawMessage `json:"metadata"`
+	Error    string          `json:"error,omitempty"`
+}
+
+// HookDefinition is a tool as a definition hook sees it.
+type HookDefinition struct {
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+}
+
+// HookResult is an editor's answer to hooks/run. Every field is optional; what a point does
+// not use is ignored (and noted in the call record).
+type HookResult struct {
+	// Decision: before: allow, ask or deny (deny blocks the call); permission: deny turns
+	// an ask into a deny.
+	Decision string `json:"decision,omitempty"`
+	// Reason is why, for the model (a block) or the person (an ask).
+	Reason string `json:"reason,omitempty"`
+	// Args replace the call's arguments (before); they are validated again.
+	Args json.RawMessage `json:"args,omitempty"`
+	// Context is added to what the model reads (before, after).
+	Context string `json:"context,omitempty"`
+	// Title, Output and Metadata change the result (after); Metadata is merged key by key.
+	Title    *string         `json:"title,omitempty"`
+	Output   *string         `json:"output,omitempty"`
+	Metadata json.RawMessage `json:"metadata,omitempty"`
+	// Description and InputSchema change the tool (definition); Hidden hides it.
+	Description *string         `json:"description,omitempty"`
+	InputSchema json.RawMessage `json:"inputSchema,omitempty"`
+	Hidden      bool            `json:"hidden,omitempty"`
 }
 
 // OutputsReadParams are the params of outputs/read. Offset is a 0-based line number.

@@ -61,6 +61,8 @@ type Notifier interface {
 	Answered(p protocol.AnsweredParams)
 	Changed(p protocol.ChangedParams)
 	Clients(p protocol.ClientsParams)
+	// Hook sends hooks/run, a request, to an editor that subscribed to a hook point.
+	Hook(ctx context.Context, p protocol.HookParams) (*protocol.HookResult, error)
 }
 
 // OpenFunc builds the backend for the workspace named in initialize.
@@ -500,7 +502,7 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 		ServerInfo: protocol.ServerInfo{Name: "toolsd", Version: s.opts.Version},
 		Capabilities: protocol.ServerCapabilities{
 			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: s.guard.limit.Load(),
-			Permissions: b.Permissions(),
+			Permissions: b.Permissions(), Hooks: true,
 		},
 		StorePath: b.StorePath(),
 	}, nil
@@ -565,6 +567,26 @@ func (n *notifier) Clients(p protocol.ClientsParams) {
 	if err := n.conn.Notify(n.ctx, protocol.MethodClientsChanged, p); err != nil {
 		n.log.Debug("sending clients/changed failed", "err", err)
 	}
+}
+
+// Hook sends hooks/run to the editor and waits for its answer (hook.Requester). The request
+// ends with ctx or with the connection; an answer that comes too late is dropped, and the
+// editor is told with $/cancelRequest that it is no longer wanted.
+func (n *notifier) Hook(ctx context.Context, p protocol.HookParams) (*protocol.HookResult, error) {
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(n.ctx, cancel)
+	defer stop()
+	var res protocol.HookResult
+	id, err := n.conn.Call(ctx, protocol.MethodHooksRun, p, &res)
+	if err != nil {
+		if ctx.Err() != nil && n.ctx.Err() == nil {
+			raw, _ := json.Marshal(id)
+			_ = n.conn.Notify(n.ctx, protocol.MethodCancelRequest, protocol.CancelRequestParams{ID: raw})
+		}
+		return nil, err
+	}
+	return &res, nil
 }
 
 func (n *notifier) Changed(p protocol.ChangedParams) {

@@ -12,6 +12,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/hook"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -73,6 +74,7 @@ type broker struct {
 	policy Policy
 	router AskRouter
 	now    func() time.Time
+	hooks  *hook.Runner // nil: none
 
 	mu      sync.Mutex // guards pending and seq
 	pending map[string]*pendingAsk
@@ -97,27 +99,53 @@ type askAnswer struct {
 
 // ask decides req for the call, asking the person when the rules say ask. It returns the
 // decision to record and nil when the call may proceed, or a *registry.PermissionError.
+//
+// The before hooks' verdict combines with the rules, and never loosens a deny: a hook's ask
+// makes a request the rules allow ask a person (once per call); a hook's allow settles an
+// ask that only the built-in defaults (or no rule) made, never one a rule someone wrote
+// makes, one of the administrator's floor, or one of a shell line toolsd cannot follow
+// (docs/hooks.md says why). The permission hooks then see the decision: they may deny an
+// ask before a person sees it.
 func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
 	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque, ExactOnly: req.ExactOnly, Reasons: req.Reasons}
 	d := b.policy.Decide(q)
 	prov := permission.ProvenanceOf(d)
 	dec := protocol.Decision{Permission: req.Permission, Patterns: nonNil(req.Patterns), Action: string(d.Action), By: "rule", Rule: ruleInfo(d.Rule), At: b.now(), Provenance: &prov}
+	v := c.verdict
+	forced := v != nil && v.Action == "ask" && !c.answered()
 	switch d.Action {
 	case permission.Allow:
-		return dec, nil
+		if !forced {
+			return b.final(ctx, c, q, dec, nil)
+		}
 	case permission.Deny:
-		return dec, &registry.PermissionError{Kind: "deny", Message: permission.DeniedText(d.Rule, q)}
+		return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "deny", Message: permission.DeniedText(d.Rule, q)})
 	}
-	if req.Sandboxed && !req.Opaque && (d.Rule == nil || d.Rule.Source == permission.SourceDefault) {
+	if !forced && req.Sandboxed && !req.Opaque && (d.Rule == nil || d.Rule.Source == permission.SourceDefault) {
 		// The OS sandbox confines what runs, and only the defaults asked: no one wrote a
 		// rule that wants this asked. The decision names the sandbox as what allowed it.
 		dec.Action, dec.By = string(permission.Allow), BySandbox
-		return dec, nil
+		return b.final(ctx, c, q, dec, nil)
+	}
+	if !forced && v != nil && v.Action == "allow" && hookMayAllow(d, req) {
+		hp := v.Provenance(fmt.Sprintf("hook %q (%s) allowed it%s; without it: %s", v.Hook.Name, v.Hook.Where(), because(v.Reason), prov.Text))
+		dec.Action, dec.By, dec.Provenance = string(permission.Allow), "hook", &hp
+		return b.final(ctx, c, q, dec, nil)
+	}
+	if forced {
+		hp := v.Provenance(fmt.Sprintf("hook %q (%s) asks a person%s; the rules alone: %s", v.Hook.Name, v.Hook.Where(), because(v.Reason), prov.Text))
+		prov = hp
+		dec.Action = string(permission.Ask)
+	}
+	if pr := b.permissionHooks(ctx, c, dec, true); pr != nil {
+		hp := pr.Provenance(fmt.Sprintf("hook %q (%s) denied the ask: %s", pr.Hook.Name, pr.Hook.Where(), pr.Reason))
+		dec.Action, dec.By, dec.Provenance = string(permission.Deny), "hook", &hp
+		return dec, &registry.PermissionError{Kind: "deny", Message: hookDeniedText(pr, q)}
 	}
 	targets := b.router.Targets(c.client)
 	if len(targets) == 0 {
 		dec.By, dec.Action = "no-ui", string(permission.Deny)
-		return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
+		return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)})
 	}
 	// A call that waits for a person is on record first, so that a crash meanwhile leaves
 	// it interrupted rather than unknown.
@@ -144,6 +172,12 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		// Why a rule that matched could not allow it (an argument outside the command's
 		// safe grammar): the person reads it in the ask.
 		req.Metadata["reason"] = d.Reason
+	}
+	if forced && v.Reason != "" {
+		if req.Metadata == nil {
+			req.Metadata = map[string]any{}
+		}
+		req.Metadata["hookReason"] = v.Reason
 	}
 	meta, err := json.Marshal(nonNilMap(req.Metadata))
 	if err != nil {
@@ -174,19 +208,66 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		switch {
 		case a.by == "no-ui":
 			dec.Action = string(permission.Deny)
-			return dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)}
+			return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)})
 		case a.reply == protocol.ReplyReject:
 			dec.Action = string(permission.Deny)
-			return dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)}
+			return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)})
 		}
 		dec.Action = string(permission.Allow)
-		return dec, nil
+		c.setAnswered()
+		return b.final(ctx, c, q, dec, nil)
 	case <-ctx.Done():
 		b.withdraw(id)
 		dec.By, dec.Action, dec.At = "cancel", string(permission.Deny), b.now()
 		dec.WaitedMs = dec.At.Sub(p.at).Milliseconds()
 		return dec, ctx.Err()
 	}
+}
+
+// final lets the permission hooks see a decision made; a fail-closed one that fails turns
+// an allow into a deny.
+func (b *broker) final(ctx context.Context, c *callState, q permission.Query, dec protocol.Decision, err error) (protocol.Decision, error) {
+	v := b.permissionHooks(ctx, c, dec, false)
+	if v == nil || dec.Action == string(permission.Deny) {
+		return dec, err
+	}
+	hp := v.Provenance(fmt.Sprintf("hook %q (%s) is fail-closed: %s", v.Hook.Name, v.Hook.Where(), v.Reason))
+	dec.Action, dec.By, dec.Provenance = string(permission.Deny), "hook", &hp
+	return dec, &registry.PermissionError{Kind: "deny", Message: hookDeniedText(v, q)}
+}
+
+// permissionHooks runs the permission hooks on a decision (pending: an ask not yet shown)
+// and returns their deny, if any.
+func (b *broker) permissionHooks(ctx context.Context, c *callState, dec protocol.Decision, pending bool) *hook.Verdict {
+	if c.hc == nil || !b.hooks.Active(protocol.HookPointPermission) {
+		return nil
+	}
+	res := b.hooks.Permission(ctx, c.hc, c.hc.Args, dec, pending)
+	c.addHookRuns(res.Runs)
+	return res.Deny
+}
+
+// hookMayAllow reports whether a hook's allow may settle an ask: one that only the built-in
+// defaults (or no rule) made, of a request toolsd understands.
+func hookMayAllow(d permission.Decision, req registry.AskRequest) bool {
+	return !req.Opaque && !d.Opaque && d.Reason == "" && (d.Rule == nil || d.Rule.Source == permission.SourceDefault)
+}
+
+// hookDeniedText is what the model reads when a hook denied a request.
+func hookDeniedText(v *hook.Verdict, q permission.Query) string {
+	what := q.Permission
+	if len(q.Patterns) > 0 && !(len(q.Patterns) == 1 && q.Patterns[0] == "*") {
+		what += " " + strings.Join(quoteAll(q.Patterns), ", ")
+	}
+	return fmt.Sprintf("permission denied by the hook %q: %s is not allowed (%s), so nothing ran. Do not retry this call or a variant of it; "+
+		"do the task another way, or tell the user what you needed and why.", v.Hook.Name, what, v.Reason)
+}
+
+func because(reason string) string {
+	if reason == "" {
+		return ""
+	}
+	return " (" + reason + ")"
 }
 
 // withdraw removes a pending ask whose call went away, and tells the clients that showed it.

@@ -8,9 +8,11 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
+	"github.com/toolsd/toolsd/hook"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -45,6 +47,9 @@ type ClientOptions struct {
 	// settings layer (the last editor to attach sets it). nil leaves the layer as it is.
 	InitOptions json.RawMessage
 	Sink        ClientSink
+	// Hooks are the hook points the client subscribes to (an editor's hooks capability);
+	// its Sink must then implement hook.Requester (hooks/run).
+	Hooks []protocol.HookSubscription
 }
 
 // Client is one client attached to a Workspace: the calls it makes are recorded as its
@@ -56,6 +61,9 @@ type Client struct {
 	canAsk bool
 	sink   ClientSink
 	owns   bool // Close closes the workspace too (a standalone daemon)
+
+	hooks     []protocol.HookSubscription // the hooks it runs
+	requester hook.Requester              // how they are asked (its Sink)
 
 	mu     sync.Mutex // guards closed
 	closed bool
@@ -305,8 +313,25 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
 		ID: w.hub.prefix + "-" + strconv.FormatUint(w.hub.seq, 10), Name: o.Name, Version: o.Version, Kind: o.Kind,
 	}}
+	var bad []string
+	if len(o.Hooks) > 0 && o.Kind == protocol.ClientEditor {
+		var subs []protocol.HookSubscription
+		subs, bad = checkSubscriptions(o.Hooks)
+		r, ok := o.Sink.(hook.Requester)
+		if !ok {
+			subs, bad = nil, append(bad, "the client cannot be sent hooks/run")
+		}
+		c.hooks, c.requester = subs, r
+	}
 	w.hub.clients = append(w.hub.clients, c)
 	w.hub.mu.Unlock()
+	if len(bad) > 0 {
+		w.log.Warn("hook subscriptions refused", "client", c.ref.ID, "name", c.ref.Name, "why", strings.Join(bad, "; "))
+		w.setClientDiags(c.ref.ID, c.ref.Name, bad)
+	}
+	if len(c.hooks) > 0 {
+		w.clientHooksChanged()
+	}
 	if o.InitOptions != nil && o.Kind == protocol.ClientEditor {
 		w.settingsSrc.SetEditor(o.InitOptions)
 	}
@@ -359,6 +384,10 @@ func (c *Client) Close() error {
 	h.mu.Lock()
 	h.clients = slices.DeleteFunc(h.clients, func(x *Client) bool { return x == c })
 	h.mu.Unlock()
+	if len(c.hooks) > 0 {
+		c.w.clientHooksChanged()
+	}
+	c.w.setClientDiags(c.ref.ID, "", nil)
 	c.w.svc.Detached(c.ref.ID)
 	c.w.svc.CancelClient(c.ref.ID)
 	c.wg.Wait()

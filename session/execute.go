@@ -82,12 +82,22 @@ func (s *Service) ExecuteFor(ctx context.Context, client *protocol.ClientRef, p 
 	}()
 	s.progress(c, protocol.StatusPending, "", nil)
 
-	// Looking the tool up and validating the arguments touch nothing, so they come before
-	// the record, and a call refused there is recorded once, in its final state. A call that
+	// Looking the tool up, validating the arguments and the before hooks (whose own doings
+	// are not the call's) touch nothing of the call, so they come before the record, and a
+	// call refused there is recorded once, in its final state. A call that
 	// runs is recorded as running before it can change anything, so that a crash leaves it
 	// interrupted, and again when it ends. A read-only built-in changes nothing: it is
 	// recorded once, when it ends, unless it waits for a person first.
 	e, args, refused := s.prepare(c, p, args)
+	if refused == nil {
+		if s.hooksActive() {
+			c.hc = s.hookCall(c, p, e, args)
+		}
+		args, refused = s.before(ctx, c, p, e, args)
+	}
+	if c.modelArgs != nil {
+		rec.ModelArgs, rec.Args = c.modelArgs, append(json.RawMessage(nil), c.hookArgs...)
+	}
 	if refused != nil {
 		refused.fill(rec, c)
 		rec.EndedAt = ptr(s.opts.Now().UTC())
@@ -173,6 +183,14 @@ func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 		rec.Metadata = json.RawMessage(`{}`)
 	}
 	rec.Decisions = c.takeDecisions()
+	rec.Hooks = c.takeHookRuns()
+	if len(c.contexts) > 0 {
+		if rec.Status == protocol.StatusCompleted {
+			rec.Output = withContext(rec.Output, c.contexts)
+		} else {
+			rec.Error = withContext(rec.Error, c.contexts)
+		}
+	}
 	rec.Attachments = []protocol.Attachment{}
 	for i, a := range o.attachments {
 		rec.Attachments = append(rec.Attachments, protocol.Attachment{
@@ -193,6 +211,10 @@ func (s *Service) prepare(c *callState, p protocol.ExecuteParams, args json.RawM
 		ok = false
 	}
 	if !ok {
+		o := failed(s.unknownTool(cat, p))
+		return nil, nil, &o
+	}
+	if _, hidden := s.definition(e, p.Agent, p.Model); hidden {
 		o := failed(s.unknownTool(cat, p))
 		return nil, nil, &o
 	}
@@ -249,16 +271,29 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 	}
 	res, err := s.safeExecute(ctx, e, call, args)
 	w.close()
-	changes := 0
+	o := s.finish(ctx, tr, w, e, res, err)
+	// After hooks run while the checkpoint window is open: what they change (a formatter's
+	// rewrite of the file the call edited) is part of the call's checkpoint, with a note
+	// that says so.
+	hooked := s.after(ctx, c, &o)
 	if win != nil {
+		if len(hooked) > 0 {
+			win.Note(fmt.Sprintf("the after hooks %s ran before this checkpoint closed: what they changed is part of it", strings.Join(hooked, ", ")))
+		}
 		// The look after the call happens even when it was cancelled: its processes are
 		// gone by now, and what they changed is on record.
 		n, cerr := win.End(context.WithoutCancel(ctx))
 		if cerr != nil {
 			s.log.Error("recording a call's checkpoint failed", "call", c.callID, "err", cerr)
 		}
-		changes = n
+		o.changes = n
 	}
+	return o
+}
+
+// finish makes a call's outcome from what its tool returned: the output truncated, the
+// status.
+func (s *Service) finish(ctx context.Context, tr *truncator, w *lockedWriter, e *registry.Entry, res *registry.Result, err error) outcome {
 	if res != nil && res.NoTruncate && !w.wrote {
 		// The tool pages its own output (read): keep it whole up to a hard cap.
 		tr = newTruncator(Limits{Lines: 1 << 30, Bytes: noTruncateCap}, tr.open)
@@ -270,7 +305,7 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 		_, _ = tr.Write([]byte(res.Output))
 	}
 	text, truncated, outputID, _ := tr.finish()
-	o := outcome{status: protocol.StatusCompleted, tool: e.ID, output: text, truncated: truncated, outputID: outputID, changes: changes}
+	o := outcome{status: protocol.StatusCompleted, tool: e.ID, output: text, truncated: truncated, outputID: outputID}
 	if res != nil {
 		o.title, o.metadata, o.attachments = res.Title, res.Metadata, res.Attachments
 	}
@@ -303,7 +338,7 @@ func (s *Service) ask(ctx context.Context, c *callState, req registry.AskRequest
 }
 
 func (s *Service) unknownTool(cat *registry.Catalog, p protocol.ExecuteParams) string {
-	allowed := func(e *registry.Entry) bool { return s.visible(e, p.Agent, p.Model) }
+	allowed := func(e *registry.Entry) bool { return s.offered(e, p.Agent, p.Model) }
 	var b strings.Builder
 	fmt.Fprintf(&b, "Unknown tool %q: no such tool is available", p.Tool)
 	if p.Agent != "" {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/toolsd/toolsd/audit"
 	"github.com/toolsd/toolsd/checkpoint"
+	"github.com/toolsd/toolsd/hook"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 )
@@ -80,6 +81,8 @@ type Options struct {
 	// Checkpoints records what each changing call does to the workspace; nil records
 	// nothing.
 	Checkpoints *checkpoint.Tracker
+	// Hooks runs the hooks at the points of each call; nil runs none.
+	Hooks *hook.Runner
 }
 
 // Service runs the calls of one workspace. Safe for concurrent use.
@@ -104,9 +107,20 @@ type callState struct {
 	readOnly                                  bool                // a built-in that changes nothing
 	cancel                                    context.CancelFunc
 
-	mu        sync.Mutex // guards decisions
+	mu        sync.Mutex // guards decisions, hookRuns and personAnswered
 	decisions []protocol.Decision
-	trace     *audit.Call // the call's audit trace (nil: none)
+	hookRuns  []protocol.HookRun
+	// personAnswered: a person allowed a request of this call (a before hook's ask is
+	// then satisfied).
+	personAnswered bool
+	trace          *audit.Call // the call's audit trace (nil: none)
+
+	// Set by the before hooks, before the call runs; read-only afterwards.
+	hc        *hook.Call      // the call as its hooks see it (nil until a hook needs it)
+	verdict   *hook.Verdict   // the before hooks' allow or ask, combined with the rules
+	modelArgs json.RawMessage // the model's arguments, when a hook changed them
+	hookArgs  json.RawMessage // the arguments the hooks changed them into
+	contexts  []hook.Context  // what the hooks said for the model (also after ones)
 
 	// record creates the call's running record, once (see Service.Execute); nil until the
 	// call is prepared.
@@ -135,6 +149,37 @@ func (c *callState) addDecision(d protocol.Decision) {
 	c.trace.Decision(d)
 }
 
+// answered reports whether a person allowed a request of the call.
+func (c *callState) answered() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.personAnswered
+}
+
+func (c *callState) setAnswered() {
+	c.mu.Lock()
+	c.personAnswered = true
+	c.mu.Unlock()
+}
+
+func (c *callState) addHookRuns(runs []protocol.HookRun) {
+	if len(runs) == 0 {
+		return
+	}
+	c.mu.Lock()
+	c.hookRuns = append(c.hookRuns, runs...)
+	c.mu.Unlock()
+}
+
+func (c *callState) takeHookRuns() []protocol.HookRun {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if len(c.hookRuns) == 0 {
+		return nil
+	}
+	return append([]protocol.HookRun{}, c.hookRuns...)
+}
+
 func (c *callState) takeDecisions() []protocol.Decision {
 	c.mu.Lock()
 	defer c.mu.Unlock()
@@ -155,7 +200,7 @@ func New(opts Options) *Service {
 	if router == nil {
 		router = singleRouter{canAsk: opts.CanAsk, n: opts.Notifier}
 	}
-	s.broker = &broker{policy: opts.Policy, router: router, now: opts.Now, pending: map[string]*pendingAsk{}}
+	s.broker = &broker{policy: opts.Policy, router: router, now: opts.Now, hooks: opts.Hooks, pending: map[string]*pendingAsk{}}
 	return s
 }
 
@@ -223,7 +268,11 @@ func (s *Service) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
 		if !s.visible(e, p.Agent, p.Model) {
 			continue
 		}
-		schema := e.Parameters
+		t, hidden := s.definition(e, p.Agent, p.Model)
+		if hidden {
+			continue
+		}
+		schema := t.Parameters
 		if len(schema) == 0 {
 			schema = json.RawMessage(`{"type":"object","properties":{}}`)
 		}
@@ -235,9 +284,19 @@ func (s *Service) Resolve(p protocol.ResolveParams) protocol.ResolveResult {
 				schema = adapted
 			}
 		}
-		res.Tools = append(res.Tools, protocol.ToolInfo{ID: e.ID, Description: e.Description, InputSchema: schema, Source: e.Source, Annotations: e.Annotations})
+		res.Tools = append(res.Tools, protocol.ToolInfo{ID: e.ID, Description: t.Description, InputSchema: schema, Source: e.Source, Annotations: e.Annotations})
 	}
 	return res
+}
+
+// offered reports whether a tool is in the catalogue of a round and no definition hook hides
+// it: what a call may name.
+func (s *Service) offered(e *registry.Entry, agent string, model *protocol.Model) bool {
+	if !s.visible(e, agent, model) {
+		return false
+	}
+	_, hidden := s.definition(e, agent, model)
+	return !hidden
 }
 
 func (s *Service) visible(e *registry.Entry, agent string, model *protocol.Model) bool {

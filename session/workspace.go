@@ -9,6 +9,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -17,6 +18,7 @@ import (
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/config"
+	"github.com/toolsd/toolsd/hook"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcp"
 	"github.com/toolsd/toolsd/permission"
@@ -72,8 +74,15 @@ type Workspace struct {
 	log         *slog.Logger
 
 	sandbox *sandboxer
+	hooks   *hook.Runner
 
 	hub hub // the attached clients
+
+	clientHooksMu sync.Mutex // serializes clientHooksChanged, so that the newest list of clients wins
+
+	hookMu      sync.Mutex                       // guards hookDiags and clientDiags
+	hookDiags   []protocol.Diagnostic            // the failing hooks
+	clientDiags map[string][]protocol.Diagnostic // refused subscriptions, by client id
 
 	mu     sync.Mutex // guards rules, layers and mcp
 	rules  *policy.Rules
@@ -136,6 +145,19 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		storePath = DefaultStorePath(real)
 	}
 	w.sandbox = newSandboxer(real, storePath)
+	w.hooks = hook.New(hook.Options{
+		Workspace: real, Logger: o.Logger,
+		Confine: func(sp *hook.Spec) *sandbox.Confinement {
+			over, _ := sp.Sandbox.(*config.SandboxTool)
+			return w.sandbox.confine("hook:"+sp.Name, over)
+		},
+		OnDiagnostics: func(d []protocol.Diagnostic) {
+			w.hookMu.Lock()
+			w.hookDiags = d
+			w.hookMu.Unlock()
+			w.publishHookDiags()
+		},
+	})
 	sopts := store.Options{}
 	if o.Store != nil {
 		sopts = *o.Store
@@ -243,6 +265,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		PrepareArgs: registry.StripNulls,
 		Audit:       w.audit,
 		Checkpoints: cps,
+		Hooks:       w.hooks,
 	})
 	ok = true
 	return w, nil
@@ -293,6 +316,17 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 				Message: "the workspace's sandbox settings are ignored until you trust the workspace: a repository cannot loosen its own sandbox"})
 		}
 	}
+	defsChanged := false
+	if w.hooks != nil {
+		trusted := w.perms.Trusted()
+		had := w.hooks.Active(protocol.HookPointDefinition)
+		w.hooks.SetConfig(hookSpecs(l, trusted, w.folder))
+		defsChanged = had || w.hooks.Active(protocol.HookPointDefinition)
+		if !trusted && hookCount(l.Project) > 0 {
+			diags = append(diags, protocol.Diagnostic{Path: l.Project.Path, Severity: "warning",
+				Message: "the workspace's hooks do not run until you trust the workspace: a repository cannot run its own commands on your calls"})
+		}
+	}
 	w.mu.Lock()
 	prev := w.rules
 	w.mu.Unlock()
@@ -304,6 +338,10 @@ func (w *Workspace) applySettings(l *config.Layers, diags []protocol.Diagnostic,
 	w.layers = l
 	w.mu.Unlock()
 	ch := w.reg.SetSource("config", nil, diags)
+	if defsChanged {
+		// Definition hooks may change what every tool looks like.
+		ch.Changed = w.allTools()
+	}
 	if notify {
 		w.notifyChanged(ch)
 	}
@@ -336,6 +374,69 @@ func (w *Workspace) mcpServers(l *config.Layers) map[string]mcp.Server {
 		out[name] = mcp.Server{Command: m.Command, Env: m.Env, Sandbox: m.Sandbox}
 	}
 	return out
+}
+
+// allTools are the ids of the catalogue.
+func (w *Workspace) allTools() []string {
+	ids := []string{}
+	for _, e := range w.reg.Catalog().Entries() {
+		ids = append(ids, e.ID)
+	}
+	return ids
+}
+
+// publishHookDiags makes the hooks' diagnostics (failing hooks, refused subscriptions) part
+// of the catalogue's, and tells the clients.
+func (w *Workspace) publishHookDiags() {
+	w.hookMu.Lock()
+	all := append([]protocol.Diagnostic{}, w.hookDiags...)
+	ids := make([]string, 0, len(w.clientDiags))
+	for id := range w.clientDiags {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		all = append(all, w.clientDiags[id]...)
+	}
+	w.hookMu.Unlock()
+	w.notifyChanged(w.reg.SetSource("hooks", nil, all))
+}
+
+// setClientDiags sets the diagnostics of a client's refused hook subscriptions (none: nil).
+func (w *Workspace) setClientDiags(id, name string, bad []string) {
+	w.hookMu.Lock()
+	_, had := w.clientDiags[id]
+	if len(bad) == 0 {
+		delete(w.clientDiags, id)
+	} else {
+		if w.clientDiags == nil {
+			w.clientDiags = map[string][]protocol.Diagnostic{}
+		}
+		var ds []protocol.Diagnostic
+		for _, b := range bad {
+			ds = append(ds, protocol.Diagnostic{Path: "hooks", Severity: "warning", Message: fmt.Sprintf("the editor %s subscribed to a hook toolsd cannot run: %s; it is left out", name, b)})
+		}
+		w.clientDiags[id] = ds
+	}
+	w.hookMu.Unlock()
+	if had || len(bad) > 0 {
+		w.publishHookDiags()
+	}
+}
+
+// clientHooksChanged gives the runner the hooks of the attached editors, oldest first.
+func (w *Workspace) clientHooksChanged() {
+	w.clientHooksMu.Lock()
+	defer w.clientHooksMu.Unlock()
+	var specs []hook.Spec
+	defs := w.hooks.Active(protocol.HookPointDefinition)
+	for _, c := range w.hub.snapshot() {
+		specs = append(specs, clientHookSpecs(c)...)
+	}
+	w.hooks.SetClients(specs)
+	if defs || w.hooks.Active(protocol.HookPointDefinition) {
+		w.notifyChanged(registry.Change{Added: []string{}, Removed: []string{}, Changed: w.allTools()})
+	}
 }
 
 // notifyChanged sends tools/changed with the catalogue's diagnostics.

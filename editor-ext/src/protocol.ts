@@ -140,7 +140,7 @@ export interface Decision {
   permission: string;
   patterns: string[];
   action: string;
-  /** rule, person, no-ui, cancel */
+  /** rule, person, sandbox, hook, no-ui, cancel */
   by: string;
   rule?: RuleInfo;
   reply?: string;
@@ -205,15 +205,47 @@ export interface CallSummary {
 
 export interface CallsListResult { calls: CallSummary[]; nextCursor?: string }
 
+/** One run of a hook for a call (protocol.HookRun). */
+export interface HookRun {
+  hook: string;
+  /** definition, before, after, permission */
+  point: string;
+  /** user, editor, project, client */
+  layer: string;
+  file?: string;
+  line?: number;
+  column?: number;
+  client?: ClientRef;
+  startedAt: string;
+  durationMs: number;
+  /** ok, blocked, failed */
+  outcome: string;
+  decision?: string;
+  reason?: string;
+  /** args, title, output, metadata */
+  changed?: string[];
+  context?: string;
+  error?: string;
+  /** fail-open or fail-closed: what followed the failure */
+  onFailure?: string;
+  exitCode?: number;
+  note?: string;
+}
+
 export interface CallRecord extends CallSummary {
   agent?: string;
   model?: Model;
+  /** The arguments the tool ran with. */
   args: unknown;
+  /** The arguments the model sent, when a before hook changed them. */
+  modelArgs?: unknown;
   metadata: unknown;
   output: string;
   error?: string;
   attachments: Attachment[];
   decisions: Decision[];
+  /** The hooks that ran for the call, in order. */
+  hooks?: HookRun[];
 }
 
 export interface OutputsReadParams { outputID: string; offset?: number; limit?: number }

@@ -2,7 +2,7 @@
 // refused) and who answered, what it changed, and its output, with links to the full output
 // and to the rules' files. Pure: no vscode import, so that it is unit-tested under node.
 
-import { CallRecord, Decision, Provenance } from './protocol';
+import { CallRecord, Decision, HookRun, Provenance } from './protocol';
 
 export interface RecordLinks {
   /** The URI of a stored full output (outputs/read), for a truncated call. */
@@ -34,6 +34,9 @@ export function renderRecord(rec: CallRecord, links: RecordLinks = {}): string {
     out.push(fence(JSON.stringify(rec.args, null, 2), 'json'));
   }
   out.push('');
+  if (rec.modelArgs !== undefined) {
+    out.push('A hook changed the arguments; the model sent:', '', fence(JSON.stringify(rec.modelArgs, null, 2), 'json'), '');
+  }
 
   const decisions = rec.decisions ?? [];
   const refused = decisions.some((d) => d.action === 'deny');
@@ -42,6 +45,13 @@ export function renderRecord(rec: CallRecord, links: RecordLinks = {}): string {
     out.push('Nothing was asked: the call was refused before its permissions were checked, or the tool asks none.', '');
   }
   for (const d of decisions) out.push(...decisionLines(d, links), '');
+
+  const hooks = rec.hooks ?? [];
+  if (hooks.length > 0) {
+    out.push('## Hooks', '');
+    for (const h of hooks) out.push(...hookLines(h, links));
+    out.push('');
+  }
 
   const diff = typeof md.diff === 'string' ? md.diff : '';
   if (diff) out.push('## Changes', '', fence(diff, 'diff'), '');
@@ -72,6 +82,8 @@ function decisionLines(d: Decision, links: RecordLinks): string[] {
     if (typeof d.waitedMs === 'number') a += `, after ${took(d.waitedMs)}`;
     lines.push(a);
     if (d.message) lines.push(`  - their message: “${escapeMd(d.message)}”`);
+  } else if (d.by === 'hook') {
+    lines.push(`  - decided by the hook \`${oneLine(p?.hook ?? '')}\` (see Hooks below)`);
   } else if (d.by === 'no-ui') {
     lines.push('  - no editor could show the ask, so it was refused');
   } else if (d.by === 'cancel') {
@@ -79,6 +91,29 @@ function decisionLines(d: Decision, links: RecordLinks): string[] {
   } else if (d.by === 'rule' && d.reply === 'always') {
     lines.push(`  - settled by an "always" answer given to another ask${d.answeredBy ? ` through ${escapeMd(d.answeredBy)}` : ''}`);
   }
+  return lines;
+}
+
+/** A hook's run: which hook, where it is configured, how long, and what it decided or changed. */
+function hookLines(h: HookRun, links: RecordLinks): string[] {
+  const layers: Record<string, string> = { user: 'user config', editor: 'editor settings', project: 'project config' };
+  let where = h.layer === 'client' ? `the editor ${h.client?.name ?? ''}`.trim() : layers[h.layer] ?? h.layer;
+  if (h.file && h.line && links.file && h.file !== 'initializationOptions') {
+    where += ` [${escapeMd(`${h.file}:${h.line}:${h.column ?? 1}`)}](${links.file(h.file, h.line, h.column)})`;
+  } else if (h.file) {
+    where += ` ${escapeMd(h.file)}`;
+  }
+  const did: string[] = [];
+  if (h.outcome === 'blocked') did.push(h.point === 'permission' ? '**denied** the ask' : h.point === 'definition' ? '**hid** the tool' : '**blocked** the call');
+  else if (h.outcome === 'failed') did.push(`**failed**${h.onFailure ? ` (${h.onFailure === 'fail-closed' ? 'fail-closed: what it guards was refused' : 'fail-open: passed over'})` : ''}`);
+  else if (h.decision) did.push(`said **${h.decision}**`);
+  if (h.changed && h.changed.length > 0) did.push(`changed ${h.changed.join(', ')}`);
+  if (did.length === 0) did.push('had nothing to say');
+  const lines = [`- **${h.point}** \`${oneLine(h.hook)}\` (${where}) ${did.join(', ')} · ${took(h.durationMs)}${typeof h.exitCode === 'number' ? ` · exit ${h.exitCode}` : ''}`];
+  if (h.reason) lines.push(`  - reason: ${escapeMd(h.reason)}`);
+  if (h.error) lines.push(`  - error: ${escapeMd(h.error)}`);
+  if (h.context) lines.push(`  - added for the model: ${escapeMd(h.context)}`);
+  if (h.note) lines.push(`  - note: ${escapeMd(h.note)}`);
   return lines;
 }
 

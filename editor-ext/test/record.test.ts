@@ -58,6 +58,33 @@ test('a refused call says why it was refused; an opaque line lists its reasons; 
   assert.ok(!page.includes('the full output'));
 });
 
+test('the hooks that ran show on the page: what each decided or changed, how long, and where it is configured', () => {
+  const page = renderRecord({
+    ...record, args: { command: 'echo start one two' }, modelArgs: { command: 'echo start' },
+    decisions: [{ permission: 'bash', patterns: ['echo start one two'], action: 'allow', by: 'hook', at: record.startedAt,
+      provenance: { kind: 'hook', hook: 'two', text: 'hook "two" (user config /u/config.json:6:7) allowed it', layer: 'user', file: '/u/config.json', line: 6, column: 7 } }],
+    hooks: [
+      { hook: 'one', point: 'before', layer: 'user', file: '/u/config.json', line: 5, column: 7, startedAt: record.startedAt, durationMs: 31, outcome: 'ok',
+        decision: 'allow', changed: ['args'], exitCode: 0, note: 'its allow was withdrawn' },
+      { hook: 'guard.py', point: 'after', layer: 'project', startedAt: record.startedAt, durationMs: 1000, outcome: 'failed',
+        error: 'it did not answer within 1s', onFailure: 'fail-open' },
+      { hook: 'acme.secrets', point: 'before', layer: 'client', client: { id: 'x-1', name: 'VS Code' }, startedAt: record.startedAt, durationMs: 4, outcome: 'blocked',
+        decision: 'deny', reason: '.env holds secrets' },
+    ],
+  }, links);
+  for (const want of [
+    'A hook changed the arguments; the model sent:', '"command": "echo start"',
+    '  - decided by the hook `two`',
+    '## Hooks',
+    '- **before** `one` (user config [/u/config.json:5:7](file:///u/config.json#L5,7)) said **allow**, changed args · 31 ms · exit 0',
+    '  - note: its allow was withdrawn',
+    '- **after** `guard.py` (project config) **failed** (fail-open: passed over) · 1.0 s',
+    '  - error: it did not answer within 1s',
+    '- **before** `acme.secrets` (the editor VS Code) **blocked** the call · 4 ms',
+    '  - reason: .env holds secrets',
+  ]) assert.ok(page.includes(want), `missing ${JSON.stringify(want)} in:\n${page}`);
+});
+
 test('a record from the real daemon renders the rule from the editor\'s settings that allowed it', async () => {
   const ws = tempWorkspace();
   const client = new DaemonClient({
@@ -75,6 +102,28 @@ test('a record from the real daemon renders the rule from the editor\'s settings
     const page = renderRecord(rec, links);
     assert.ok(page.includes('rule bash "echo \\*": allow (editor settings initializationOptions:1:'), page);
     assert.ok(page.includes('```sh\necho page\n```') && page.includes('page\n'), page);
+  } finally {
+    await client.dispose();
+  }
+});
+
+test('a record from the real daemon shows the hook that blocked the call', async () => {
+  const ws = tempWorkspace();
+  const client = new DaemonClient({
+    spawn: { command: realDaemon(), args: ['--store', path.join(ws, '..', path.basename(ws) + '.db')] },
+    workspaceFolder: ws, clientInfo: { name: 'editor-ext unit tests' },
+    initializationOptions: { hooks: { before: [{ name: 'no-push', match: 'Bash', if: 'bash(git push *)',
+      command: ['python3', '-c', 'import sys; print("pushes wait for review", file=sys.stderr); sys.exit(2)'] }] } },
+  });
+  try {
+    await client.start();
+    const r = await client.request<ExecuteResult>(Methods.toolsExecute, { sessionID: 's1', messageID: 'm1', callID: 'hook1', tool: 'bash', args: { command: 'git push origin main' } });
+    assert.equal(r.status, 'error', JSON.stringify(r));
+    assert.ok(r.error?.includes('pushes wait for review'), r.error);
+    const page = renderRecord(await client.request<CallRecord>(Methods.callsGet, { callID: 'hook1' }), links);
+    for (const want of ['## Why it was refused', 'decided by the hook `no-push`', '## Hooks', '- **before** `no-push` (editor settings initializationOptions) **blocked** the call', '  - reason: pushes wait for review']) {
+      assert.ok(page.includes(want), `missing ${JSON.stringify(want)} in:\n${page}`);
+    }
   } finally {
     await client.dispose();
   }
