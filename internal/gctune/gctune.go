@@ -9,8 +9,8 @@
 // sweeping) took 15-25% of the daemon's CPU. Start raises the goal to GoalFloor while the
 // live heap is small, and leaves GOGC=100's rule alone above that. A goal alone costs
 // memory (a fixed GOGC=400 took the 1 GiB output benchmark's peak RSS from 70 to 106 MiB,
-// the floor alone to 75 MiB): the soft memory limit, LimitFloor or three times the live
-// heap, makes the runtime collect and give pages back early when paging a large output
+// the floor alone to 75 MiB): the soft memory limit, LimitFloor or twice the live heap
+// and 4 MiB, makes the runtime collect and give pages back early when paging a large output
 // allocates megabytes at a time, which kept that peak under the goal of 64 MiB.
 //
 // Both are set again after every collection, from a cleanup that the runtime runs once the
@@ -71,8 +71,12 @@ func Percent(live uint64) int {
 	return int((GoalFloor - live) * 100 / live)
 }
 
-// Limit is the soft memory limit for a live heap of live bytes: LimitFloor, or three times
-// the live heap when that is more (above the goal, so that it binds only on bursts).
+// Limit is the soft memory limit for a live heap of live bytes: LimitFloor, or when that is
+// more, GOGC=100's goal (twice the live heap) and limitHeadroom for what is not heap
+// (stacks, the runtime's own), so that above the floor it binds only on bursts.
 func Limit(live uint64) int64 {
-	return int64(max(LimitFloor, 3*live))
+	return int64(max(LimitFloor, 2*live+limitHeadroom))
 }
+
+// limitHeadroom is what Limit allows above twice the live heap.
+const limitHeadroom = 4 << 20

@@ -34,8 +34,9 @@ func TestLimit(t *testing.T) {
 	}{
 		{0, LimitFloor},
 		{2 << 20, LimitFloor},
-		{LimitFloor / 3, LimitFloor},
-		{20 << 20, 60 << 20}, // a large live heap: three times it, above GOGC=100's goal
+		{10 << 20, LimitFloor},
+		{12 << 20, 28 << 20}, // above the floor: GOGC=100's goal and the headroom
+		{100 << 20, 204 << 20},
 	} {
 		if got := Limit(tc.live); got != tc.want {
 			t.Errorf("Limit(%d) = %d, want %d", tc.live, got, tc.want)
