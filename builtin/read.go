@@ -101,11 +101,16 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	}
 	defer f.Close()
 
-	head := make([]byte, 8192)
+	hp := getReadBuf()
+	defer readBufs.Put(hp)
+	head := (*hp)[:headBytes]
 	n, err := io.ReadFull(f, head)
 	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), unwrapPathErr(err))
 	}
+	// A file that ended within the head (most source files) is paged from it, without
+	// reading it again.
+	whole := err != nil
 	head = head[:n]
 	if mime := attachmentMime(t.Abs, head); mime != "" {
 		return r.attachment(f, t, fi.Size(), mime)
@@ -113,7 +118,10 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	if why := binaryReason(t.Abs, head); why != "" {
 		return nil, fmt.Errorf("cannot read binary file %s (%s, %d bytes): read only returns text. To look inside, use bash with a tool for the format (xxd %s | head, file, unzip -l, ...)", t.Display(), why, fi.Size(), shellQuote(t.Display()))
 	}
-	if _, err := f.Seek(0, io.SeekStart); err != nil {
+	var src io.Reader = f
+	if whole {
+		src = bytes.NewReader(head)
+	} else if _, err := f.Seek(0, io.SeekStart); err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
 	}
 	meta := map[string]any{"filePath": filepath.ToSlash(t.Abs)}
@@ -137,7 +145,7 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	if fi.Size() >= lineIndexMinSize {
 		ib = &indexBuilder{step: lineIndexStep}
 	}
-	pg, err := r.pageLines(ctx, f, 1, ib, false)
+	pg, err := r.pageLines(ctx, src, 1, ib, false)
 	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), err)
 	}
@@ -367,7 +375,7 @@ func (r *reader) pageLines(ctx context.Context, src io.Reader, line int, ix *ind
 		} else if len(s) > 0 && s[len(s)-1] == '\r' {
 			s = s[:len(s)-1]
 		}
-		scratch = fmt.Appendf(scratch[:0], "%6d\t", line)
+		scratch = appendLineNumber(scratch[:0], line)
 		scratch = append(scratch, s...)
 		if curLong {
 			scratch = fmt.Appendf(scratch, "... (line truncated to %d characters)", maxLine)
@@ -810,6 +818,21 @@ func shellQuote(s string) string {
 	}
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
+
+// appendLineNumber appends n as fmt's "%6d\t" does (right-aligned in six columns, then a
+// tab), without fmt's cost on every line of a page.
+func appendLineNumber(dst []byte, n int) []byte {
+	var digits [20]byte
+	d := strconv.AppendInt(digits[:0], int64(n), 10)
+	for i := len(d); i < 6; i++ {
+		dst = append(dst, ' ')
+	}
+	dst = append(dst, d...)
+	return append(dst, '\t')
+}
+
+// headBytes is how much of a file read looks at to tell text from images and binaries.
+const headBytes = 8192
 
 // readBufSize is the size of the buffers files are read through: large enough that a 1 GiB
 // file is scanned in a few thousand reads, small enough to cost little per call.

@@ -418,3 +418,11 @@ func mustStat(t *testing.T, p string) os.FileInfo {
 	}
 	return fi
 }
+
+func TestAppendLineNumber(t *testing.T) {
+	for _, n := range []int{0, 1, 9, 42, 99999, 100000, 999999, 1000000, 123456789, -3} {
+		if got, want := string(appendLineNumber([]byte("x"), n)), "x"+fmt.Sprintf("%6d\t", n); got != want {
+			t.Errorf("appendLineNumber(%d) = %q, want %q", n, got, want)
+		}
+	}
+}

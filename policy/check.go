@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/toolsd/toolsd/builtin"
 	"github.com/toolsd/toolsd/permission"
@@ -100,7 +101,7 @@ func Decide(e *permission.Engine, workspace, sessionID string, c Call) Result {
 		res.Action, res.Error = permission.Deny, err.Error()
 		return res
 	}
-	readOnly := builtinTool && readOnlyTools[c.Tool]
+	readOnly := builtinTool && readOnlyTools()[c.Tool]
 	if !builtinTool {
 		// A project or MCP tool asks under its own id, for everything.
 		reqs = append(reqs, registryRequest(c.Tool))
@@ -122,8 +123,9 @@ func rank(a permission.Action) int {
 }
 
 // readOnlyTools are the built-ins that change nothing, whose own permission the built-in
-// defaults allow (session.Query.ReadOnly).
-var readOnlyTools = func() map[string]bool {
+// defaults allow (session.Query.ReadOnly). Built on first use, not at init: every toolsd
+// process (guards and sandbox stages too) would pay for building every built-in.
+var readOnlyTools = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, t := range builtin.Tools(nil) {
 		if t.ReadOnly && t.PermissionKey() == t.ID {
@@ -131,7 +133,7 @@ var readOnlyTools = func() map[string]bool {
 		}
 	}
 	return m
-}()
+})
 
 // Text writes the result for a person: the call and its action, then each request, its
 // action and what decided it.

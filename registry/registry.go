@@ -22,12 +22,20 @@ func ValidID(id string) bool { return validID.MatchString(id) }
 // Entry is a tool of a Catalog with its compiled schema.
 type Entry struct {
 	*Tool
-	schema *jsonschema.Schema
+	// schema is the compiled parameters schema: compiled when the source is set, except a
+	// built-in's, which is compiled on its first call (see SetSource).
+	schema func() (*jsonschema.Schema, error)
 }
 
 // Validate checks untrusted arguments against the tool's schema. The error is a
 // *ValidationError written for the model.
-func (e *Entry) Validate(args []byte) error { return validate(e.schema, e.ID, args) }
+func (e *Entry) Validate(args []byte) error {
+	s, err := e.schema()
+	if err != nil {
+		return err // a built-in's schema that does not compile: a bug, reported to the call
+	}
+	return validate(s, e.ID, args)
+}
 
 // Catalog is an immutable snapshot of every tool the Registry knows. Safe for concurrent use.
 type Catalog struct {
@@ -130,7 +138,7 @@ func (r *Registry) Catalog() *Catalog {
 // SetSource replaces the tools and diagnostics of one source (keyed by name, e.g. "builtin",
 // "project", "mcp:github") and returns what changed in the catalogue. Tools whose schema does
 // not compile, whose id is malformed, or that clash with a tool of another source are left
-// out with a diagnostic; the rest load. The first source to claim an id keeps it, except that
+// out with a diagnostic; the rest load. The built-ins' schemas are compiled on first use. The first source to claim an id keeps it, except that
 // the built-ins always win.
 func (r *Registry) SetSource(name string, tools []*Tool, diags []protocol.Diagnostic) Change {
 	snap := sourceSnapshot{diagnostics: append([]protocol.Diagnostic{}, diags...)}
@@ -139,12 +147,22 @@ func (r *Registry) SetSource(name string, tools []*Tool, diags []protocol.Diagno
 			snap.diagnostics = append(snap.diagnostics, diag(t, fmt.Sprintf("tool name %q is not valid: use 1 to 64 letters, digits, '_' or '-'", t.ID)))
 			continue
 		}
+		if name == SourceBuiltin {
+			// The built-ins' schemas are the daemon's own (their tests compile each): they
+			// are compiled on first use rather than in every workspace's open, where they
+			// were about a third of session.Open's work in a fresh process.
+			t := t
+			snap.tools = append(snap.tools, &Entry{Tool: t, schema: sync.OnceValues(func() (*jsonschema.Schema, error) {
+				return CompileSchema(t.ID, t.Parameters)
+			})})
+			continue
+		}
 		s, err := CompileSchema(t.ID, t.Parameters)
 		if err != nil {
 			snap.diagnostics = append(snap.diagnostics, diag(t, err.Error()))
 			continue
 		}
-		snap.tools = append(snap.tools, &Entry{Tool: t, schema: s})
+		snap.tools = append(snap.tools, &Entry{Tool: t, schema: func() (*jsonschema.Schema, error) { return s, nil }})
 	}
 
 	r.mu.Lock()

@@ -19,8 +19,11 @@ import (
 // offers (probed once), the sandbox settings (the workspace's own only once it is trusted),
 // and the tool. Safe for concurrent use.
 type sandboxer struct {
-	folder   string
-	support  sandbox.Support
+	folder string
+	// kernel is what the kernel offers without the namespace probe; support waits for that
+	// too (see probe).
+	kernel   sandbox.Support
+	support  func() sandbox.Support
 	guarded  bool
 	cacheDir string
 	private  []string // the daemon's own folders: hidden from tools
@@ -29,13 +32,29 @@ type sandboxer struct {
 	settings config.Sandbox
 }
 
-// probed is what the kernel offers, probed once per process.
-var probed = sync.OnceValue(func() sandbox.Support { return sandbox.Probe(proc.GuardPath()) })
+// probe is what the kernel offers, probed once per process, from the first workspace's
+// open. Landlock and seccomp take two system calls and are known at once. User namespaces
+// take a run of the sandbox stage, a start of this binary: that probe runs in the
+// background, and the first process to be confined waits for it (in a fresh daemon it is
+// done long before). It used to run inline and was about a third of spawn to initialize.
+var probe = sync.OnceValues(func() (sandbox.Support, func() sandbox.Support) {
+	kernel := sandbox.Probe("")
+	full := kernel
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		full.Namespaces, full.NamespacesWhy = sandbox.ProbeNamespaces(proc.GuardPath())
+	}()
+	return kernel, func() sandbox.Support {
+		<-done
+		return full
+	}
+})
 
 func newSandboxer(folder, storePath string) *sandboxer {
-	s := &sandboxer{folder: folder, guarded: proc.Guarded()}
+	s := &sandboxer{folder: folder, guarded: proc.Guarded(), support: func() sandbox.Support { return sandbox.Support{} }}
 	if s.guarded {
-		s.support = probed()
+		s.kernel, s.support = probe()
 	}
 	if base, err := os.UserCacheDir(); err == nil {
 		s.cacheDir = filepath.Join(base, "toolsd", "sandbox")
@@ -53,7 +72,7 @@ func newSandboxer(folder, storePath string) *sandboxer {
 		s.private = append(s.private, filepath.Join(rt, "toolsd"))
 	}
 	s.private = append(s.private, filepath.Join(os.TempDir(), "toolsd-"+strconv.Itoa(os.Getuid())))
-	if s.guarded && s.support.Available() {
+	if s.guarded && s.kernel.Available() {
 		s.prepareProtected()
 	}
 	return s
@@ -97,7 +116,7 @@ func (s *sandboxer) diagnostics() []protocol.Diagnostic {
 	if !s.enabled(c) {
 		return nil // config reports the setting itself, where it is
 	}
-	if !s.support.Available() {
+	if !s.kernel.Available() {
 		msg := "the kernel offers no Landlock or seccomp: tool processes run unconfined, and every command asks as it would without a sandbox (docs/sandbox.md)"
 		return []protocol.Diagnostic{{Path: "sandbox", Message: msg, Severity: "warning"}}
 	}
@@ -121,7 +140,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 		return &sandbox.Confinement{Why: "the sandbox is turned off in the settings (sandbox.enabled)"}
 	case ok && t.Enabled != nil && !*t.Enabled:
 		return &sandbox.Confinement{Why: "the sandbox is turned off for " + tool + " in the settings"}
-	case !s.support.Available():
+	case !s.kernel.Available():
 		return &sandbox.Confinement{Why: "the kernel offers no Landlock or seccomp"}
 	}
 	net := c.Network
@@ -152,7 +171,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 		Write: write, Deny: c.Deny, Private: private, UnixSockets: unix,
 		Net: sandbox.Net{Mode: sandbox.NetNone},
 	}
-	conf := &sandbox.Confinement{Mode: s.support.Mode(c.Mode == "landlock"), AutoAllow: c.AutoAllow == nil || *c.AutoAllow}
+	conf := &sandbox.Confinement{Mode: s.support().Mode(c.Mode == "landlock"), AutoAllow: c.AutoAllow == nil || *c.AutoAllow}
 	if net != nil {
 		switch {
 		case net.Direct:
@@ -188,7 +207,7 @@ func SandboxCheck(folder string) (string, error) {
 	s.set(config.Merge(l.User, l.Editor).Sandbox)
 	var b strings.Builder
 	fmt.Fprintf(&b, "toolsd sandbox check: %s\n\nkernel:\n", real)
-	for _, line := range s.support.Describe() {
+	for _, line := range s.support().Describe() {
 		fmt.Fprintf(&b, "  %s\n", line)
 	}
 	for _, d := range append(diags, s.diagnostics()...) {

@@ -436,7 +436,11 @@ func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
 			Confined bool `json:"confined"`
 		} `json:"sandbox"`
 	}
-	_ = json.Unmarshal(r.Metadata, &md) // metadata that is not an object confines nothing
+	// Metadata that is not an object confines nothing. The daemon's metadata is written by
+	// encoding/json, which escapes no letter of a key: without the word there is no key.
+	if bytes.Contains(r.Metadata, []byte(`"sandbox"`)) {
+		_ = json.Unmarshal(r.Metadata, &md)
+	}
 	return &protocol.CallSummary{
 		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
 		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,

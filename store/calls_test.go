@@ -448,3 +448,38 @@ func TestDamagedRecord(t *testing.T) {
 		t.Fatalf("ListCalls = %+v, %v", page, err)
 	}
 }
+
+// TestSummaryConfined checks the summary's confined flag, read from the record's metadata.
+func TestSummaryConfined(t *testing.T) {
+	s := openTest(t, nil)
+	want := map[string]bool{}
+	for _, tc := range []struct {
+		call, metadata string
+		confined       bool
+	}{
+		{"confined", `{"exitCode":0,"sandbox":{"confined":true,"mode":"landlock"}}`, true},
+		{"unconfined", `{"sandbox":{"confined":false,"why":"off"}}`, false},
+		{"no-sandbox", `{"filePath":"/a/b.txt","sandboxed":true}`, false},
+		{"not-an-object", `"sandbox"`, false},
+		{"none", `{}`, false},
+	} {
+		r := newRec("s", tc.call)
+		r.Metadata = json.RawMessage(tc.metadata)
+		if err := s.CreateCall(r); err != nil {
+			t.Fatal(err)
+		}
+		want[tc.call] = tc.confined
+	}
+	sums, _, err := s.ListCalls("s", 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(sums) != len(want) {
+		t.Fatalf("%d summaries, want %d", len(sums), len(want))
+	}
+	for _, c := range sums {
+		if c.Confined != want[c.CallID] {
+			t.Errorf("call %q: confined %v, want %v", c.CallID, c.Confined, want[c.CallID])
+		}
+	}
+}

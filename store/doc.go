@@ -66,9 +66,10 @@
 // finalized with what was committed (partial). The crash test re-runs the test binary as a
 // writer and kills it with SIGKILL mid-write, several times.
 //
-// Concurrent writes are committed together (group commit): the first writer commits every
-// write queued by then in one transaction, so many concurrent calls cost few commits, and a
-// lone writer never waits for a timer.
+// Concurrent writes are committed together (group commit): the first writer lets the
+// goroutines that are ready to run go first (runtime.Gosched, while writes come
+// concurrently), then commits every write queued by then in one transaction, so many
+// concurrent calls cost few commits, and a lone writer never waits.
 //
 // # One process per store
 //

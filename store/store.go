@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -97,10 +98,13 @@ type Store struct {
 	// contentMu is held for reading while content is stored, and for writing while unused
 	// content is collected.
 	contentMu sync.RWMutex
-	commitMu  sync.Mutex // guards pending and committing
+	commitMu  sync.Mutex // guards pending, committing and company
 	pending   []*op
 	// committing is true while some caller is leading a group commit.
 	committing bool
+	// company has a bit for each of the last 16 group commits, set when it took more than
+	// one write.
+	company uint16
 
 	resident residentTrimmer
 }
@@ -293,10 +297,12 @@ type opResult struct {
 
 // update runs fn in a write transaction. Concurrent updates are committed together in one
 // transaction (group commit): the first caller leads and commits every update queued by then;
-// callers that arrive meanwhile wait and the first of them leads the next group. A lone caller
-// never waits for a timer. If any fn of a group fails, the group is rolled back and each fn is
-// run again alone, so fn may run more than once and must only touch the transaction and its
-// own variables.
+// callers that arrive meanwhile wait and the first of them leads the next group. While
+// writes come concurrently (a recent group had more than one), a leader yields once
+// (runtime.Gosched) before it takes the queue, so that goroutines ready to run can add
+// their writes; it never waits for a timer. If any fn of a group fails, the group is
+// rolled back and each fn is run again alone, so fn may run more than once and must only
+// touch the transaction and its own variables.
 func (s *Store) update(fn func(*bolt.Tx) error) error {
 	if s.isClosed() {
 		return ErrClosed
@@ -314,9 +320,25 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 	} else {
 		s.committing = true
 	}
-	// We lead: commit what is queued (our own op among it), then hand over.
+	// We lead. While writes come concurrently (one of the last 16 groups had more than
+	// one), let the goroutines that are ready to run go first: those on their way to the
+	// store queue their writes meanwhile, and join this commit instead of each paying one
+	// of their own. Under 64 concurrent calls a commit took 1.9 writes without this and
+	// 5.8 with it. Writes one after another do not yield: with nothing else to run,
+	// Gosched only woke another thread to look for work (10% of the daemon's CPU in a
+	// sequential run).
+	if s.company != 0 {
+		s.commitMu.Unlock()
+		runtime.Gosched()
+		s.commitMu.Lock()
+	}
+	// Commit what is queued (our own op among it), then hand over.
 	batch := s.pending
 	s.pending = nil
+	s.company <<= 1
+	if len(batch) > 1 {
+		s.company |= 1
+	}
 	s.commitMu.Unlock()
 
 	s.runBatch(batch)

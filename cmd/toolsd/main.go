@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolsd/toolsd/attach"
 	"github.com/toolsd/toolsd/internal/cli"
+	"github.com/toolsd/toolsd/internal/gctune"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcpserver"
@@ -274,6 +275,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}
+	gctune.Start()
 	// Without --log-level, the settings' logLevel applies (and follows config reloads).
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
@@ -337,6 +339,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}
+	gctune.Start()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = mcpserver.Serve(ctx, &sdk.StdioTransport{}, mcpserver.Options{
@@ -383,6 +386,7 @@ func runOwner(args []string, stderr io.Writer) int {
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}
+	gctune.Start()
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
 		levelSetting = level

@@ -1,6 +1,8 @@
 // Command report prints the results of bench/run.sh (JSON lines written by the Go and Node
 // drivers) as one table per benchmark, side by side with ratios, and checks the targets of
-// issue 2. It exits 0 whether or not the targets are met: a miss is a result, not an error.
+// issue 2 and the bars of issue 15 (ratios to peers in the same run, the daemon's CPU per
+// call among them). It exits 0 whether or not the targets are met: a miss is a result, not
+// an error.
 //
 // Usage: report [-title TEXT] RESULTS.jsonl
 //
@@ -152,6 +154,7 @@ type target struct {
 
 func printReport(w io.Writer, title string, rs results) {
 	var targets []target
+	bars := throughputBars(rs)
 	if title != "" {
 		fmt.Fprintln(w, title)
 		fmt.Fprintln(w)
@@ -293,14 +296,74 @@ func printReport(w io.Writer, title string, rs results) {
 		fmt.Fprintln(w, "4. bash big output: no result")
 	}
 
-	if len(targets) > 0 {
-		fmt.Fprintln(w, "Targets (issue 2, Bars)")
-		t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
-		for _, x := range targets {
-			fmt.Fprintf(t, "  %s\t%s\t%s\n", x.verdict, x.what, x.measured)
-		}
-		t.Flush()
+	printTargets(w, "Targets (issue 2, Bars)", targets)
+	if len(targets) > 0 && len(bars) > 0 {
+		fmt.Fprintln(w)
 	}
+	printTargets(w, "Targets (issue 15, Bars: ratios to peers in this run)", bars)
+}
+
+func printTargets(w io.Writer, heading string, targets []target) {
+	if len(targets) == 0 {
+		return
+	}
+	fmt.Fprintln(w, heading)
+	t := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
+	for _, x := range targets {
+		fmt.Fprintf(t, "  %s\t%s\t%s\n", x.verdict, x.what, x.measured)
+	}
+	t.Flush()
+}
+
+// Issue 15's bars, all ratios to a peer measured in the same run (absolute figures drift
+// from machine to machine and with the load of the moment).
+const (
+	barCallsVsSF   = 1.5  // 64 callers through vscode-jsonrpc: calls/s at least this × server-filesystem's
+	barCallsVsEcho = 0.5  // and at least this × the echo floor's (same client)
+	barCPUVsEcho   = 8.0  // daemon CPU per read call under 64 callers: at most this × the echo floor's
+	barReadVsSF    = 0.6  // sequential read p50 (Node clients): at most this × server-filesystem's
+	barSpawnVsSF   = 0.03 // spawn to initialize, store exists (Node clients): at most this × server-filesystem's
+)
+
+// throughputBars checks issue 15's bars against the records of one run. The CPU per call
+// is the daemon's user plus system time from /proc/<pid>/stat over the run divided by the
+// calls, beside the echo floor's measured the same way by the same client: the regression
+// guard for the daemon's cost per call (a benchmark result, not a timed test).
+func throughputBars(rs results) []target {
+	var out []target
+	sf := rs.find("concurrent", mcpC, sfs)
+	if td := rs.find("concurrent", nodeC, "toolsd"); td != nil {
+		if sf != nil {
+			out = append(out, target{fmt.Sprintf("64 callers (%s) ≥ %.1f× server-filesystem's calls/s", nodeC, barCallsVsSF),
+				fmt.Sprintf("%.0f vs %.0f calls/s = %s", td.CallsPerSec, sf.CallsPerSec, ratio(td.CallsPerSec, sf.CallsPerSec)),
+				verdict(td.CallsPerSec >= barCallsVsSF*sf.CallsPerSec)})
+		}
+		if e := rs.find("concurrent", nodeC, "echo"); e != nil {
+			out = append(out, target{fmt.Sprintf("64 callers (%s) ≥ %.1f× the echo floor's calls/s", nodeC, barCallsVsEcho),
+				fmt.Sprintf("%.0f vs %.0f calls/s = %s", td.CallsPerSec, e.CallsPerSec, ratio(td.CallsPerSec, e.CallsPerSec)),
+				verdict(td.CallsPerSec >= barCallsVsEcho*e.CallsPerSec)})
+		}
+	}
+	for _, c := range []string{nodeC, goC} {
+		td, e := rs.find("concurrent", c, "toolsd"), rs.find("concurrent", c, "echo")
+		if td == nil || e == nil || td.ServerCPUus <= 0 || e.ServerCPUus <= 0 {
+			continue
+		}
+		out = append(out, target{fmt.Sprintf("CPU per call guard (%s): daemon CPU per read, 64 callers, ≤ %.0f× the echo floor's", c, barCPUVsEcho),
+			fmt.Sprintf("%s vs %s = %s", ms(td.ServerCPUus), ms(e.ServerCPUus), ratio(td.ServerCPUus, e.ServerCPUus)),
+			verdict(td.ServerCPUus <= barCPUVsEcho*e.ServerCPUus)})
+	}
+	if td, sf := rs.find("read", nodeC, "toolsd"), rs.find("read", mcpC, sfs); td != nil && sf != nil {
+		out = append(out, target{fmt.Sprintf("read p50 (Node clients) ≤ %.1f× server-filesystem's", barReadVsSF),
+			fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)),
+			verdict(td.P50us <= barReadVsSF*sf.P50us)})
+	}
+	if td, sf := rs.find("spawn", nodeC, "toolsd"), rs.find("spawn", mcpC, sfs); td != nil && sf != nil {
+		out = append(out, target{fmt.Sprintf("spawn to initialize, store exists (Node clients) ≤ %.2f× server-filesystem's", barSpawnVsSF),
+			fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)),
+			verdict(td.P50us <= barSpawnVsSF*sf.P50us)})
+	}
+	return out
 }
 
 func hasBench(rs results, b string) bool {

@@ -16,7 +16,10 @@ const fixture = `{"bench":"spawn","client":"node-vscode-jsonrpc","server":"tools
 {"bench":"read","client":"node-vscode-jsonrpc","server":"echo","n":2000,"p50_us":30,"p99_us":500,"resp_bytes":1449}
 {"bench":"read","client":"mcp-ts-client","server":"server-filesystem","n":2000,"p50_us":250,"p99_us":4000,"resp_bytes":2154}
 {"bench":"concurrent","client":"go-harness","server":"toolsd","n":20000,"callers":64,"calls_per_s":12000,"server_cpu_us_per_call":150}
-{"bench":"concurrent","client":"node-vscode-jsonrpc","server":"toolsd","n":20000,"callers":64,"calls_per_s":1500}
+{"bench":"concurrent","client":"node-vscode-jsonrpc","server":"toolsd","n":20000,"callers":64,"calls_per_s":1500,"server_cpu_us_per_call":200}
+{"bench":"concurrent","client":"node-vscode-jsonrpc","server":"echo","n":20000,"callers":64,"calls_per_s":40000,"server_cpu_us_per_call":10}
+{"bench":"concurrent","client":"go-harness","server":"echo","n":20000,"callers":64,"calls_per_s":20000,"server_cpu_us_per_call":20}
+{"bench":"concurrent","client":"mcp-ts-client","server":"server-filesystem","n":20000,"callers":64,"calls_per_s":1000,"server_cpu_us_per_call":100}
 {"bench":"big","client":"go-harness","server":"toolsd","out_bytes":1073741824,"peak_rss_mib":40,"peak_anon_mib":30,"lines":10845878,"bytes":1084587701,"truncated":true,"ok":true}
 `
 
@@ -41,6 +44,12 @@ func TestReport(t *testing.T) {
 		{"big output RSS met", `MET +bash 1 GiB: daemon peak RSS \(VmHWM\) < 64 MiB +40\.0 MiB \(anonymous 30\.0 MiB\)`},
 		{"server CPU per call", `toolsd read +go-harness +64 +12000 +150 µs`},
 		{"read vs echo ratio", `toolsd read +node-vscode-jsonrpc +1\.0 ms +8\.0 ms +1449 +33×`},
+		{"issue 15: calls vs server-filesystem met at 1.5", `MET +64 callers \(node-vscode-jsonrpc\) ≥ 1\.5× server-filesystem's calls/s +1500 vs 1000 calls/s = 1\.50×`},
+		{"issue 15: calls vs echo missed", `MISSED +64 callers \(node-vscode-jsonrpc\) ≥ 0\.5× the echo floor's calls/s +1500 vs 40000 calls/s = 0\.037×`},
+		{"issue 15: CPU guard missed at 20x", `MISSED +CPU per call guard \(node-vscode-jsonrpc\): daemon CPU per read, 64 callers, ≤ 8× the echo floor's +200 µs vs 10 µs = 20×`},
+		{"issue 15: CPU guard met at 7.5x", `MET +CPU per call guard \(go-harness\): daemon CPU per read, 64 callers, ≤ 8× the echo floor's +150 µs vs 20 µs = 7\.50×`},
+		{"issue 15: read p50 missed", `MISSED +read p50 \(Node clients\) ≤ 0\.6× server-filesystem's +1\.0 ms vs 250 µs = 4\.00×`},
+		{"issue 15: spawn missed at 0.06", `MISSED +spawn to initialize, store exists \(Node clients\) ≤ 0\.03× server-filesystem's +9\.0 ms vs 150 ms = 0\.060×`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			if !regexp.MustCompile(tc.re).MatchString(out) {
