@@ -7,9 +7,11 @@ import (
 )
 
 // progressQueue sends tools/progress notifications from one goroutine, keeping only the
-// newest pending update per call, so a chatty tool or a slow editor never blocks a call
-// and the queue never grows past one entry per call in flight. State changes are kept
-// in order behind the updates of the same call.
+// newest pending notification per call — a newer state replaces an older one not yet sent
+// (pending, running and the final state of a quick call can all be waiting while many calls
+// run) — so a chatty tool or a slow editor never blocks a call, the queue never grows past
+// one entry per call, and the client always gets each call's latest state. A client that
+// reads as fast as calls change state gets every change, in order.
 type progressQueue struct {
 	send func(protocol.ProgressParams)
 
@@ -28,8 +30,8 @@ func newProgressQueue(send func(protocol.ProgressParams)) *progressQueue {
 }
 
 func (q *progressQueue) push(p protocol.ProgressParams) {
-	// Updates coalesce per call and state; a state change queues behind what is pending.
-	k := p.SessionID + "\x00" + p.CallID + "\x00" + p.Status
+	// One entry per call, holding its newest notification, in the order calls first queued.
+	k := p.SessionID + "\x00" + p.CallID
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
