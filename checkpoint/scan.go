@@ -184,15 +184,12 @@ func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
 	return err
 }
 
-// scanLocked walks the workspace and applies what changed since the index. syncMu is held.
-func (t *Tracker) scanLocked(ctx context.Context) error {
-	found := map[string]store.FileState{}
-	var mu sync.Mutex // guards found
-	var count atomic.Int64
-	b := newBudget(t.opts.MaxCallBytes)
-	idx := t.index // only syncMu holders write it
-	gen := t.beginWalk()
-	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+// walkWorkspace walks the whole workspace (up to MaxFiles entries, counted in count),
+// watching each folder when the journal runs, and calls visit with each entry's state from
+// lstat; entries that cannot be stat'ed, or of a kind not tracked, are passed over. visit is
+// called from several goroutines.
+func (t *Tracker) walkWorkspace(ctx context.Context, count *atomic.Int64, visit func(e fswalk.Entry, cur store.FileState)) error {
+	return fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}
@@ -203,10 +200,21 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 		if e.Lstat(&st) != nil {
 			return
 		}
-		cur, ok := statState(&st)
-		if !ok {
-			return
+		if cur, ok := statState(&st); ok {
+			visit(e, cur)
 		}
+	})
+}
+
+// scanLocked walks the workspace and applies what changed since the index. syncMu is held.
+func (t *Tracker) scanLocked(ctx context.Context) error {
+	found := map[string]store.FileState{}
+	var mu sync.Mutex // guards found
+	var count atomic.Int64
+	b := newBudget(t.opts.MaxCallBytes)
+	idx := t.index // only syncMu holders write it
+	gen := t.beginWalk()
+	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
 		if old, ok := idx[e.Rel]; ok && sameIdentity(old, cur) {
 			cur = old
 		} else {
@@ -438,21 +446,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
 	gen := t.beginWalk()
-	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
-		if count.Add(1) > int64(t.opts.MaxFiles) {
-			return
-		}
-		if e.Dir && t.jr != nil {
-			t.jr.watch(e.Rel)
-		}
-		var st unix.Stat_t
-		if e.Lstat(&st) != nil {
-			return
-		}
-		cur, ok := statState(&st)
-		if !ok {
-			return
-		}
+	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
 		if ce, ok := clean[e.Rel]; ok && ce.matches(cur, racy) {
 			cur.Git = ce.oid
 			mu.Lock()

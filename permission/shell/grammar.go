@@ -109,6 +109,18 @@ var kinds = map[string]vkind{
 func parseGrammar(spec string, groups map[string]string) *grammar {
 	g := &grammar{short: map[byte]optSpec{}, long: map[string]optSpec{}, args: vAuto,
 		markedLong: map[string]bool{}, markedShort: map[byte]bool{}}
+	setLong := func(name string, o optSpec, marked bool) {
+		g.long[name] = o
+		if marked {
+			g.markedLong[name] = true
+		}
+	}
+	setShort := func(ch byte, o optSpec, marked bool) {
+		g.short[ch] = o
+		if marked {
+			g.markedShort[ch] = true
+		}
+	}
 	var add func(spec string)
 	add = func(spec string) {
 		for _, tok := range strings.Fields(spec) {
@@ -144,49 +156,19 @@ func parseGrammar(spec string, groups map[string]string) *grammar {
 			case strings.HasPrefix(tok, "max:"):
 				fmt.Sscan(tok[4:], &g.max)
 			case strings.HasPrefix(tok, "--"):
-				name, k, hasArg := strings.Cut(tok[2:], ":")
-				o := optSpec{arg: hasArg}
-				if hasArg {
-					o.kind = kind(k)
-					if strings.HasSuffix(name, "?") {
-						name, o.optional = strings.TrimSuffix(name, "?"), true
-					}
-				}
-				g.long[name] = o
-				if marked {
-					g.markedLong[name] = true
-				}
+				setLong(option(tok[2:], marked))
 			case strings.HasPrefix(tok, "-") && len(tok) > 1:
-				if name, k, hasArg := strings.Cut(tok[1:], ":"); hasArg {
-					o := optSpec{arg: true, kind: kind(k)}
-					if strings.HasSuffix(name, "?") {
-						name, o.optional = strings.TrimSuffix(name, "?"), true
-					}
+				if strings.Contains(tok, ":") || g.goStyle {
+					name, o, marked := option(tok[1:], marked)
 					if g.goStyle {
-						g.long[name] = o
-						if marked {
-							g.markedLong[name] = true
-						}
+						setLong(name, o, marked)
 					} else {
-						g.short[name[0]] = o
-						if marked {
-							g.markedShort[name[0]] = true
-						}
-					}
-					continue
-				}
-				if g.goStyle {
-					g.long[tok[1:]] = optSpec{}
-					if marked {
-						g.markedLong[tok[1:]] = true
+						setShort(name[0], o, marked)
 					}
 					continue
 				}
 				for i := 1; i < len(tok); i++ {
-					g.short[tok[i]] = optSpec{}
-					if marked {
-						g.markedShort[tok[i]] = true
-					}
+					setShort(tok[i], optSpec{}, marked)
 				}
 			default:
 				panic("shell: bad grammar word " + tok)
@@ -195,6 +177,19 @@ func parseGrammar(spec string, groups map[string]string) *grammar {
 	}
 	add(spec)
 	return g
+}
+
+// option reads "name", "name:kind" or "name?:kind" (a value only attached).
+func option(tok string, marked bool) (string, optSpec, bool) {
+	name, k, hasArg := strings.Cut(tok, ":")
+	o := optSpec{arg: hasArg}
+	if hasArg {
+		o.kind = kind(k)
+		if strings.HasSuffix(name, "?") {
+			name, o.optional = strings.TrimSuffix(name, "?"), true
+		}
+	}
+	return name, o, marked
 }
 
 func kind(s string) vkind {
