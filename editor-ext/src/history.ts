@@ -35,15 +35,19 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
   private refreshTimer: NodeJS.Timeout | undefined;
   private panel: vscode.WebviewPanel | undefined;
   private readonly changes: Changes;
+  private readonly view: vscode.TreeView<Node>;
+  /** What the view shows, per daemon, to skip redrawing when a reload brings nothing new. */
+  private readonly shown = new Map<FolderDaemon, string>();
 
   constructor(private readonly manager: DaemonManager, onDidEndCall: vscode.Event<unknown>) {
     this.changes = new Changes(manager, () => this.refreshSoon());
+    this.view = vscode.window.createTreeView('toolsd.history', { treeDataProvider: this, showCollapseAll: true });
     this.subs.push(
       this.changes,
-      vscode.commands.registerCommand('toolsd.showChanges', (node?: Node) => { const t = target(node); if (t) return this.changes.show(t); }),
-      vscode.commands.registerCommand('toolsd.revert', (node?: Node) => { const t = target(node); if (t) return this.changes.revert(t, 'call'); }),
-      vscode.commands.registerCommand('toolsd.revertFrom', (node?: Node) => { const t = target(node); if (t) return this.changes.revert(t, 'from'); }),
-      vscode.window.createTreeView('toolsd.history', { treeDataProvider: this, showCollapseAll: true }),
+      this.view,
+      vscode.commands.registerCommand('toolsd.showChanges', async (node?: Node) => { const t = await this.target(node); if (t) return this.changes.show(t); }),
+      vscode.commands.registerCommand('toolsd.revert', async (node?: Node) => { const t = await this.target(node); if (t) return this.changes.revert(t, 'call'); }),
+      vscode.commands.registerCommand('toolsd.revertFrom', async (node?: Node) => { const t = await this.target(node); if (t) return this.changes.revert(t, 'from'); }),
       vscode.commands.registerCommand('toolsd.refreshHistory', () => this.refresh()),
       vscode.commands.registerCommand('toolsd.history.loadMore', (fd: FolderDaemon) => this.loadMore(fd)),
       vscode.commands.registerCommand('toolsd.openCall', (node?: Node) => this.openCall(node)),
@@ -63,6 +67,11 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
     this.refreshTimer = setTimeout(() => { this.refreshTimer = undefined; void this.refresh(); }, 150);
   }
 
+  /**
+   * Reloads every daemon's calls and redraws the view when they changed. A redraw makes VS Code
+   * forget the rows until it has asked for them again, and a context-menu command picked in that
+   * moment gets no row (see target), so a reload that brings nothing new does not redraw.
+   */
   async refresh(): Promise<void> {
     await Promise.all(this.manager.all().map(async (fd) => {
       if (fd.client.state !== 'running') { this.loaded.delete(fd); return; }
@@ -75,7 +84,33 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
         this.loaded.set(fd, { calls: [], error: errText(e) });
       }
     }));
-    this.changed.fire(undefined);
+    this.redraw();
+  }
+
+  /** Redraws the view if what it shows changed. */
+  private redraw(): void {
+    let same = this.shown.size === this.loaded.size;
+    for (const fd of [...this.shown.keys()]) if (!this.loaded.has(fd)) this.shown.delete(fd);
+    for (const [fd, l] of this.loaded) {
+      const key = JSON.stringify(l);
+      if (this.shown.get(fd) !== key) { same = false; this.shown.set(fd, key); }
+    }
+    if (!same) this.changed.fire(undefined);
+  }
+
+  /**
+   * What Show Changes and Revert act on. VS Code passes the row's node, or nothing when the view
+   * was redrawn between the right-click and the pick: then the selected row, once the view has its
+   * rows again, and if none a message rather than silence.
+   */
+  private async target(node?: Node): Promise<ChangesTarget | undefined> {
+    for (let i = 0; !node && i < 20; i++) {
+      node = this.view.selection.find((n) => n.kind === 'call' || n.kind === 'session');
+      if (!node) await new Promise((r) => setTimeout(r, 50));
+    }
+    const t = target(node);
+    if (!t) void vscode.window.showInformationMessage('toolsd: the Tool Calls view was updating as you picked; pick the call again.');
+    return t;
   }
 
   private async loadMore(fd: FolderDaemon): Promise<void> {
@@ -87,7 +122,7 @@ export class History implements vscode.TreeDataProvider<Node>, vscode.Disposable
     } catch (e) {
       void vscode.window.showErrorMessage(`toolsd: calls/list failed: ${errText(e)}`);
     }
-    this.changed.fire(undefined);
+    this.redraw();
   }
 
   getChildren(node?: Node): Node[] {

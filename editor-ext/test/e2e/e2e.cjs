@@ -77,7 +77,8 @@ async function clickToastButton(text, button) {
 }
 
 /** Right-clicks a row and picks an item of its context menu, by keyboard (a mouse click on a menu
- * that is still sliding in can be lost). */
+ * that is still sliding in can be lost) once the menu has focus (keys pressed before go to the
+ * tree), checking that the item about to run is the one asked for. */
 async function contextMenu(row, label) {
   await row.click({ button: 'right' });
   const menu = page.locator('.context-view .monaco-menu').first();
@@ -85,8 +86,14 @@ async function contextMenu(row, label) {
   const items = await menu.locator('.action-item:not(.disabled) .action-label').allInnerTexts();
   const i = items.findIndex((t) => t.trim() === label);
   if (i < 0) throw new Error(`no "${label}" in the context menu: ${JSON.stringify(items)}`);
+  await page.waitForFunction(() => {
+    let a = document.activeElement;
+    while (a && a.shadowRoot && a.shadowRoot.activeElement) a = a.shadowRoot.activeElement;
+    return !!(a && a.closest && a.closest('.monaco-menu'));
+  }, null, { timeout: 15000 });
   await page.keyboard.press('Home');
   for (let k = 0; k < i; k++) await page.keyboard.press('ArrowDown');
+  await menu.locator('.action-item.focused .action-label').filter({ hasText: label }).first().waitFor({ timeout: 15000 });
   await page.keyboard.press('Enter');
   await menu.waitFor({ state: 'hidden', timeout: 15000 });
 }
@@ -559,6 +566,10 @@ scenario('changing a toolsd setting restarts the daemon, which applies it', asyn
   try {
     page = ctx.pages()[0] || await ctx.newPage();
     page.on('pageerror', (e) => log('pageerror:', String(e).slice(0, 200)));
+    // The workbench's console errors and warnings, kept with the artifacts for a failure's post-mortem.
+    page.on('console', (m) => {
+      if (m.type() === 'error' || m.type() === 'warning') fs.appendFileSync(path.join(ART, 'console.log'), `[${m.type()}] ${m.text()}\n`);
+    });
     await page.goto(URL_ + '?folder=' + encodeURIComponent(WS), { waitUntil: 'domcontentloaded', timeout: 60000 });
     await page.locator('.monaco-workbench').waitFor({ timeout: 60000 });
     await page.locator('.explorer-folders-view').first().waitFor({ timeout: 60000 });
@@ -573,7 +584,7 @@ scenario('changing a toolsd setting restarts the daemon, which applies it', asyn
         console.log(`ok - ${s.name} (${((Date.now() - t) / 1000).toFixed(1)}s)`);
       } catch (e) {
         failed++;
-        console.log(`not ok - ${s.name}\n    ${String((e && e.stack) || e).split('\n').slice(0, 4).join('\n    ')}`);
+        console.log(`not ok - ${s.name}\n    ${String((e && e.stack) || e).split('\n').slice(0, 14).join('\n    ')}`);
         await screenshot('FAILED-' + s.name.replace(/[^a-z0-9]+/gi, '-').slice(0, 40)).catch(() => {});
         await page.keyboard.press('Escape').catch(() => {});
       }
