@@ -7,6 +7,17 @@ import (
 	"github.com/toolsd/toolsd/protocol"
 )
 
+func nextProgress(t *testing.T, sent chan protocol.ProgressParams) protocol.ProgressParams {
+	t.Helper()
+	select {
+	case p := <-sent:
+		return p
+	case <-time.After(10 * time.Second):
+		t.Fatal("no notification")
+		return protocol.ProgressParams{}
+	}
+}
+
 // A client that reads slower than calls change state gets each call's latest state, once,
 // in the order the calls first queued; one that keeps up gets every change in order.
 func TestProgressQueueKeepsEachCallsLatest(t *testing.T) {
@@ -15,22 +26,12 @@ func TestProgressQueueKeepsEachCallsLatest(t *testing.T) {
 	q := newProgressQueue(func(p protocol.ProgressParams) {
 		<-gate
 		sent <- p
-	})
+	}, 0)
 	defer q.close()
-	next := func() protocol.ProgressParams {
-		t.Helper()
-		select {
-		case p := <-sent:
-			return p
-		case <-time.After(10 * time.Second):
-			t.Fatal("no notification")
-			return protocol.ProgressParams{}
-		}
-	}
 	// The first notification is taken by the sender, which then waits on the gate.
 	q.push(protocol.ProgressParams{CallID: "a", Status: protocol.StatusPending})
 	gate <- struct{}{}
-	if p := next(); p.CallID != "a" || p.Status != protocol.StatusPending {
+	if p := nextProgress(t, sent); p.CallID != "a" || p.Status != protocol.StatusPending {
 		t.Fatalf("first: %+v", p)
 	}
 	// While the sender is stuck on its next send, changes pile up.
@@ -44,7 +45,7 @@ func TestProgressQueueKeepsEachCallsLatest(t *testing.T) {
 	done := map[string]bool{}
 	for !done["a"] || !done["b"] {
 		gate <- struct{}{}
-		p := next()
+		p := nextProgress(t, sent)
 		got = append(got, p.CallID+":"+p.Status)
 		if p.CallID == "b" && p.Status != protocol.StatusCompleted {
 			t.Fatalf("b's %s was sent though a newer state was waiting: %v", p.Status, got)
@@ -60,4 +61,53 @@ func TestProgressQueueKeepsEachCallsLatest(t *testing.T) {
 		}
 	}
 	close(gate) // nothing else is waiting; q.close drains nothing
+}
+
+// With a hold, a call that ends within it sends only its final state; one that runs longer
+// sends its running state once the hold is over, then its final state; a call's later
+// updates are held again, and closing sends what is still held.
+func TestProgressQueueHoldsShortLivedStates(t *testing.T) {
+	const hold = 200 * time.Millisecond
+	sent := make(chan protocol.ProgressParams, 16)
+	q := newProgressQueue(func(p protocol.ProgressParams) { sent <- p }, hold)
+
+	// quick: pending, running, completed at once — only completed goes out, straight away.
+	start := time.Now()
+	q.push(protocol.ProgressParams{CallID: "quick", Status: protocol.StatusPending})
+	q.push(protocol.ProgressParams{CallID: "quick", Status: protocol.StatusRunning})
+	q.push(protocol.ProgressParams{CallID: "quick", Status: protocol.StatusCompleted})
+	if p := nextProgress(t, sent); p.CallID != "quick" || p.Status != protocol.StatusCompleted {
+		t.Fatalf("quick call: got %s %s first, want only its completed", p.CallID, p.Status)
+	}
+	if el := time.Since(start); el >= hold {
+		t.Fatalf("a final state waited %v (the hold is %v): it must go at once", el, hold)
+	}
+
+	// slow: its running state is sent after the hold, not before.
+	start = time.Now()
+	q.push(protocol.ProgressParams{CallID: "slow", Status: protocol.StatusPending})
+	q.push(protocol.ProgressParams{CallID: "slow", Status: protocol.StatusRunning, Title: "working"})
+	p := nextProgress(t, sent)
+	if p.CallID != "slow" || p.Status != protocol.StatusRunning {
+		t.Fatalf("slow call: got %s %s, want its running state", p.CallID, p.Status)
+	}
+	if el := time.Since(start); el < hold {
+		t.Fatalf("slow call's running state went after %v, before the hold of %v", el, hold)
+	}
+	// A later update is held again; closing sends it rather than dropping it.
+	q.push(protocol.ProgressParams{CallID: "slow", Status: protocol.StatusRunning, Title: "still working"})
+	select {
+	case p := <-sent:
+		t.Fatalf("an update went out before its hold: %+v", p)
+	case <-time.After(hold / 2):
+	}
+	q.close()
+	if p := nextProgress(t, sent); p.Title != "still working" {
+		t.Fatalf("close sent %+v, want the held update", p)
+	}
+	select {
+	case p := <-sent:
+		t.Fatalf("more after close: %+v", p)
+	default:
+	}
 }

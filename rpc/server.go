@@ -167,7 +167,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
 	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
 		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, p)
-	})
+	}, progressHold)
 	s.conn.Go(ctx, s.handle)
 
 	code := 1
