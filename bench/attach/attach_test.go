@@ -9,6 +9,7 @@ package attach_test
 
 import (
 	"context"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -32,7 +33,10 @@ type setup struct {
 	anchor              *sdk.ClientSession
 }
 
-func newSetup(b *testing.B) *setup {
+func newSetup(b *testing.B) *setup { return newSetupWith(b, "") }
+
+// newSetupWith is newSetup with the user's toolsd config.json (none if empty) written first.
+func newSetupWith(b *testing.B, config string) *setup {
 	b.Helper()
 	bin := os.Getenv("TOOLSD_BIN")
 	if bin == "" {
@@ -49,7 +53,16 @@ func newSetup(b *testing.B) *setup {
 		b.Fatal(err)
 	}
 	b.Cleanup(func() { _ = os.RemoveAll(rt) })
-	s.env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "XDG_CONFIG_HOME="+b.TempDir(), "XDG_STATE_HOME="+b.TempDir(), "GORACE=atexit_sleep_ms=0", "TOOLSD_STANDALONE=")
+	cfg := b.TempDir()
+	if config != "" {
+		if err := os.MkdirAll(filepath.Join(cfg, "toolsd"), 0o700); err != nil {
+			b.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(cfg, "toolsd", "config.json"), []byte(strings.ReplaceAll(config, "$WS", s.ws)), 0o600); err != nil {
+			b.Fatal(err)
+		}
+	}
+	s.env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "XDG_CONFIG_HOME="+cfg, "XDG_STATE_HOME="+b.TempDir(), "GORACE=atexit_sleep_ms=0", "TOOLSD_STANDALONE=")
 	s.anchor = s.connect(b, false, "anchor")
 	b.Cleanup(func() {
 		_ = s.anchor.Close()
@@ -66,13 +79,18 @@ func newSetup(b *testing.B) *setup {
 // and returns its initialized session.
 func (s *setup) connect(b *testing.B, standalone bool, name string) *sdk.ClientSession {
 	b.Helper()
+	return s.connectWith(b, standalone, name, nil)
+}
+
+func (s *setup) connectWith(b *testing.B, standalone bool, name string, opts *sdk.ClientOptions) *sdk.ClientSession {
+	b.Helper()
 	args := []string{"mcp", "--workspace", s.ws, "--grace=500ms"}
 	if standalone {
 		args = append(args, "--standalone", "--store", filepath.Join(b.TempDir(), "standalone.db"))
 	}
 	cmd := exec.Command(s.bin, args...)
 	cmd.Env = s.env
-	cl := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1"}, nil)
+	cl := sdk.NewClient(&sdk.Implementation{Name: name, Version: "1"}, opts)
 	cs, err := cl.Connect(context.Background(), &sdk.CommandTransport{Command: cmd, TerminateDuration: 10 * time.Second}, nil)
 	if err != nil {
 		b.Fatalf("connecting to toolsd mcp (standalone %v): %v", standalone, err)
@@ -121,6 +139,62 @@ func BenchmarkMCPAttach(b *testing.B) {
 				attach = append(attach, d)
 			}
 		}
+	}
+	b.ReportMetric(us(pct(attach, 0.5)), "attach-p50-µs")
+	b.ReportMetric(us(pct(standalone, 0.5)), "standalone-p50-µs")
+	b.ReportMetric(float64(pct(attach, 0.5))/float64(pct(standalone, 0.5)), "attach/standalone")
+}
+
+// BenchmarkMCPAttachReady: from spawning `toolsd mcp` to a tools/list that has the tools of
+// the MCP server the user configured (server-filesystem under Node, as an agent's setup
+// often has one): attaching to the running owner, which has them, against a standalone start,
+// which starts the server and lists again on notifications/tools/list_changed. This is what
+// an agent waits for before its first round; BenchmarkMCPAttach stops at initialize.
+// Needs node and bench/rpc/node's packages (bench/run.sh installs them).
+func BenchmarkMCPAttachReady(b *testing.B) {
+	server, err := filepath.Abs("../rpc/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := os.Stat(server); err != nil {
+		b.Skip("server-filesystem is not installed: npm ci in bench/rpc/node (bench/run.sh does)")
+	}
+	if _, err := exec.LookPath("node"); err != nil {
+		b.Skip("no node")
+	}
+	s := newSetupWith(b, fmt.Sprintf(`{"mcp": {"fs": {"command": ["node", %q, "$WS"]}}}`, server))
+	ready := func(standalone bool) time.Duration {
+		changed := make(chan struct{}, 1)
+		opts := &sdk.ClientOptions{ToolListChangedHandler: func(context.Context, *sdk.ToolListChangedRequest) {
+			select {
+			case changed <- struct{}{}:
+			default:
+			}
+		}}
+		t0 := time.Now()
+		cs := s.connectWith(b, standalone, "ready", opts)
+		defer cs.Close()
+		for {
+			r, err := cs.ListTools(context.Background(), nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if slices.ContainsFunc(r.Tools, func(t *sdk.Tool) bool { return strings.HasPrefix(t.Name, "fs_") }) {
+				return time.Since(t0)
+			}
+			select {
+			case <-changed:
+			case <-time.After(30 * time.Second):
+				b.Fatalf("no fs_ tool after 30 s (standalone %v): %d tools", standalone, len(r.Tools))
+			}
+		}
+	}
+	ready(false) // the owner has started the server and listed its tools
+	ready(true)  // the standalone store exists
+	var attach, standalone []time.Duration
+	for b.Loop() {
+		attach = append(attach, ready(false))
+		standalone = append(standalone, ready(true))
 	}
 	b.ReportMetric(us(pct(attach, 0.5)), "attach-p50-µs")
 	b.ReportMetric(us(pct(standalone, 0.5)), "standalone-p50-µs")
