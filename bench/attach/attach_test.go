@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"sync"
@@ -152,10 +153,8 @@ func BenchmarkMCPAttach(b *testing.B) {
 // an agent waits for before its first round; BenchmarkMCPAttach stops at initialize.
 // Needs node and bench/rpc/node's packages (bench/run.sh installs them).
 func BenchmarkMCPAttachReady(b *testing.B) {
-	server, err := filepath.Abs("../rpc/node/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js")
-	if err != nil {
-		b.Fatal(err)
-	}
+	_, here, _, _ := runtime.Caller(0) // bench/run.sh runs the compiled test from the repository's root
+	server := filepath.Join(filepath.Dir(here), "..", "rpc", "node", "node_modules", "@modelcontextprotocol", "server-filesystem", "dist", "index.js")
 	if _, err := os.Stat(server); err != nil {
 		b.Skip("server-filesystem is not installed: npm ci in bench/rpc/node (bench/run.sh does)")
 	}
