@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -145,7 +146,7 @@ func (d *demo) execute(ctx context.Context, callID, tool string, args map[string
 }
 
 func (d *demo) answer(ctx context.Context, a protocol.AskedParams) error {
-	d.say("\033[33mpermission/asked\033[0m: %s wants %q for %s", a.Tool, a.Permission, strings.Join(a.Patterns, " | "))
+	d.say("\033[33mpermission/asked\033[0m: %s wants %q for %s", a.Tool, a.Permission, quoted(a.Patterns))
 	if len(a.Always) > 0 {
 		d.say("  an \"always\" answer would allow: %s", strings.Join(a.Always, " | "))
 	}
@@ -379,3 +380,12 @@ type rwc struct {
 func (c rwc) Read(p []byte) (int, error)  { return c.r.Read(p) }
 func (c rwc) Write(p []byte) (int, error) { return c.w.Write(p) }
 func (c rwc) Close() error                { _ = c.w.Close(); return c.r.Close() }
+
+// quoted lists patterns as Go strings, so a pattern's own "|" or spaces read as its own.
+func quoted(ps []string) string {
+	q := make([]string, len(ps))
+	for i, p := range ps {
+		q[i] = strconv.Quote(p)
+	}
+	return strings.Join(q, ", ")
+}
