@@ -61,8 +61,12 @@ func spawn(b *testing.B) {
 		b.Fatal(err)
 	}
 	home, _ := os.UserHomeDir()
+	// The tool's temp folder is one of its own, as TMPDIR usually names a folder apart from
+	// the workspace: a workspace inside the temp folder would make Landlock alone list and
+	// grant every entry of that folder around the workspace's protected paths.
+	tmp := b.TempDir()
 	policy := func(landlockOnly bool) *sandbox.Policy {
-		p := sandbox.Build(sandbox.Options{Workspace: ws, Home: home, TempDir: os.TempDir()})
+		p := sandbox.Build(sandbox.Options{Workspace: ws, Home: home, TempDir: tmp})
 		p.LandlockOnly = landlockOnly
 		return p
 	}

@@ -91,6 +91,11 @@ func appendGrants(out []grant, path string, access landlock.AccessFSSet, cuts []
 	}
 	var below []cut
 	for _, c := range cuts {
+		if access&^c.keep == 0 && access&^c.onPath == 0 {
+			// It takes nothing from this grant (a protected path keeps the reading a read
+			// grant gives): no need to list the folders on its way for it.
+			continue
+		}
 		if c.keep == 0 {
 			// A hidden path that is not there has nothing to hide (only the protected ones
 			// must stay uncreatable).
