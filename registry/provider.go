@@ -29,6 +29,7 @@ import (
 	"io"
 	"slices"
 	"strings"
+	"sync"
 )
 
 // Provider ids AdaptSchema knows.
@@ -53,8 +54,45 @@ func (e *NotStrictError) Error() string {
 // AdaptSchema returns schema in the dialect of providerID (see the package's notes above).
 // The result is compact JSON with the keys in their original order. An error is returned
 // for a schema that is not a JSON object; for "openai", a *NotStrictError comes with a
-// usable schema.
+// usable schema. Results are remembered (a catalogue's schemas change rarely and every
+// tools/resolve adapts them all); the caller must not change the returned bytes.
 func AdaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, error) {
+	k := adaptKey{providerID, string(schema)}
+	adapted.Lock()
+	r, ok := adapted.m[k]
+	adapted.Unlock()
+	if ok {
+		return r.schema, r.err
+	}
+	out, err := adaptSchema(providerID, schema)
+	adapted.Lock()
+	if adapted.m == nil || len(adapted.m) >= maxAdapted {
+		// Hot reloads of a tool being written make new schemas; forget them all at once
+		// rather than keep a schema per edit.
+		adapted.m = map[adaptKey]adaptResult{}
+	}
+	adapted.m[k] = adaptResult{out, err}
+	adapted.Unlock()
+	return out, err
+}
+
+// maxAdapted bounds the remembered adaptations: far more than a catalogue has tools times
+// the providers it is asked for.
+const maxAdapted = 4096
+
+type adaptKey struct{ provider, schema string }
+
+type adaptResult struct {
+	schema json.RawMessage
+	err    error
+}
+
+var adapted struct {
+	sync.Mutex
+	m map[adaptKey]adaptResult
+}
+
+func adaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, error) {
 	if len(bytes.TrimSpace(schema)) == 0 {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}

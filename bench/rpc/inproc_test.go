@@ -111,3 +111,22 @@ func BenchmarkInProcessOpen(b *testing.B) {
 	b.ReportMetric(float64(opening.Microseconds())/float64(b.N), "open-µs/op")
 	b.ReportMetric(float64(closing.Microseconds())/float64(b.N), "close-µs/op")
 }
+
+// BenchmarkInProcessResolve: tools/resolve of the built-in catalogue for a model of OpenAI
+// (whose strict dialect makes the most work of adapting the schemas), in process.
+func BenchmarkInProcessResolve(b *testing.B) {
+	ws, _ := workspace(b)
+	w, err := session.Open(context.Background(), session.WorkspaceOptions{
+		Folder: ws, StorePath: filepath.Join(b.TempDir(), "store.db"),
+	}, session.ClientOptions{Name: "bench", CanAsk: true, Sink: nopSink{}})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer w.Close()
+	b.ReportAllocs()
+	for b.Loop() {
+		if r := w.Resolve(protocol.ResolveParams{SessionID: "s", Model: &protocol.Model{ProviderID: "openai"}}); len(r.Tools) == 0 {
+			b.Fatal("no tools")
+		}
+	}
+}
