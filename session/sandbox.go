@@ -207,8 +207,16 @@ func SandboxCheck(folder string) (string, error) {
 	s.set(config.Merge(l.User, l.Editor).Sandbox)
 	var b strings.Builder
 	fmt.Fprintf(&b, "toolsd sandbox check: %s\n\nkernel:\n", real)
-	for _, line := range s.support().Describe() {
+	support := s.support()
+	for _, line := range support.Describe() {
 		fmt.Fprintf(&b, "  %s\n", line)
+	}
+	if support.Available() && !support.Namespaces && support.AppArmorUserns && proc.GuardPath() != "" {
+		fmt.Fprintf(&b, "\nto give toolsd's tools their namespaces, run (as a user who may use sudo), then this check again:\n\n")
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(sandbox.AppArmorFix(proc.GuardPath()), "\n"), "\n") {
+			fmt.Fprintf(&b, "    %s", line)
+		}
+		fmt.Fprintln(&b)
 	}
 	for _, d := range append(diags, s.diagnostics()...) {
 		if strings.Contains(d.Message, "sandbox") || d.Path == "sandbox" {

@@ -2,7 +2,9 @@ package sandbox
 
 import (
 	"fmt"
+	"os"
 	"os/exec"
+	"strconv"
 	"strings"
 
 	seccomp "github.com/elastic/go-seccomp-bpf"
@@ -20,6 +22,9 @@ type Support struct {
 	Namespaces bool `json:"namespaces"`
 	// NamespacesWhy says why there are none.
 	NamespacesWhy string `json:"namespacesWhy,omitempty"`
+	// AppArmorUserns reports that AppArmor restricts unprivileged user namespaces to the
+	// programs its profiles allow (Ubuntu from 23.10, by default from 24.04).
+	AppArmorUserns bool `json:"appArmorUserns,omitempty"`
 }
 
 // Available reports whether processes can be confined at all.
@@ -45,7 +50,44 @@ func Probe(exe string) Support {
 	}
 	s.Seccomp = seccomp.Supported()
 	s.Namespaces, s.NamespacesWhy = ProbeNamespaces(exe)
+	s.AppArmorUserns = AppArmorRestrictsUserns()
 	return s
+}
+
+// appArmorUsernsSetting is where the kernel says whether AppArmor restricts unprivileged
+// user namespaces.
+const appArmorUsernsSetting = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns"
+
+// AppArmorRestrictsUserns reports whether AppArmor lets only the programs its profiles allow
+// make user namespaces with capabilities (kernel.apparmor_restrict_unprivileged_userns = 1).
+func AppArmorRestrictsUserns() bool {
+	b, err := os.ReadFile(appArmorUsernsSetting)
+	return err == nil && strings.TrimSpace(string(b)) == "1"
+}
+
+// AppArmorFix is what a person runs to let the toolsd binary at exe make user namespaces
+// under AppArmor's restriction, as Ubuntu does for its browsers and for bubblewrap: a
+// profile for that binary alone, which leaves it unconfined but for allowing them. The
+// profile names the binary's path: it is to be made again if the binary moves.
+func AppArmorFix(exe string) string {
+	return "sudo tee /etc/apparmor.d/toolsd >/dev/null <<'EOF'\n" +
+		"abi <abi/4.0>,\n" +
+		"include <tunables/global>\n\n" +
+		"profile toolsd " + appArmorPath(exe) + " flags=(unconfined) {\n" +
+		"  userns,\n" +
+		"  include if exists <local/toolsd>\n" +
+		"}\n" +
+		"EOF\n" +
+		"sudo apparmor_parser -r /etc/apparmor.d/toolsd\n"
+}
+
+// appArmorPath quotes a path for a profile's attachment when it has characters the profile
+// language would read otherwise.
+func appArmorPath(p string) string {
+	if strings.ContainsAny(p, " \t\"#*?[]{}^,") {
+		return strconv.Quote(p)
+	}
+	return p
 }
 
 // ProbeNamespaces runs the stage's namespace probe with exe (this binary) and reports
@@ -82,6 +124,9 @@ func (s Support) Describe() []string {
 		out = append(out, "user namespaces: yes (mount and network namespaces of its own for each tool: .git/hooks, .git/config and .toolsd are read-only mounts; the network is a loopback of its own)")
 	} else {
 		out = append(out, "user namespaces: no ("+s.NamespacesWhy+"); Landlock alone keeps .git/hooks, .git/config and .toolsd read-only, so the workspace's top level and .git take no new entries, and loopback servers are out of reach")
+		if s.AppArmorUserns {
+			out = append(out, "AppArmor restricts unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns = 1): a profile that allows them for the toolsd binary alone gives its tools their namespaces (below)")
+		}
 	}
 	return out
 }
