@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolsd/toolsd/attach"
 	"github.com/toolsd/toolsd/internal/cli"
+	"github.com/toolsd/toolsd/internal/cpus"
 	"github.com/toolsd/toolsd/internal/gctune"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
@@ -272,10 +273,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 			logger.Warn("cannot attach to the workspace's daemon; serving this editor alone", "err", err)
 		}
 	}
-	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
-	}
-	gctune.Start()
+	serving()
 	// Without --log-level, the settings' logLevel applies (and follows config reloads).
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
@@ -336,10 +334,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		}
 		logger.Warn("cannot attach to the workspace's daemon; serving this agent alone", "err", err)
 	}
-	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
-	}
-	gctune.Start()
+	serving()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = mcpserver.Serve(ctx, &sdk.StdioTransport{}, mcpserver.Options{
@@ -383,10 +378,7 @@ func runOwner(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
-	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
-	}
-	gctune.Start()
+	serving()
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
 		levelSetting = level
@@ -399,4 +391,15 @@ func runOwner(args []string, stderr io.Writer) int {
 		Store: store.Options{Retention: *df.retention, Sync: *df.sync, Logger: logger},
 		Flags: df.shaping(), Version: version, Logger: logger, LogLevel: levelSetting, LogPath: logPath, Ready: ready,
 	})
+}
+
+// serving readies the runtime of a process that serves a workspace: its tools start through
+// this binary's guard, the collector's goal suits a small live heap (internal/gctune), and
+// its Go code runs on one processor but while it walks a tree (internal/cpus).
+func serving() {
+	if exe, err := os.Executable(); err == nil {
+		proc.SetGuardPath(exe)
+	}
+	gctune.Start()
+	cpus.Manage()
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsd/toolsd/internal/cpus"
 	"github.com/toolsd/toolsd/internal/fspath"
 )
 
@@ -335,6 +336,7 @@ func Walk(ctx context.Context, o Options, visit func(e Entry)) error {
 	q := &dirQueue{}
 	q.cond = sync.NewCond(&q.mu)
 	q.push(dirItem{rel: "", rules: base})
+	defer cpus.Lend()() // a daemon runs on one processor but while it walks
 	workers := max(2, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range workers {
