@@ -273,7 +273,7 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 			logger.Warn("cannot attach to the workspace's daemon; serving this editor alone", "err", err)
 		}
 	}
-	serving()
+	defer serving()()
 	// Without --log-level, the settings' logLevel applies (and follows config reloads).
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
@@ -284,12 +284,6 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 			Folder: p.WorkspaceFolder, StorePath: *df.store, InitOptions: p.InitializationOptions, Logger: logger, LogLevel: levelSetting, Version: version,
 			Store: &store.Options{Retention: *df.retention, Sync: *df.sync, Logger: logger},
 		}, attach.EditorClient(p, n))
-	}
-	if path := os.Getenv("TOOLSD_CPUPROFILE"); path != "" {
-		// For performance work: a CPU profile of the whole run, written at exit to PATH.<pid>.
-		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
-			defer func() { pprof.StopCPUProfile(); _ = f.Close() }()
-		}
 	}
 	logger.Info("toolsd starting", "version", version, "pid", os.Getpid(), "standalone", true)
 	code := rpc.Serve(context.Background(), in, stdout, func() error {
@@ -334,7 +328,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		}
 		logger.Warn("cannot attach to the workspace's daemon; serving this agent alone", "err", err)
 	}
-	serving()
+	defer serving()()
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
 	defer stop()
 	err = mcpserver.Serve(ctx, &sdk.StdioTransport{}, mcpserver.Options{
@@ -378,7 +372,7 @@ func runOwner(args []string, stderr io.Writer) int {
 		return 2
 	}
 	defer closeLog()
-	serving()
+	defer serving()()
 	var levelSetting *slog.LevelVar
 	if !flagSet(fs, "log-level") {
 		levelSetting = level
@@ -395,11 +389,19 @@ func runOwner(args []string, stderr io.Writer) int {
 
 // serving readies the runtime of a process that serves a workspace: its tools start through
 // this binary's guard, the collector's goal suits a small live heap (internal/gctune), and
-// its Go code runs on one processor but while it walks a tree (internal/cpus).
-func serving() {
+// its Go code runs on one processor but while it is busy (internal/cpus). With
+// TOOLSD_CPUPROFILE=PATH, for performance work, it profiles the process's CPU until the
+// returned function runs, into PATH.<pid>.
+func serving() (stop func()) {
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(exe)
 	}
 	gctune.Start()
 	cpus.Manage()
+	if path := os.Getenv("TOOLSD_CPUPROFILE"); path != "" {
+		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
+			return func() { pprof.StopCPUProfile(); _ = f.Close() }
+		}
+	}
+	return func() {}
 }
