@@ -29,7 +29,7 @@ import (
 // idleAfter is how long at most one call must have run before the process goes back to one
 // processor: changing GOMAXPROCS stops the world (about 40 µs here), so a burst of calls
 // does not flip it back and forth.
-const idleAfter = 100 * time.Millisecond
+var idleAfter = 100 * time.Millisecond // a variable for the tests
 
 var (
 	mu      sync.Mutex // guards full, lent and release, and orders the changes of GOMAXPROCS

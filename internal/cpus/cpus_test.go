@@ -7,8 +7,9 @@ import (
 	"time"
 )
 
-// manage resets the package and manages the process for one test, restoring GOMAXPROCS, and
-// waits for it to go down to one processor after a first call.
+// manage resets the package and manages the process for one test, restoring GOMAXPROCS.
+// idleAfter is an hour, so the release timer never fires: quiet runs the release instead.
+// It returns every processor's count, after a first call has brought the process down to one.
 func manage(t *testing.T) int {
 	t.Helper()
 	before := runtime.GOMAXPROCS(0)
@@ -16,6 +17,7 @@ func manage(t *testing.T) int {
 		t.Skip("one processor: nothing to manage")
 	}
 	t.Setenv("GOMAXPROCS", "") // the environment may not set it for Manage to act
+	was := idleAfter
 	reset := func() {
 		mu.Lock()
 		if release != nil {
@@ -30,7 +32,8 @@ func manage(t *testing.T) int {
 		runtime.GOMAXPROCS(before)
 	}
 	reset()
-	t.Cleanup(reset)
+	idleAfter = time.Hour
+	t.Cleanup(func() { reset(); idleAfter = was })
 	if done := Lend(); runtime.GOMAXPROCS(0) != before {
 		t.Fatal("Lend changed GOMAXPROCS before Manage")
 	} else {
@@ -41,25 +44,22 @@ func manage(t *testing.T) int {
 	want(t, before, "managed, before any call")
 	Begin()
 	End()
-	waitIdle(t)
+	quiet()
 	want(t, 1, "a call ran alone")
 	return before
+}
+
+// quiet makes the calls' last overlap older than idleAfter and runs what the release timer
+// would run then.
+func quiet() {
+	overlap.Store(time.Now().Add(-2 * idleAfter).UnixNano())
+	idle()
 }
 
 func want(t *testing.T, n int, what string) {
 	t.Helper()
 	if got := runtime.GOMAXPROCS(0); got != n {
 		t.Fatalf("%s: GOMAXPROCS %d, want %d", what, got, n)
-	}
-}
-
-// waitIdle waits for the side-by-side calls' processors to be given back.
-func waitIdle(t *testing.T) {
-	t.Helper()
-	for deadline := time.Now().Add(10 * time.Second); busy.Load(); time.Sleep(idleAfter / 5) {
-		if time.Now().After(deadline) {
-			t.Fatal("the calls' processors were never given back")
-		}
 	}
 }
 
@@ -83,9 +83,9 @@ func TestLendWhileWalking(t *testing.T) {
 	want(t, 1, "no walk running")
 }
 
-// One call at a time runs on one P; a second call at once gets every P, which stay until
-// calls have not overlapped for idleAfter (not at once: bursts do not flip GOMAXPROCS), also
-// while single calls keep coming.
+// One call at a time runs on one P; a second call at once gets every P, which stay while
+// calls overlap (a short call beside a long one counts) and go once they have not for
+// idleAfter; single calls one after another do not count as overlapping.
 func TestSideBySideCallsGetEveryProcessor(t *testing.T) {
 	all := manage(t)
 	Begin()
@@ -94,23 +94,21 @@ func TestSideBySideCallsGetEveryProcessor(t *testing.T) {
 	want(t, all, "two calls")
 	End()
 	want(t, all, "right after the second call ended")
-	// While the first call runs, short calls beside it keep overlapping it.
-	for start := time.Now(); time.Since(start) < 3*idleAfter; time.Sleep(time.Millisecond) {
-		Begin()
-		End()
-	}
-	want(t, all, "calls beside a long one")
+	Begin() // beside the first call, still running
 	End()
-	want(t, all, "right after both calls ended")
+	idle() // the release timer, due now: the overlap is recent
+	want(t, all, "a call just overlapped another")
+	End()
 	done := Lend() // a walk meanwhile keeps them past the calls' release
-	start := time.Now()
-	for busy.Load() { // single calls, one after another, do not keep the processors
-		Begin()
-		End()
-		if time.Since(start) > 10*time.Second {
-			t.Fatal("a stream of single calls kept every processor")
-		}
-		time.Sleep(time.Millisecond)
+	last := overlap.Load()
+	Begin()
+	End()
+	if overlap.Load() != last {
+		t.Fatal("a call that ran alone counted as an overlap")
+	}
+	quiet()
+	if busy.Load() {
+		t.Fatal("the calls' processors were kept though calls no longer overlap")
 	}
 	want(t, all, "a walk still running")
 	done()

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/sys/unix"
 )
 
 // The test binary is also the guard: Command starts it with GuardArg when a test calls
@@ -67,6 +68,21 @@ func alive(pid int) bool {
 	// The state follows the command name in parentheses.
 	i := bytes.LastIndexByte(b, ')')
 	return i < 0 || i+2 >= len(b) || b[i+2] != 'Z'
+}
+
+// waitExit returns once the process pid has exited (or is not there): its pidfd becomes
+// readable then.
+func waitExit(pid int) {
+	fd, err := unix.PidfdOpen(pid, 0)
+	if err != nil {
+		return // gone already
+	}
+	defer unix.Close(fd)
+	for {
+		if _, err := unix.Poll([]unix.PollFd{{Fd: int32(fd), Events: unix.POLLIN}}, -1); err != unix.EINTR {
+			return
+		}
+	}
 }
 
 func waitDead(t *testing.T, pids []int) {
@@ -426,15 +442,12 @@ func (w *slowWriter) Write(p []byte) (int, error) {
 	defer w.mu.Unlock()
 	if !w.slow {
 		w.slow = true
-		for {
-			b, _ := os.ReadFile(w.pidFile)
-			pid, err := strconv.Atoi(strings.TrimSpace(string(b)))
-			if err == nil && !alive(pid) {
-				break
-			}
-			time.Sleep(time.Millisecond)
+		// The script wrote its pid before the output that brings this first write.
+		b, _ := os.ReadFile(w.pidFile)
+		if pid, err := strconv.Atoi(strings.TrimSpace(string(b))); err == nil {
+			waitExit(pid)
 		}
-		time.Sleep(w.delay)
+		time.Sleep(w.delay) // the reader falling behind: what the test is about, not a wait
 	}
 	return w.b.Write(p)
 }
