@@ -76,9 +76,10 @@ func AdaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, er
 	return out, err
 }
 
-// maxAdapted bounds the remembered adaptations: far more than a catalogue has tools times
-// the providers it is asked for.
-const maxAdapted = 4096
+// maxAdapted bounds the remembered adaptations (each keeps its schema twice, as the key and
+// adapted: a few MB at most): far more than a catalogue has tools times the providers it is
+// asked for.
+const maxAdapted = 1024
 
 type adaptKey struct{ provider, schema string }
 

@@ -17,21 +17,13 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/proc"
-	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/session"
 )
 
 // The test binary is the guard and the sandbox's stage, as the toolsd binary is.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case proc.GuardArg:
-			os.Exit(proc.RunGuard(os.Args[2:]))
-		case sandbox.StageArg:
-			os.Exit(sandbox.RunStage(os.Args[2:]))
-		}
-	}
+	proc.MaybeRunHelper()
 	os.Exit(m.Run())
 }
 

@@ -18,14 +18,7 @@ import (
 
 // The test binary is the guard and the stage.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case proc.GuardArg:
-			os.Exit(proc.RunGuard(os.Args[2:]))
-		case sandbox.StageArg:
-			os.Exit(sandbox.RunStage(os.Args[2:]))
-		}
-	}
+	proc.MaybeRunHelper()
 	os.Exit(m.Run())
 }
 

@@ -31,7 +31,6 @@ import (
 	"github.com/toolsd/toolsd/internal/cpus"
 	"github.com/toolsd/toolsd/internal/gctune"
 	"github.com/toolsd/toolsd/internal/proc"
-	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/policy"
 	"github.com/toolsd/toolsd/protocol"
@@ -50,12 +49,9 @@ const ownerArg = "__owner"
 const standaloneEnv = "TOOLSD_STANDALONE"
 
 func main() {
+	proc.MaybeRunHelper()
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
-		case proc.GuardArg:
-			os.Exit(proc.RunGuard(os.Args[2:]))
-		case sandbox.StageArg:
-			os.Exit(sandbox.RunStage(os.Args[2:]))
 		case "sandbox":
 			os.Exit(sandboxCmd(os.Args[2:], os.Stdout, os.Stderr))
 		case "policy":

@@ -26,7 +26,7 @@ import (
 	"time"
 )
 
-// idleAfter is how long at most one call must have run before the process goes back to one
+// idleAfter is how long calls must not have overlapped before the process goes back to one
 // processor: changing GOMAXPROCS stops the world (about 40 µs here), so a burst of calls
 // does not flip it back and forth.
 var idleAfter = 100 * time.Millisecond // a variable for the tests

@@ -70,6 +70,21 @@ func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
 	return o, nil, nil
 }
 
+// MaybeRunHelper runs this process as the guard or as the sandbox's stage, and exits, when
+// its arguments ask for one: what the toolsd binary does, and the test binaries that stand in
+// for it in TestMain. It returns when they ask for neither.
+func MaybeRunHelper() {
+	if len(os.Args) < 2 {
+		return
+	}
+	switch os.Args[1] {
+	case GuardArg:
+		os.Exit(RunGuard(os.Args[2:]))
+	case sandbox.StageArg:
+		os.Exit(sandbox.RunStage(os.Args[2:]))
+	}
+}
+
 // sandboxFlag is the guard's option that carries the policy of a confined command.
 const sandboxFlag = "-sandbox="
 

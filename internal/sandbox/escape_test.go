@@ -24,15 +24,9 @@ import (
 // The test binary is the guard, the stage, and a small client the confined scripts run
 // ("__dial"), so that the suite needs no program the machine may lack.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 {
-		switch os.Args[1] {
-		case proc.GuardArg:
-			os.Exit(proc.RunGuard(os.Args[2:]))
-		case sandbox.StageArg:
-			os.Exit(sandbox.RunStage(os.Args[2:]))
-		case "__dial":
-			os.Exit(dial(os.Args[2], os.Args[3]))
-		}
+	proc.MaybeRunHelper()
+	if len(os.Args) > 3 && os.Args[1] == "__dial" {
+		os.Exit(dial(os.Args[2], os.Args[3]))
 	}
 	goleak.VerifyTestMain(m)
 }
