@@ -34,18 +34,7 @@ func classEngine(t *testing.T, cfg string) (e *Engine, ws, outside string) {
 			t.Fatal(err)
 		}
 	}
-	e, err = NewEngine(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := ParseConfig(json.RawMessage(cfg), "user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SetLayer(LayerUser, rs); err != nil {
-		t.Fatal(err)
-	}
-	return e, ws, outside
+	return newEngine(t, nil, map[string]string{LayerUser: cfg}), ws, outside
 }
 
 // Class 2: ".." after a symlink. The kernel resolves link first and ".." from its target, so

@@ -2,7 +2,6 @@ package permission
 
 import (
 	"bufio"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"strings"
@@ -24,17 +23,7 @@ func TestOrdinaryCorpus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	rs, err := ParseConfig(json.RawMessage(raw), "user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	e, err := NewEngine(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SetLayer(LayerUser, rs); err != nil {
-		t.Fatal(err)
-	}
+	e := newEngine(t, nil, map[string]string{LayerUser: string(raw)})
 	f, err := os.Open("testdata/corpus/ordinary.txt")
 	if err != nil {
 		t.Fatal(err)

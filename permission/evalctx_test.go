@@ -85,18 +85,7 @@ func TestEvaluationContextsAsk(t *testing.T) {
 		"careful user": `{"bash": {"*": "ask", "echo *": "allow", "cat *": "allow", "ls*": "allow", "printf *": "allow",
 			"test *": "allow", "read *": "allow", "declare *": "allow", "let *": "allow", "bash *": "allow", "touch *": "allow"}}`,
 	} {
-		e, err := NewEngine(nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		rs, err := ParseConfig(json.RawMessage(cfg), "user")
-		if err != nil {
-			t.Fatal(err)
-		}
-		if err := e.SetLayer(LayerUser, rs); err != nil {
-			t.Fatal(err)
-		}
-		engines[name] = e
+		engines[name] = newEngine(t, nil, map[string]string{LayerUser: cfg})
 	}
 	// Run every generated line in its own folder, eight at a time.
 	type gen struct {

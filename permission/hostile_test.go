@@ -15,18 +15,7 @@ func hostileEngine(t testing.TB) (*Engine, string) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	e, err := NewEngine(nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	rs, err := ParseConfig(json.RawMessage(`{"bash": {"*": "ask", "git status*": "allow", "ls*": "allow", "rm *": "deny"}}`), "user")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if err := e.SetLayer(LayerUser, rs); err != nil {
-		t.Fatal(err)
-	}
-	return e, ws
+	return newEngine(t, nil, map[string]string{LayerUser: `{"bash": {"*": "ask", "git status*": "allow", "ls*": "allow", "rm *": "deny"}}`}), ws
 }
 
 // hostile lines: none may run without an ask or a deny.

@@ -199,7 +199,7 @@ func (f *fakeStore) SetTrusted(t bool) error {
 	return nil
 }
 
-func mustParse(t *testing.T, raw, src string) Ruleset {
+func mustParse(t testing.TB, raw, src string) Ruleset {
 	t.Helper()
 	rs, err := ParseConfig(json.RawMessage(raw), src)
 	if err != nil {
@@ -208,7 +208,7 @@ func mustParse(t *testing.T, raw, src string) Ruleset {
 	return rs
 }
 
-func newEngine(t *testing.T, st ApprovalStore, layers map[string]string) *Engine {
+func newEngine(t testing.TB, st ApprovalStore, layers map[string]string) *Engine {
 	t.Helper()
 	e, err := NewEngine(st)
 	if err != nil {
