@@ -13,6 +13,7 @@ import (
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/store"
 )
 
 // sandboxer decides how each tool process of the workspace is confined: from what the kernel
@@ -62,11 +63,11 @@ func newSandboxer(folder, storePath string) *sandboxer {
 			s.cacheDir = ""
 		}
 	}
-	// The store (the folder of the default one; only the file of one given on the command
-	// line, whose folder may be anything).
-	s.private = []string{storePath}
+	// The store (the folder of the default one; only the file and its call log of one given
+	// on the command line, whose folder may be anything).
+	s.private = []string{storePath, store.LogPath(storePath)}
 	if storePath == DefaultStorePath(folder) {
-		s.private[0] = filepath.Dir(storePath)
+		s.private = []string{filepath.Dir(storePath)}
 	}
 	if rt := os.Getenv("XDG_RUNTIME_DIR"); rt != "" {
 		s.private = append(s.private, filepath.Join(rt, "toolsd"))

@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/store"
 )
 
 // answerer answers every ask once, counting them.
@@ -159,5 +161,19 @@ func TestSandboxDayOfWork(t *testing.T) {
 	t.Logf("asks over a day of %d commands: %d with the sandbox's auto-allow, %d without", len(day), with, without)
 	if without == 0 || float64(without-with) < 0.8*float64(without) {
 		t.Errorf("asks: %d with the auto-allow, %d without: want at least 80%% fewer", with, without)
+	}
+}
+
+// TestSandboxHidesTheStore: tool processes get neither the store nor its call log (whose
+// entries the next Open replays), wherever the store is.
+func TestSandboxHidesTheStore(t *testing.T) {
+	ws := t.TempDir()
+	custom := filepath.Join(t.TempDir(), "s.db")
+	if s := newSandboxer(ws, custom); !slices.Contains(s.private, custom) || !slices.Contains(s.private, store.LogPath(custom)) {
+		t.Fatalf("private %v: want the store %s and its call log", s.private, custom)
+	}
+	def := DefaultStorePath(ws)
+	if s := newSandboxer(ws, def); !slices.Contains(s.private, filepath.Dir(def)) {
+		t.Fatalf("private %v: want the default store's folder %s", s.private, filepath.Dir(def))
 	}
 }

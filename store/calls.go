@@ -61,13 +61,20 @@ func (s *Store) CreateCall(rec *protocol.CallRecord) error {
 	if err != nil {
 		return fmt.Errorf("store: encode call %s: %w", r.CallID, err)
 	}
-	err = s.update(func(tx *bolt.Tx) error {
-		if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
-			return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
+	if s.clog != nil {
+		if s.isClosed() {
+			return ErrClosed
 		}
-		_, err := putNewCall(tx, &r, val, s.nextSeq(tx))
-		return err
-	})
+		err = s.createLogged(&r, val)
+	} else {
+		err = s.update(func(tx *bolt.Tx) error {
+			if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
+				return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
+			}
+			_, err := putNewCall(tx, &r, val, s.nextSeq(tx))
+			return err
+		})
+	}
 	if err == nil {
 		rec.Status, rec.StartedAt = r.Status, r.StartedAt
 	}
@@ -124,6 +131,12 @@ func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecor
 	if err := checkID("callID", callID); err != nil {
 		return err
 	}
+	if s.clog != nil {
+		if s.isClosed() {
+			return ErrClosed
+		}
+		return s.updateLogged(sessionID, callID, fn)
+	}
 	return s.update(func(tx *bolt.Tx) error {
 		k := tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
 		if k == nil {
@@ -170,7 +183,7 @@ func (s *Store) GetCall(sessionID, callID string) (*protocol.CallRecord, error) 
 		}
 	}
 	var rec protocol.CallRecord
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.viewCalls(func(tx *bolt.Tx) error {
 		var k []byte
 		if sessionID != "" {
 			k = tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
@@ -250,7 +263,7 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string, keep ...fu
 	}
 	calls := make([]protocol.CallSummary, 0, min(limit, 64))
 	next := ""
-	err := s.view(func(tx *bolt.Tx) error {
+	err := s.viewCalls(func(tx *bolt.Tx) error {
 		cb := tx.Bucket(bucketCalls)
 		add := func(seqKey []byte) (bool, error) {
 			if len(calls) == limit {

@@ -1,5 +1,6 @@
 // Package store is the durable record of toolsd: calls, full outputs, per-session values and
-// the workspace's persisted permission answers, in one bbolt file per workspace.
+// the workspace's persisted permission answers, in one bbolt file per workspace (and the
+// call log beside it).
 //
 // # Layout
 //
@@ -53,15 +54,20 @@
 //
 // # Durability
 //
-// Every write is its own committed bbolt transaction before the method returns: CreateCall,
-// UpdateCall, each chunk of an OutputWriter, its Close, SessionPut, AddApprovals, SetTrusted.
-// bbolt writes a commit to the file with pwrite before it returns, so the data is in the
-// kernel's page cache and survives the daemon crashing or being killed with SIGKILL. That is
-// the promise: a call whose result the daemon delivered, and every outputID it handed out,
-// survive kill -9. Without Options.Sync there is no fsync (neither per commit nor when the
-// file grows), so a power loss or kernel crash can
-// lose the last commits (bbolt's two meta pages keep the file consistent, never half written);
-// with Sync every commit is fsynced. On Open, calls found pending or running are marked
+// Every write is on record before the method returns. CreateCall and UpdateCall append the
+// call's record to the call log, a file beside the store (LogPath), with one pwrite; the
+// entries are committed to bbolt in batches soon after (calllog.go says when), and Open
+// replays what a dead daemon left in the log before anything reads the store. Every other
+// write (each chunk of an OutputWriter, its Close, SessionPut, AddApprovals, SetTrusted,
+// checkpoints) is its own committed bbolt transaction, which first commits what the call log
+// holds so that writes reach bbolt in the order they were made. Either way the data is in
+// the kernel's page cache when the method returns, and survives the daemon crashing or being
+// killed with SIGKILL. That is the promise: a call whose result the daemon delivered, and
+// every outputID it handed out, survive kill -9. Without Options.Sync there is no fsync
+// (neither per commit nor when the file grows), so a power loss or kernel crash can lose the
+// last writes (bbolt's two meta pages keep the file consistent, never half written; a torn
+// entry at the end of the call log fails its checksum and is dropped); with Sync there is no
+// call log and every commit is fsynced. On Open, calls found pending or running are marked
 // interrupted (with EndedAt and an error text) and outputs whose writer never closed are
 // finalized with what was committed (partial). The crash test re-runs the test binary as a
 // writer and kills it with SIGKILL mid-write, several times.

@@ -76,6 +76,11 @@ type Options struct {
 
 	// pruned, if set (by tests), is called after each background pruning pass.
 	pruned func(n int, err error)
+	// logDelay and logMax, if set (by tests), replace logFlushDelay and maxLogBytes.
+	logDelay time.Duration
+	logMax   int64
+	// logFlushed, if set (by tests), is called after each flush of the call log by its timer.
+	logFlushed func()
 }
 
 // Store is the durable record of toolsd: calls, full outputs, per-session values and the
@@ -107,6 +112,11 @@ type Store struct {
 	company uint16
 
 	resident residentTrimmer
+
+	// clog is the call log (calllog.go); nil with Options.Sync.
+	clog *callLog
+	// flushes counts the call log's timer flushes running; Close waits for them.
+	flushes sync.WaitGroup
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
@@ -164,7 +174,14 @@ func Open(path string, opts *Options) (*Store, error) {
 		s.db.Close()
 		return nil, err
 	}
+	if !o.Sync {
+		if err := s.openLog(); err != nil {
+			s.db.Close()
+			return nil, err
+		}
+	}
 	if err := s.recover(); err != nil {
+		s.closeLog()
 		s.db.Close()
 		return nil, err
 	}
@@ -260,7 +277,11 @@ func (s *Store) Close() error {
 	close(s.done)
 	s.closeMu.Unlock()
 	s.wg.Wait()
-	return s.db.Close()
+	lerr := s.closeLog()
+	if err := s.db.Close(); err != nil {
+		return err
+	}
+	return lerr
 }
 
 func (s *Store) isClosed() bool {
@@ -269,12 +290,24 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// view runs a read transaction.
+// view runs a read transaction. It does not see the call log's entries: reads of the call
+// buckets go through viewCalls.
 func (s *Store) view(fn func(*bolt.Tx) error) error {
 	if s.isClosed() {
 		return ErrClosed
 	}
 	return mapBoltErr(s.db.View(fn))
+}
+
+// viewCalls is view for reads of the calls and their indexes: it commits what waits in the
+// call log first.
+func (s *Store) viewCalls(fn func(*bolt.Tx) error) error {
+	if len(s.clog.waiting()) > 0 {
+		if err := s.update(func(*bolt.Tx) error { return nil }); err != nil {
+			return err
+		}
+	}
+	return s.view(fn)
 }
 
 func mapBoltErr(err error) error {
@@ -357,10 +390,10 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 
 func (s *Store) runBatch(batch []*op) {
 	if len(batch) == 1 {
-		batch[0].res <- opResult{err: mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(batch[0].fn, tx) }))}
+		batch[0].res <- opResult{err: s.commit(batch[0].fn)}
 		return
 	}
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	err := s.commit(func(tx *bolt.Tx) error {
 		for _, o := range batch {
 			if err := safeCall(o.fn, tx); err != nil {
 				return err
@@ -375,8 +408,27 @@ func (s *Store) runBatch(batch []*op) {
 		return
 	}
 	for _, o := range batch {
-		o.res <- opResult{err: mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(o.fn, tx) }))}
+		o.res <- opResult{err: s.commit(o.fn)}
 	}
+}
+
+// commit runs fn in a write transaction after the call log's waiting entries, so that every
+// write lands in bbolt in the order it was made.
+func (s *Store) commit(fn func(*bolt.Tx) error) error {
+	logged := s.clog.waiting()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := applyEntries(tx, logged); err != nil {
+			return fmt.Errorf("store: commit the call log: %w", err)
+		}
+		return safeCall(fn, tx)
+	})
+	if err != nil {
+		return mapBoltErr(err)
+	}
+	if err := s.clog.committed(len(logged)); err != nil {
+		s.log.Error("the call log", "err", err)
+	}
+	return nil
 }
 
 // safeCall turns a panic in fn into an error, so that one broken update fails only its caller.

@@ -1,0 +1,513 @@
+package store
+
+// The call log: how a call gets on record without a bbolt commit of its own.
+//
+// A bbolt commit writes every page it touched with a pwrite of its own: for one call, the
+// leaf and branch pages of the three buckets that index it, the root, the freelist and the
+// meta page, about nine 4 KiB writes, after materializing each leaf (its keys decoded into
+// a slice, copied again to insert one). That was 40% of the daemon's CPU for a read call
+// made one after another, and a third under 64 concurrent callers.
+//
+// Without Options.Sync, CreateCall and UpdateCall append the call's encoded record to a log
+// file next to the store (one pwrite) and return: the record is then in the kernel, which is
+// what survives kill -9, the promise the store makes without Sync. The entries are
+// committed to bbolt later, many in one transaction: by the next write transaction of any
+// kind (ahead of its own work, so the order of writes holds), before any read of the call
+// buckets, logFlushDelay after the first entry waiting, and at Close. Once every entry is
+// committed the log is emptied; Open replays what a dead daemon left in it before anything
+// else reads the store. Replaying an entry twice is harmless: each sets a call's value and
+// indexes to what they are after it, entries are applied in order, and while the log is on
+// every change of a call goes through it. A torn last entry (the process died in the
+// middle of a write) fails its checksum and ends the replay; the call it would have
+// recorded never got an answer.
+//
+// With Options.Sync every write is a commit fsynced before it returns, as before: a log
+// would need an fsync per entry to keep that promise, and Sync is for those who want every
+// commit on the disk, not speed.
+
+import (
+	"bytes"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash/crc32"
+	"io"
+	"os"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolsd/toolsd/internal/fsopen"
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// logMagic starts every call log; a file without it is not one and is ignored.
+const logMagic = "toolsd call log 1\n"
+
+// logFlushDelay is how long the first entry waiting in the log waits for others to join its
+// commit. Entries are durable (against a crash of the process) from the moment they are
+// written, so this only trades commits for memory.
+const logFlushDelay = 10 * time.Millisecond
+
+// maxLogBytes is the size past which a commit that leaves entries waiting (because calls
+// keep coming) rewrites the log with only those, so the file stays small under a load that
+// never pauses.
+const maxLogBytes = 4 << 20
+
+var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+
+// LogPath is the call log of the store at path.
+func LogPath(path string) string { return path + ".log" }
+
+// logEntry is one change of one call: its whole encoded value (see encodeCall) under its
+// sequence, and which indexes change with it.
+type logEntry struct {
+	seq     uint64
+	session string
+	call    string
+	val     []byte
+	flags   byte
+	// unfinished is whether the call is pending or running after this change (not in the
+	// file: only the queued entries need it).
+	unfinished bool
+}
+
+const (
+	entryCreated = 1 << iota // a new call: add it to the call index and its session's list
+	entryOpen                // it became unfinished: add it to the unfinished index
+	entryClosed              // it finished: remove it from the unfinished index
+)
+
+// frame is the entry as the log holds it: the payload's length and CRC-32C (little endian),
+// then flags, uvarint seq, the session and call ids (each uvarint length, bytes), the value.
+func (e *logEntry) frame() []byte {
+	b := make([]byte, 8, 8+1+3*binary.MaxVarintLen64+len(e.session)+len(e.call)+len(e.val))
+	b = append(b, e.flags)
+	b = binary.AppendUvarint(b, e.seq)
+	b = binary.AppendUvarint(b, uint64(len(e.session)))
+	b = append(b, e.session...)
+	b = binary.AppendUvarint(b, uint64(len(e.call)))
+	b = append(b, e.call...)
+	b = append(b, e.val...)
+	binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-8))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
+	return b
+}
+
+var errTorn = errors.New("torn or damaged entry")
+
+// parseLog returns the entries of a log's contents, and how many bytes at its end were not
+// a whole entry (a write the process did not finish, or damage).
+func parseLog(data []byte) (entries []*logEntry, rest int) {
+	if !bytes.HasPrefix(data, []byte(logMagic)) {
+		return nil, len(data)
+	}
+	p := data[len(logMagic):]
+	for len(p) > 0 {
+		e, n, err := parseEntry(p)
+		if err != nil {
+			break
+		}
+		entries = append(entries, e)
+		p = p[n:]
+	}
+	return entries, len(p)
+}
+
+func parseEntry(p []byte) (*logEntry, int, error) {
+	if len(p) < 8 {
+		return nil, 0, errTorn
+	}
+	n := int(binary.LittleEndian.Uint32(p))
+	if n > len(p)-8 || crc32.Checksum(p[8:8+n], castagnoli) != binary.LittleEndian.Uint32(p[4:]) {
+		return nil, 0, errTorn
+	}
+	b := p[8 : 8+n]
+	if len(b) < 1 {
+		return nil, 0, errTorn
+	}
+	e := &logEntry{flags: b[0]}
+	b = b[1:]
+	var w int
+	if e.seq, w = binary.Uvarint(b); w <= 0 {
+		return nil, 0, errTorn
+	}
+	b = b[w:]
+	str := func() (string, bool) {
+		l, w := binary.Uvarint(b)
+		if w <= 0 || l > uint64(len(b)-w) {
+			return "", false
+		}
+		s := string(b[w : w+int(l)])
+		b = b[w+int(l):]
+		return s, true
+	}
+	var ok1, ok2 bool
+	e.session, ok1 = str()
+	e.call, ok2 = str()
+	if !ok1 || !ok2 || e.session == "" || e.call == "" || e.seq == 0 {
+		return nil, 0, errTorn
+	}
+	e.val = bytes.Clone(b)
+	return e, 8 + n, nil
+}
+
+// apply writes the entry's call and indexes in tx.
+func (e *logEntry) apply(tx *bolt.Tx) error {
+	calls := tx.Bucket(bucketCalls)
+	k := be64(e.seq)
+	if err := calls.Put(k, e.val); err != nil {
+		return err
+	}
+	if e.seq > calls.Sequence() {
+		if err := calls.SetSequence(e.seq); err != nil {
+			return err
+		}
+	}
+	if e.flags&entryCreated != 0 {
+		if err := tx.Bucket(bucketCallIndex).Put(callKey(e.session, e.call), k); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketCallsBySession).Put(join(e.session, k), nil); err != nil {
+			return err
+		}
+	}
+	switch {
+	case e.flags&entryOpen != 0:
+		return tx.Bucket(bucketUnfinished).Put(k, nil)
+	case e.flags&entryClosed != 0:
+		return tx.Bucket(bucketUnfinished).Delete(k)
+	}
+	return nil
+}
+
+// callLog is the log file and the entries not yet committed to bbolt.
+type callLog struct {
+	path string
+
+	mu     sync.Mutex // guards everything below, and orders writes to the file
+	f      *os.File
+	size   int64
+	closed bool
+	// queue holds the entries written and not yet committed, in the order written.
+	queue []*logEntry
+	// latest is the newest queued entry of each call, by callKey.
+	latest map[string]*logEntry
+	// lastSeq is the highest call sequence handed out.
+	lastSeq uint64
+	timer   *time.Timer
+	armed   bool // timer will fire
+	delay   time.Duration
+	max     int64
+}
+
+// openLog replays the log a previous daemon left (committing its entries) and starts an empty
+// one. It runs in Open, before anything reads the calls.
+func (s *Store) openLog() error {
+	l := &callLog{path: LogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes}
+	if s.opts.logDelay > 0 {
+		l.delay = s.opts.logDelay
+	}
+	if s.opts.logMax > 0 {
+		l.max = s.opts.logMax
+	}
+	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
+	if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
+		return fmt.Errorf("%w: the call log %v: move it away", ErrCorrupt, te)
+	}
+	if err != nil {
+		return fmt.Errorf("store: open the call log: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("store: read the call log %s: %w", l.path, err)
+	}
+	entries, rest := parseLog(data)
+	if len(entries) > 0 {
+		err := s.db.Update(func(tx *bolt.Tx) error {
+			for _, e := range entries {
+				if err := e.apply(tx); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			f.Close()
+			return fmt.Errorf("store: replay the call log %s: %w", l.path, err)
+		}
+		s.log.Info("replayed the call log of a daemon that stopped", "entries", len(entries))
+	}
+	if rest > 0 && len(data) > len(logMagic) {
+		s.log.Warn("ignored the end of the call log: a write that did not finish, or damage", "bytes", rest)
+	}
+	if err := l.reset(f); err != nil {
+		f.Close()
+		return err
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		l.lastSeq = tx.Bucket(bucketCalls).Sequence()
+		return nil
+	}); err != nil {
+		f.Close()
+		return err
+	}
+	l.timer = time.AfterFunc(time.Hour, s.flushLog)
+	l.timer.Stop()
+	s.clog = l
+	return nil
+}
+
+// reset empties the file (f, which becomes the log's) down to its magic.
+func (l *callLog) reset(f *os.File) error {
+	if err := f.Truncate(0); err != nil {
+		return fmt.Errorf("store: empty the call log %s: %w", l.path, err)
+	}
+	if _, err := f.WriteAt([]byte(logMagic), 0); err != nil {
+		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
+	}
+	l.f, l.size = f, int64(len(logMagic))
+	return nil
+}
+
+// write appends e to the file and queues it. l.mu is held.
+func (l *callLog) write(e *logEntry) error {
+	if l.closed {
+		return ErrClosed
+	}
+	b := e.frame()
+	if _, err := l.f.WriteAt(b, l.size); err != nil {
+		// A part of the entry may be in the file: cut it, or the entries after it would
+		// be lost at replay.
+		if terr := l.f.Truncate(l.size); terr != nil {
+			l.closed = true
+			return fmt.Errorf("store: write the call log %s: %v; cutting the partial entry: %v (calls can no longer be recorded: restart the daemon)", l.path, err, terr)
+		}
+		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
+	}
+	l.size += int64(len(b))
+	l.queue = append(l.queue, e)
+	l.latest[string(callKey(e.session, e.call))] = e
+	if !l.armed {
+		l.armed = true
+		l.timer.Reset(l.delay)
+	}
+	return nil
+}
+
+// waiting returns the queued entries, for a commit to apply.
+func (l *callLog) waiting() []*logEntry {
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.queue[:len(l.queue):len(l.queue)]
+}
+
+// committed drops the first n queued entries, which a commit has just written to bbolt, and
+// empties the file once nothing waits (or rewrites it with what waits, when it grew large).
+func (l *callLog) committed(n int) error {
+	if l == nil || n == 0 {
+		return nil
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, e := range l.queue[:n] {
+		if k := callKey(e.session, e.call); l.latest[string(k)] == e {
+			delete(l.latest, string(k))
+		}
+	}
+	l.queue = append([]*logEntry(nil), l.queue[n:]...)
+	if len(l.queue) == 0 {
+		return l.reset(l.f)
+	}
+	if !l.armed {
+		l.armed = true
+		l.timer.Reset(l.delay)
+	}
+	if l.size > l.max {
+		return l.rewrite()
+	}
+	return nil
+}
+
+// rewrite replaces the file with one holding only the queued entries. l.mu is held.
+func (l *callLog) rewrite() error {
+	tmp := l.path + ".new"
+	f, err := fsopen.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return fmt.Errorf("store: rewrite the call log: %w", err)
+	}
+	b := []byte(logMagic)
+	for _, e := range l.queue {
+		b = append(b, e.frame()...)
+	}
+	if _, err := f.WriteAt(b, 0); err == nil {
+		err = os.Rename(tmp, l.path)
+	}
+	if err != nil {
+		f.Close()
+		os.Remove(tmp)
+		return fmt.Errorf("store: rewrite the call log %s: %w", l.path, err)
+	}
+	l.f.Close()
+	l.f, l.size = f, int64(len(b))
+	return nil
+}
+
+// flushLog commits what waits in the log (the timer's work).
+func (s *Store) flushLog() {
+	s.closeMu.Lock()
+	if s.closed {
+		s.closeMu.Unlock()
+		return
+	}
+	s.flushes.Add(1)
+	s.closeMu.Unlock()
+	defer s.flushes.Done()
+	s.clog.mu.Lock()
+	s.clog.armed = false
+	s.clog.mu.Unlock()
+	if err := s.update(func(*bolt.Tx) error { return nil }); err != nil && !errors.Is(err, ErrClosed) {
+		s.log.Error("committing the call log failed; its entries stay in the log", "err", err)
+	}
+	if s.opts.logFlushed != nil {
+		s.opts.logFlushed()
+	}
+}
+
+// closeLog commits what waits and removes the log. It runs in Close, after the last flush.
+func (s *Store) closeLog() error {
+	l := s.clog
+	if l == nil {
+		return nil
+	}
+	l.mu.Lock()
+	l.closed = true
+	l.timer.Stop()
+	l.mu.Unlock()
+	s.flushes.Wait()
+	q := l.waiting()
+	err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, q) })
+	if err == nil {
+		err = l.committed(len(q))
+	}
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if err == nil && len(l.queue) == 0 {
+		err = os.Remove(l.path)
+	}
+	if cerr := l.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
+
+func applyEntries(tx *bolt.Tx, entries []*logEntry) error {
+	for _, e := range entries {
+		if err := e.apply(tx); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// createLogged is CreateCall with the log on: r is complete and val is its encoding.
+func (s *Store) createLogged(r *protocol.CallRecord, val []byte) error {
+	l := s.clog
+	key := callKey(r.SessionID, r.CallID)
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	exists := l.latest[string(key)] != nil
+	if !exists {
+		if err := s.db.View(func(tx *bolt.Tx) error {
+			exists = tx.Bucket(bucketCallIndex).Get(key) != nil
+			return nil
+		}); err != nil {
+			return mapBoltErr(err)
+		}
+	}
+	if exists {
+		return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
+	}
+	seq := l.lastSeq + 1
+	if n := s.now().UnixNano(); n > 0 && uint64(n) > seq {
+		seq = uint64(n)
+	}
+	e := &logEntry{seq: seq, session: r.SessionID, call: r.CallID, val: val, flags: entryCreated, unfinished: unfinished(r.Status)}
+	if e.unfinished {
+		e.flags |= entryOpen
+	}
+	if err := l.write(e); err != nil {
+		return err
+	}
+	l.lastSeq = seq
+	return nil
+}
+
+// updateLogged is UpdateCall with the log on. fn runs outside the lock, on a decoded copy;
+// if the call changed meanwhile, it runs again on the new state.
+func (s *Store) updateLogged(sessionID, callID string, fn func(*protocol.CallRecord)) error {
+	l := s.clog
+	key := string(callKey(sessionID, callID))
+	for {
+		l.mu.Lock()
+		cur := l.latest[key]
+		var (
+			seq  uint64
+			val  []byte
+			open bool
+		)
+		if cur != nil {
+			seq, val, open = cur.seq, cur.val, cur.unfinished
+		} else {
+			err := s.db.View(func(tx *bolt.Tx) error {
+				k := tx.Bucket(bucketCallIndex).Get([]byte(key))
+				if k == nil {
+					return fmt.Errorf("%w: no call %q in session %q", ErrNotFound, callID, sessionID)
+				}
+				seq = binary.BigEndian.Uint64(k)
+				val = bytes.Clone(tx.Bucket(bucketCalls).Get(k))
+				open = tx.Bucket(bucketUnfinished).Get(k) != nil
+				return nil
+			})
+			if err != nil {
+				l.mu.Unlock()
+				return mapBoltErr(err)
+			}
+		}
+		l.mu.Unlock()
+
+		var rec protocol.CallRecord
+		if err := decodeCall(val, &rec); err != nil {
+			return fmt.Errorf("%w: call %q of session %q has a damaged record: %v", ErrCorrupt, callID, sessionID, err)
+		}
+		if err := safeCall(func(*bolt.Tx) error { fn(&rec); return nil }, nil); err != nil {
+			return err
+		}
+		rec.SessionID, rec.CallID = sessionID, callID
+		nv, err := encodeCall(&rec)
+		if err != nil {
+			return fmt.Errorf("store: encode call %s: %w", callID, err)
+		}
+		e := &logEntry{seq: seq, session: sessionID, call: callID, val: nv, unfinished: unfinished(rec.Status)}
+		switch now := e.unfinished; {
+		case now && !open:
+			e.flags = entryOpen
+		case !now && open:
+			e.flags = entryClosed
+		}
+
+		l.mu.Lock()
+		if l.latest[key] != cur {
+			l.mu.Unlock()
+			continue // changed while fn ran: again, on the new state
+		}
+		err = l.write(e)
+		l.mu.Unlock()
+		return err
+	}
+}

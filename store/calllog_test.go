@@ -1,0 +1,335 @@
+package store
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// crashCopy copies the store's file and its call log into a fresh folder, as they would be
+// if the process died now (kill -9 leaves the files as the kernel has them), and returns the
+// copy's path.
+func crashCopy(t *testing.T, s *Store, cut int) string {
+	t.Helper()
+	dst := filepath.Join(t.TempDir(), "copy.db")
+	for _, p := range [][2]string{{s.Path(), dst}, {LogPath(s.Path()), LogPath(dst)}} {
+		b, err := os.ReadFile(p[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p[0] == LogPath(s.Path()) {
+			b = b[:len(b)-cut]
+		}
+		if err := os.WriteFile(p[1], b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return dst
+}
+
+// openQuiet opens a store whose call log flushes only when told to (or by another write),
+// once the pruner's first pass (which commits) is done.
+func openQuiet(t *testing.T, opts *Options) *Store {
+	t.Helper()
+	first := make(chan struct{})
+	var once sync.Once
+	opts.logDelay = time.Hour
+	opts.pruned = func(int, error) { once.Do(func() { close(first) }) }
+	s := openTest(t, opts)
+	select {
+	case <-first:
+	case <-time.After(10 * time.Second):
+		t.Fatal("no pruning pass within 10 s of Open")
+	}
+	return s
+}
+
+func logSize(t *testing.T, s *Store) int64 {
+	t.Helper()
+	fi, err := os.Stat(LogPath(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fi.Size()
+}
+
+// logCalls records what the crash tests check: c1 created running then completed, c2 left
+// pending, c3 completed at once in another session.
+func logCalls(t *testing.T, s *Store) {
+	t.Helper()
+	r := newRec("s1", "c1")
+	r.Status = protocol.StatusRunning
+	if err := s.CreateCall(r); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateCall("s1", "c1", func(r *protocol.CallRecord) {
+		r.Status, r.Output = protocol.StatusCompleted, "hello\n"
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateCall(newRec("s1", "c2")); err != nil {
+		t.Fatal(err)
+	}
+	r = newRec("s2", "c3")
+	r.Status, r.Output = protocol.StatusCompleted, "done"
+	if err := s.CreateCall(r); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func wantStatus(t *testing.T, s *Store, session, call, status string) *protocol.CallRecord {
+	t.Helper()
+	r, err := s.GetCall(session, call)
+	if err != nil {
+		t.Fatalf("GetCall(%s, %s): %v", session, call, err)
+	}
+	if r.Status != status {
+		t.Fatalf("%s/%s: status %q, want %q", session, call, r.Status, status)
+	}
+	return r
+}
+
+func listIDs(t *testing.T, s *Store, session string) string {
+	t.Helper()
+	calls, _, err := s.ListCalls(session, 0, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, c := range calls {
+		ids = append(ids, c.CallID)
+	}
+	return strings.Join(ids, " ")
+}
+
+// TestCallLogSurvivesCrash: calls that were only in the call log when the process died are
+// on record after the next Open, in their last state, indexed, with the ones left
+// unfinished marked interrupted; new calls sort after them.
+func TestCallLogSurvivesCrash(t *testing.T) {
+	s := openQuiet(t, &Options{})
+	logCalls(t, s)
+	if n := logSize(t, s); n <= int64(len(logMagic)) {
+		t.Fatalf("the call log holds %d bytes: the calls were committed, not logged", n)
+	}
+	c := openAt(t, crashCopy(t, s, 0), nil)
+	if got := wantStatus(t, c, "s1", "c1", protocol.StatusCompleted); got.Output != "hello\n" {
+		t.Fatalf("c1's output %q", got.Output)
+	}
+	wantStatus(t, c, "s1", "c2", protocol.StatusInterrupted)
+	wantStatus(t, c, "s2", "c3", protocol.StatusCompleted)
+	if got := listIDs(t, c, "s1"); got != "c2 c1" {
+		t.Fatalf("session s1 lists %q", got)
+	}
+	if err := c.CreateCall(newRec("s1", "c1")); !errors.Is(err, ErrDuplicate) {
+		t.Fatalf("CreateCall of a replayed call: %v, want ErrDuplicate", err)
+	}
+	if err := c.CreateCall(newRec("s1", "c4")); err != nil {
+		t.Fatal(err)
+	}
+	if got := listIDs(t, c, ""); got != "c4 c3 c2 c1" {
+		t.Fatalf("all calls list %q", got)
+	}
+}
+
+// TestCallLogTornTail: a write the process did not finish (the end of the last entry
+// missing) loses that entry only.
+func TestCallLogTornTail(t *testing.T) {
+	s := openQuiet(t, &Options{})
+	logCalls(t, s)
+	c := openAt(t, crashCopy(t, s, 3), nil)
+	wantStatus(t, c, "s1", "c1", protocol.StatusCompleted)
+	wantStatus(t, c, "s1", "c2", protocol.StatusInterrupted)
+	if _, err := c.GetCall("s2", "c3"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("the torn call: %v, want ErrNotFound", err)
+	}
+}
+
+// TestCallLogCommitsBeforeOtherWrites: a write of another kind commits the logged calls
+// first (a checkpoint names a call by its sequence), and reads of the calls see them.
+func TestCallLogCommitsBeforeOtherWrites(t *testing.T) {
+	s := openQuiet(t, &Options{})
+	if err := s.CreateCall(newRec("s1", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Checkpoint("s1", "c1"); err == nil || !strings.Contains(err.Error(), "changed no files") {
+		t.Fatalf("Checkpoint of a logged call: %v, want one saying it changed no files", err)
+	}
+	if err := s.CreateCall(newRec("s1", "c2")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.SessionPut("s1", "k", []byte("v")); err != nil {
+		t.Fatal(err)
+	}
+	if n := logSize(t, s); n != int64(len(logMagic)) {
+		t.Fatalf("the call log holds %d bytes after a commit, want it emptied", n)
+	}
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketCallIndex).Get(callKey("s1", "c2")) == nil {
+			return errors.New("c2 is not in the call index")
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestCallLogFlushesByItself: with nothing else to commit them, logged calls reach bbolt
+// after the delay and the log is emptied.
+func TestCallLogFlushesByItself(t *testing.T) {
+	flushed := make(chan struct{}, 1)
+	s := openTest(t, &Options{logDelay: time.Millisecond, logFlushed: func() {
+		select {
+		case flushed <- struct{}{}:
+		default:
+		}
+	}})
+	if err := s.CreateCall(newRec("s1", "c1")); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-flushed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the call log was not flushed within 10 s")
+	}
+	if n := len(s.clog.waiting()); n != 0 {
+		t.Fatalf("%d entries wait after the flush", n)
+	}
+	if n := logSize(t, s); n != int64(len(logMagic)) {
+		t.Fatalf("the call log holds %d bytes after its flush", n)
+	}
+}
+
+// TestCallLogRewrite: when calls keep coming, a commit that leaves some waiting rewrites a
+// large log with only those, and nothing is lost.
+func TestCallLogRewrite(t *testing.T) {
+	s := openQuiet(t, &Options{logMax: 1})
+	for _, id := range []string{"a", "b", "c"} {
+		if err := s.CreateCall(newRec("s", id)); err != nil {
+			t.Fatal(err)
+		}
+	}
+	first := s.clog.waiting()[:1]
+	if err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, first) }); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.clog.committed(1); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(LogPath(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, rest := parseLog(b)
+	if len(entries) != 2 || rest != 0 || entries[0].call != "b" || entries[1].call != "c" {
+		t.Fatalf("rewritten log: %d entries (%d bytes left over), want b and c", len(entries), rest)
+	}
+	c := openAt(t, crashCopy(t, s, 0), nil)
+	if got := listIDs(t, c, "s"); got != "c b a" {
+		t.Fatalf("after the crash: %q", got)
+	}
+}
+
+// TestCallLogConcurrent: many writers creating and finishing calls while the log flushes
+// itself: every call ends on record, finished, in its session.
+func TestCallLogConcurrent(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolsd.db")
+	s, err := Open(path, &Options{logDelay: 200 * time.Microsecond})
+	if err != nil {
+		t.Fatal(err)
+	}
+	const writers, each = 16, 40
+	var wg sync.WaitGroup
+	errs := make(chan error, writers)
+	for w := range writers {
+		wg.Go(func() {
+			for i := range each {
+				id := fmt.Sprintf("w%d-%d", w, i)
+				r := newRec(fmt.Sprintf("s%d", w%4), id)
+				r.Status = protocol.StatusRunning
+				if err := s.CreateCall(r); err != nil {
+					errs <- err
+					return
+				}
+				if err := s.UpdateCall(r.SessionID, id, func(r *protocol.CallRecord) { r.Status = protocol.StatusCompleted }); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(LogPath(path)); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the call log after Close: %v, want it removed", err)
+	}
+	s = openAt(t, path, nil)
+	n := 0
+	for sess := range 4 {
+		calls, _, err := s.ListCalls(fmt.Sprintf("s%d", sess), MaxListLimit, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range calls {
+			if c.Status != protocol.StatusCompleted {
+				t.Fatalf("%s/%s is %s", c.SessionID, c.CallID, c.Status)
+			}
+		}
+		n += len(calls)
+	}
+	if n != writers*each {
+		t.Fatalf("%d calls on record, want %d", n, writers*each)
+	}
+}
+
+// TestCallLogNotALog: a file at the log's path that is not a call log is ignored and
+// replaced; one that is not a regular file makes Open fail saying so.
+func TestCallLogNotALog(t *testing.T) {
+	dir := t.TempDir()
+	path := filepath.Join(dir, "toolsd.db")
+	if err := os.WriteFile(LogPath(path), []byte("not a log at all"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s := openAt(t, path, nil)
+	if err := s.CreateCall(newRec("s", "c")); err != nil {
+		t.Fatal(err)
+	}
+	wantStatus(t, s, "s", "c", protocol.StatusPending)
+
+	path2 := filepath.Join(dir, "fifo.db")
+	if err := syscall.Mkfifo(LogPath(path2), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if s2, err := Open(path2, nil); err == nil {
+		s2.Close()
+		t.Fatal("Open with a FIFO for a call log succeeded")
+	} else if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), LogPath(path2)) {
+		t.Fatalf("Open with a FIFO for a call log: %v", err)
+	}
+}
+
+// TestSyncStoreHasNoLog: with Sync every write is its own fsynced commit; no log.
+func TestSyncStoreHasNoLog(t *testing.T) {
+	s := openTest(t, &Options{Sync: true})
+	logCalls(t, s)
+	if _, err := os.Stat(LogPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("a Sync store's call log: %v, want none", err)
+	}
+	wantStatus(t, s, "s1", "c1", protocol.StatusCompleted)
+}
