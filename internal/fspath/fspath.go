@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -18,6 +19,9 @@ import (
 // would land. A dangling symlink is followed by hand, so that a create through it is seen
 // landing where it really would.
 func Real(abs string) (string, error) {
+	if r, ok := kernelPath(abs); ok {
+		return r, nil
+	}
 	var rest []string
 	cur := abs
 	for range 256 {
@@ -59,4 +63,22 @@ func Within(dir, p string) (string, bool) {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true
+}
+
+// kernelPath asks the kernel where abs leads when it exists: a path-only open resolves every
+// symlink as any open would, and its /proc/self/fd link names the result. Three system calls
+// where filepath.EvalSymlinks takes one lstat per component. ok is false when abs does not
+// exist or the answer is not a plain path (a magic link, a file deleted meanwhile): Real then
+// walks it by hand.
+func kernelPath(abs string) (string, bool) {
+	fd, err := unix.Open(abs, unix.O_PATH|unix.O_CLOEXEC, 0)
+	if err != nil {
+		return "", false
+	}
+	defer unix.Close(fd)
+	r, err := os.Readlink("/proc/self/fd/" + strconv.Itoa(fd))
+	if err != nil || !filepath.IsAbs(r) || strings.HasSuffix(r, " (deleted)") || filepath.Clean(r) != r {
+		return "", false
+	}
+	return r, true
 }

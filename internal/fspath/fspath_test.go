@@ -1,6 +1,7 @@
 package fspath
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"testing"
@@ -50,6 +51,36 @@ func TestReal(t *testing.T) {
 		}
 		if err != nil || got != c.want {
 			t.Errorf("Real(%s) = %q, %v; want %q", c.in, got, err, c.want)
+		}
+		// The kernel answers for what exists, and agrees with the walk by hand.
+		r, ok := kernelPath(filepath.Join(dir, c.in))
+		if _, err := os.Stat(filepath.Join(dir, c.in)); (err == nil) != ok || ok && r != c.want {
+			t.Errorf("kernelPath(%s) = %q, %v (exists: %v); want %q", c.in, r, ok, err == nil, c.want)
+		}
+	}
+	// A magic link is not a path: Real walks it by hand, as it did before it asked the kernel.
+	pr, pw, err := os.Pipe()
+	must(err)
+	defer pr.Close()
+	defer pw.Close()
+	if r, ok := kernelPath(fmt.Sprintf("/proc/self/fd/%d", pr.Fd())); ok {
+		t.Errorf("kernelPath of a pipe's fd link = %q, want no answer", r)
+	}
+}
+
+// BenchmarkReal: the real path of an existing file four folders down.
+func BenchmarkReal(b *testing.B) {
+	dir := filepath.Join(b.TempDir(), "a", "b", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	f := filepath.Join(dir, "f.txt")
+	if err := os.WriteFile(f, nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	for b.Loop() {
+		if _, err := Real(f); err != nil {
+			b.Fatal(err)
 		}
 	}
 }
