@@ -93,6 +93,16 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 				s.log.Error("opening the workspace failed", "err", err)
 				s.openErr.Store(&err)
 				cancel()
+				return
+			}
+			// The client has its initialize result: the work the workspace put off so as
+			// not to delay it can start (a client of protocol 2026-07-28 sends no
+			// initialize, and its first confined process starts it).
+			s.mu.Lock()
+			ws := s.ws
+			s.mu.Unlock()
+			if ws != nil {
+				ws.Initialized()
 			}
 		},
 	})

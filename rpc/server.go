@@ -122,6 +122,13 @@ type messageLimiter interface {
 	MaxMessageBytes() int64
 }
 
+// initializedObserver is implemented by backends that put work off until the client has
+// its initialize result: Initialized is called on the initialized notification, on the
+// read loop (it must not block).
+type initializedObserver interface {
+	Initialized()
+}
+
 // request is an incoming call that $/cancelRequest may cancel.
 type request struct {
 	cancelled bool
@@ -352,6 +359,12 @@ func (s *server) notification(ctx context.Context, method string, params json.Ra
 	}()
 	switch method {
 	case protocol.MethodInitialized:
+		s.mu.Lock()
+		b := s.backend
+		s.mu.Unlock()
+		if o, ok := b.(initializedObserver); ok {
+			o.Initialized()
+		}
 	case protocol.MethodExit:
 		s.mu.Lock()
 		code := 1

@@ -25,6 +25,7 @@ type fakeBackend struct {
 	resolveBytes int // the size of a tool description in Resolve's result
 	executing    chan struct{}
 	closed       atomic.Bool
+	initialized  atomic.Int32 // Initialized calls
 
 	mu         sync.Mutex // guards started, running, maxRunning
 	started    []string   // callIDs, in the order Execute was called
@@ -82,6 +83,7 @@ func (f *fakeBackend) StorePath() string     { return "/tmp/x.db" }
 func (f *fakeBackend) Permissions() []string { return []string{"read"} }
 func (f *fakeBackend) Close() error          { f.closed.Store(true); return nil }
 func (f *fakeBackend) Shutdown()             {}
+func (f *fakeBackend) Initialized()          { f.initialized.Add(1) }
 func (f *fakeBackend) Clients() protocol.ClientsParams {
 	return protocol.ClientsParams{Clients: []protocol.ClientRef{}}
 }
@@ -203,6 +205,31 @@ func TestServeEndOfInput(t *testing.T) {
 	}
 	if !fb.closed.Load() {
 		t.Fatal("the backend was not closed")
+	}
+}
+
+// The initialized notification tells a backend that wants to know that the client has its
+// initialize result (the workspace starts the sandbox's namespace probe then); initialize
+// does not.
+func TestInitializedNotifiesTheBackend(t *testing.T) {
+	conn, fb, _, _ := serve(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := conn.Call(ctx, "initialize", map[string]any{"workspaceFolder": "/w"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := fb.initialized.Load(); n != 0 {
+		t.Fatalf("Initialized was called %d times before the initialized notification", n)
+	}
+	if err := conn.Notify(ctx, "initialized", map[string]any{}); err != nil {
+		t.Fatal(err)
+	}
+	// permission/list is answered on the read loop, after the notification before it.
+	if err := conn.Call(ctx, "permission/list", map[string]any{}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if n := fb.initialized.Load(); n != 1 {
+		t.Fatalf("Initialized was called %d times after the initialized notification, want once", n)
 	}
 }
 

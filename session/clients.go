@@ -400,6 +400,11 @@ func (c *Client) Close() error {
 	return nil
 }
 
+// Initialized is called once the client has its initialize result (the initialized
+// notification): the workspace starts the work it put off so as not to delay that answer,
+// the sandbox's namespace probe. Later calls, and those of other clients, do nothing.
+func (c *Client) Initialized() { c.w.sandbox.startProbe() }
+
 // Shutdown cancels the client's calls in flight (the toolsd protocol's shutdown); the client
 // stays attached until Close.
 func (c *Client) Shutdown() { c.w.svc.CancelClient(c.ref.ID) }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/internal/proc"
@@ -21,10 +22,11 @@ import (
 // and the tool. Safe for concurrent use.
 type sandboxer struct {
 	folder string
-	// kernel is what the kernel offers without the namespace probe; support waits for that
-	// too (see probe).
+	guard  string   // the guard's executable; "" when processes start unguarded
+	ns     *nsProbe // the process's probe (tests give a workspace one of its own)
+	// kernel is what the kernel offers without the namespace probe; support adds the
+	// probe's answer (see nsProbe).
 	kernel   sandbox.Support
-	support  func() sandbox.Support
 	guarded  bool
 	cacheDir string
 	private  []string // the daemon's own folders: hidden from tools
@@ -33,29 +35,66 @@ type sandboxer struct {
 	settings config.Sandbox
 }
 
-// probe is what the kernel offers, probed once per process, from the first workspace's
-// open. Landlock and seccomp take two system calls and are known at once. User namespaces
-// take a run of the sandbox stage, a start of this binary: that probe runs in the
-// background, and the first process to be confined waits for it (in a fresh daemon it is
-// done long before). It used to run inline and was about a third of spawn to initialize.
-var probe = sync.OnceValues(func() (sandbox.Support, func() sandbox.Support) {
-	kernel := sandbox.Probe("")
-	full := kernel
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		full.Namespaces, full.NamespacesWhy = sandbox.ProbeNamespaces(proc.GuardPath())
-	}()
-	return kernel, func() sandbox.Support {
-		<-done
-		return full
+// kernelSupport is what the kernel offers without user namespaces, probed once per process at
+// the first workspace's open: Landlock and seccomp take two system calls, and the workspace's
+// diagnostics and protected folders need the answer at once.
+var kernelSupport = sync.OnceValue(func() sandbox.Support { return sandbox.Probe("") })
+
+// probe is whether user namespaces can be had, probed once per process. It takes a run of
+// the sandbox stage in new user, mount and network namespaces, a start of this binary of a
+// few milliseconds: run inline at open it was about a third of spawn to initialize, and run
+// in the background from the open it still competed with the daemon's start for the CPU
+// (about 1.4 ms of spawn to initialize on 2 cores). So it starts once the client has its
+// initialize result (the initialized notification: sandboxer.startProbe), or when a
+// process is first confined, which waits for it either way.
+var probe = newNSProbe(sandbox.ProbeNamespaces)
+
+// nsProbe runs a namespace probe once, in the background. Safe for concurrent use.
+type nsProbe struct {
+	run     func(guard string) (bool, string)
+	once    sync.Once
+	started atomic.Bool
+	done    chan struct{} // closed once ok and why are set
+	ok      bool
+	why     string
+}
+
+func newNSProbe(run func(guard string) (bool, string)) *nsProbe {
+	return &nsProbe{run: run, done: make(chan struct{})}
+}
+
+// start starts the probe with the guard's executable, unless it has started already.
+func (p *nsProbe) start(guard string) {
+	p.once.Do(func() {
+		p.started.Store(true)
+		go func() {
+			defer close(p.done)
+			p.ok, p.why = p.run(guard)
+		}()
+	})
+}
+
+// result starts the probe if it has not started and waits for its answer.
+func (p *nsProbe) result(guard string) (bool, string) {
+	p.start(guard)
+	<-p.done
+	return p.ok, p.why
+}
+
+// settle waits for a probe that has started to end, so that its process does not outlive the
+// workspace that started it (a daemon that exits at once would leave it to compete with what
+// runs next).
+func (p *nsProbe) settle() {
+	if p.started.Load() {
+		<-p.done
 	}
-})
+}
 
 func newSandboxer(folder, storePath string) *sandboxer {
-	s := &sandboxer{folder: folder, guarded: proc.Guarded(), support: func() sandbox.Support { return sandbox.Support{} }}
+	s := &sandboxer{folder: folder, guard: proc.GuardPath(), ns: probe}
+	s.guarded = s.guard != ""
 	if s.guarded {
-		s.kernel, s.support = probe()
+		s.kernel = kernelSupport()
 	}
 	if base, err := os.UserCacheDir(); err == nil {
 		s.cacheDir = filepath.Join(base, "toolsd", "sandbox")
@@ -94,6 +133,31 @@ func (s *sandboxer) prepareProtected() {
 			continue // the stage says so when it cannot protect it
 		}
 	}
+}
+
+// support is what the kernel offers, the namespace probe included: it starts the probe if
+// it has not started, and waits for it.
+func (s *sandboxer) support() sandbox.Support {
+	if !s.guarded {
+		return sandbox.Support{}
+	}
+	full := s.kernel
+	full.Namespaces, full.NamespacesWhy = s.ns.result(s.guard)
+	return full
+}
+
+// startProbe starts the namespace probe in the background, if it has not started: once the
+// client has its initialize result, when the daemon has time to spare.
+func (s *sandboxer) startProbe() {
+	if s.guarded {
+		s.ns.start(s.guard)
+	}
+}
+
+// settle waits for the namespace probe to end if it has started (see nsProbe.settle).
+func (s *sandboxer) settle() error {
+	s.ns.settle()
+	return nil
 }
 
 func (s *sandboxer) set(c config.Sandbox) {

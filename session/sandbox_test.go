@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -176,4 +177,83 @@ func TestSandboxHidesTheStore(t *testing.T) {
 	if s := newSandboxer(ws, def); !slices.Contains(s.private, filepath.Dir(def)) {
 		t.Fatalf("private %v: want the default store's folder %s", s.private, filepath.Dir(def))
 	}
+}
+
+// TestNamespaceProbeWaitsForInitialized: opening a workspace does not start the namespace
+// probe, a start of this binary that would compete with the daemon's own start for the CPU
+// before the initialize answer; the client's initialized notification starts it, once per
+// process (a client attached later starts nothing), and without it the first confined
+// process does, and waits for its answer.
+func TestNamespaceProbeWaitsForInitialized(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	proc.SetGuardPath(exe)
+	defer proc.SetGuardPath("")
+	// open opens a workspace whose namespace probe is a fake that counts its runs.
+	open := func(t *testing.T) (*Client, *nsProbe, *atomic.Int32) {
+		runs := &atomic.Int32{}
+		p := newNSProbe(func(guard string) (bool, string) {
+			if guard != exe {
+				t.Errorf("the probe ran %q, not the guard %q", guard, exe)
+			}
+			runs.Add(1)
+			return false, "test: no namespaces"
+		})
+		old := probe
+		probe = p
+		defer func() { probe = old }()
+		c, err := Open(context.Background(), WorkspaceOptions{Folder: t.TempDir(), StorePath: filepath.Join(t.TempDir(), "s.db")},
+			ClientOptions{Name: "test", Kind: protocol.ClientEditor, Sink: &answerer{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = c.Close() })
+		if p.started.Load() {
+			t.Fatal("opening the workspace started the namespace probe")
+		}
+		return c, p, runs
+	}
+	waitDone := func(t *testing.T, p *nsProbe) {
+		select {
+		case <-p.done:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the namespace probe did not end")
+		}
+	}
+
+	t.Run("initialized", func(t *testing.T) {
+		c, p, runs := open(t)
+		c.Initialized()
+		if !p.started.Load() {
+			t.Fatal("initialized did not start the namespace probe")
+		}
+		waitDone(t, p)
+		other, err := c.Workspace().Attach(ClientOptions{Name: "second", Kind: protocol.ClientEditor, Sink: &answerer{}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer other.Close()
+		other.Initialized()
+		c.Initialized()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("the namespace probe ran %d times, want once", n)
+		}
+	})
+
+	t.Run("first confined process", func(t *testing.T) {
+		if !sandbox.Probe("").Available() {
+			t.Skip("the kernel offers no Landlock")
+		}
+		c, _, runs := open(t)
+		conf := c.Workspace().sandbox.confine("bash", nil)
+		defer conf.Close()
+		if n := runs.Load(); n != 1 {
+			t.Fatalf("confining a process ran the namespace probe %d times, want once", n)
+		}
+		if conf.Mode != sandbox.ModeLandlock {
+			t.Fatalf("confined in mode %q; the probe said no namespaces, so want %q", conf.Mode, sandbox.ModeLandlock)
+		}
+	})
 }

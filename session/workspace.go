@@ -145,6 +145,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		storePath = DefaultStorePath(real)
 	}
 	w.sandbox = newSandboxer(real, storePath)
+	w.closers = append(w.closers, w.sandbox.settle)
 	w.hooks = hook.New(hook.Options{
 		Workspace: real, Logger: o.Logger,
 		Confine: func(sp *hook.Spec) *sandbox.Confinement {

@@ -388,8 +388,9 @@ func (w *Watcher) desired() map[string][]string {
 		if !contains(out[real], l) {
 			out[real] = append(out[real], l)
 		}
-		// A symlink on the way: watch the folder holding it, to see it re-pointed.
-		if depth < 8 {
+		// A symlink on the way: watch the folder holding it, to see it re-pointed. A path
+		// that is its own real path has none (EvalSymlinks looked at every component).
+		if real != l && depth < 8 {
 			for d := l; d != filepath.Dir(d); d = filepath.Dir(d) {
 				if fi, err := os.Lstat(d); err == nil && fi.Mode()&os.ModeSymlink != 0 {
 					addDir(filepath.Dir(d), depth+1)
