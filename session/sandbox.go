@@ -102,9 +102,9 @@ func newSandboxer(folder, storePath string) *sandboxer {
 			s.cacheDir = ""
 		}
 	}
-	// The store (the folder of the default one; only the file and its call log of one given
+	// The store (the folder of the default one; only the file and its call logs of one given
 	// on the command line, whose folder may be anything).
-	s.private = []string{storePath, store.LogPath(storePath)}
+	s.private = []string{storePath, store.LogPath(storePath), store.OldLogPath(storePath)}
 	if storePath == DefaultStorePath(folder) {
 		s.private = []string{filepath.Dir(storePath)}
 	}

@@ -170,8 +170,8 @@ func TestSandboxDayOfWork(t *testing.T) {
 func TestSandboxHidesTheStore(t *testing.T) {
 	ws := t.TempDir()
 	custom := filepath.Join(t.TempDir(), "s.db")
-	if s := newSandboxer(ws, custom); !slices.Contains(s.private, custom) || !slices.Contains(s.private, store.LogPath(custom)) {
-		t.Fatalf("private %v: want the store %s and its call log", s.private, custom)
+	if s := newSandboxer(ws, custom); !slices.Contains(s.private, custom) || !slices.Contains(s.private, store.LogPath(custom)) || !slices.Contains(s.private, store.OldLogPath(custom)) {
+		t.Fatalf("private %v: want the store %s and its call logs", s.private, custom)
 	}
 	def := DefaultStorePath(ws)
 	if s := newSandboxer(ws, def); !slices.Contains(s.private, filepath.Dir(def)) {

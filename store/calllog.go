@@ -14,8 +14,9 @@ package store
 // committed to bbolt later, many in one transaction: by the next write transaction of any
 // kind (ahead of its own work, so the order of writes holds), before any read of the call
 // buckets, logFlushDelay after the first entry waiting, and at Close. Once every entry is
-// committed the log is emptied; Open replays what a dead daemon left in it before anything
-// else reads the store. Replaying an entry twice is harmless: each sets a call's value and
+// committed the log is emptied; under a load that never pauses, a log past maxLogBytes is
+// retired instead (renamed, removed once its entries are committed). Open replays what a
+// dead daemon left, the retired log first, before anything else reads the store. Replaying an entry twice is harmless: each sets a call's value and
 // indexes to what they are after it, entries are applied in order, and while the log is on
 // every change of a call goes through it. A torn last entry (the process died in the
 // middle of a write) fails its checksum and ends the replay; the call it would have
@@ -32,6 +33,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"log/slog"
 	"os"
 	"sync"
 	"time"
@@ -50,15 +52,20 @@ const logMagic = "toolsd call log 1\n"
 // written, so this only trades commits for memory.
 const logFlushDelay = 10 * time.Millisecond
 
-// maxLogBytes is the size past which a commit that leaves entries waiting (because calls
-// keep coming) rewrites the log with only those, so the file stays small under a load that
-// never pauses.
+// maxLogBytes is the size past which the next commit retires the log: it is renamed to
+// OldLogPath, new entries go to a fresh one, and the retired file is removed once the
+// commit that holds all its entries is done. Without it the log would only be emptied when
+// nothing waits, which a load that never pauses never allows.
 const maxLogBytes = 4 << 20
 
 var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // LogPath is the call log of the store at path.
 func LogPath(path string) string { return path + ".log" }
+
+// OldLogPath is where a call log that grew large waits for its entries' commit (see
+// maxLogBytes); Open replays it before LogPath.
+func OldLogPath(path string) string { return path + ".log.old" }
 
 // logEntry is one change of one call: its whole encoded value (see encodeCall) under its
 // sequence, and which indexes change with it.
@@ -200,48 +207,50 @@ type callLog struct {
 	armed   bool // timer will fire
 	delay   time.Duration
 	max     int64
+	// retired is how many of the queued entries (the first ones) are in the retired log at
+	// OldLogPath, 0 when there is none.
+	retired int
+	oldPath string
+	log     *slog.Logger
 }
 
 // openLog replays the log a previous daemon left (committing its entries) and starts an empty
 // one. It runs in Open, before anything reads the calls.
 func (s *Store) openLog() error {
-	l := &callLog{path: LogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes}
+	l := &callLog{path: LogPath(s.path), oldPath: OldLogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes, log: s.log}
 	if s.opts.logDelay > 0 {
 		l.delay = s.opts.logDelay
 	}
 	if s.opts.logMax > 0 {
 		l.max = s.opts.logMax
 	}
-	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE, 0o600)
-	if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
-		return fmt.Errorf("%w: the call log %v: move it away", ErrCorrupt, te)
-	}
+	var entries []*logEntry
+	old, err := readLog(l.oldPath, false)
 	if err != nil {
-		return fmt.Errorf("store: open the call log: %w", err)
+		return err
 	}
-	data, err := io.ReadAll(f)
+	entries = append(entries, old.entries...)
+	f, cur, err := openLogFile(l.path)
 	if err != nil {
-		f.Close()
-		return fmt.Errorf("store: read the call log %s: %w", l.path, err)
+		return err
 	}
-	entries, rest := parseLog(data)
+	entries = append(entries, cur.entries...)
 	if len(entries) > 0 {
-		err := s.db.Update(func(tx *bolt.Tx) error {
-			for _, e := range entries {
-				if err := e.apply(tx); err != nil {
-					return err
-				}
-			}
-			return nil
-		})
+		err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, entries) })
 		if err != nil {
 			f.Close()
 			return fmt.Errorf("store: replay the call log %s: %w", l.path, err)
 		}
 		s.log.Info("replayed the call log of a daemon that stopped", "entries", len(entries))
 	}
-	if rest > 0 && len(data) > len(logMagic) {
-		s.log.Warn("ignored the end of the call log: a write that did not finish, or damage", "bytes", rest)
+	for _, r := range []logRead{old, cur} {
+		if r.rest > 0 && r.size > int64(len(logMagic)) {
+			s.log.Warn("ignored the end of a call log: a write that did not finish, or damage", "file", r.path, "bytes", r.rest)
+		}
+	}
+	if err := os.Remove(l.oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
+		f.Close()
+		return fmt.Errorf("store: remove the replayed call log: %w", err)
 	}
 	if err := l.reset(f); err != nil {
 		f.Close()
@@ -258,6 +267,46 @@ func (s *Store) openLog() error {
 	l.timer.Stop()
 	s.clog = l
 	return nil
+}
+
+// logRead is what a call log file held.
+type logRead struct {
+	path    string
+	entries []*logEntry
+	rest    int   // bytes at the end that were not a whole entry
+	size    int64 // the file's size
+}
+
+// openLogFile opens (creating) the call log at path and reads it.
+func openLogFile(path string) (*os.File, logRead, error) {
+	f, err := fsopen.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
+		return nil, logRead{}, fmt.Errorf("%w: the call log %v: move it away", ErrCorrupt, te)
+	}
+	if err != nil {
+		return nil, logRead{}, fmt.Errorf("store: open the call log: %w", err)
+	}
+	data, err := io.ReadAll(f)
+	if err != nil {
+		f.Close()
+		return nil, logRead{}, fmt.Errorf("store: read the call log %s: %w", path, err)
+	}
+	r := logRead{path: path, size: int64(len(data))}
+	r.entries, r.rest = parseLog(data)
+	return f, r, nil
+}
+
+// readLog reads the call log at path, if there is one.
+func readLog(path string, create bool) (logRead, error) {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) && !create {
+		return logRead{path: path}, nil
+	}
+	f, r, err := openLogFile(path)
+	if err != nil {
+		return r, err
+	}
+	f.Close()
+	return r, nil
 }
 
 // reset empties the file (f, which becomes the log's) down to its magic.
@@ -297,18 +346,49 @@ func (l *callLog) write(e *logEntry) error {
 	return nil
 }
 
-// waiting returns the queued entries, for a commit to apply.
+// waiting returns the queued entries, for a commit to apply. When the log has grown large
+// and none is retired, it retires it first (see maxLogBytes): every entry of the retired
+// file is then among those returned.
 func (l *callLog) waiting() []*logEntry {
 	if l == nil {
 		return nil
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()
+	if l.size > l.max && l.retired == 0 && len(l.queue) > 0 && !l.closed {
+		if err := l.retire(); err != nil {
+			// The log grows on until a retirement works; nothing is lost.
+			l.log.Warn("the call log could not be retired", "err", err)
+		}
+	}
 	return l.queue[:len(l.queue):len(l.queue)]
 }
 
-// committed drops the first n queued entries, which a commit has just written to bbolt, and
-// empties the file once nothing waits (or rewrites it with what waits, when it grew large).
+// retire renames the log to oldPath and starts a fresh one. l.mu is held.
+func (l *callLog) retire() error {
+	if err := os.Rename(l.path, l.oldPath); err != nil {
+		return fmt.Errorf("store: retire the call log: %w", err)
+	}
+	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err == nil {
+		if _, err = f.WriteAt([]byte(logMagic), 0); err != nil {
+			f.Close()
+		}
+	}
+	if err != nil {
+		// Back to the old file: appends go on where they were.
+		_ = os.Rename(l.oldPath, l.path)
+		return fmt.Errorf("store: start a new call log: %w", err)
+	}
+	l.f.Close()
+	l.f, l.size = f, int64(len(logMagic))
+	l.retired = len(l.queue)
+	return nil
+}
+
+// committed drops the first n queued entries, which a commit has just written to bbolt,
+// removes the retired log once all its entries are among them, and empties the current one
+// once nothing waits.
 func (l *callLog) committed(n int) error {
 	if l == nil || n == 0 {
 		return nil
@@ -321,41 +401,28 @@ func (l *callLog) committed(n int) error {
 		}
 	}
 	l.queue = append([]*logEntry(nil), l.queue[n:]...)
-	if len(l.queue) == 0 {
-		return l.reset(l.f)
+	var err error
+	if l.retired > 0 {
+		if l.retired <= n {
+			l.retired = 0
+			if rerr := os.Remove(l.oldPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = fmt.Errorf("store: remove the retired call log: %w", rerr)
+			}
+		} else {
+			l.retired -= n
+		}
 	}
-	if !l.armed {
+	if len(l.queue) == 0 {
+		if rerr := l.reset(l.f); err == nil {
+			err = rerr
+		}
+		return err
+	}
+	if !l.armed && !l.closed {
 		l.armed = true
 		l.timer.Reset(l.delay)
 	}
-	if l.size > l.max {
-		return l.rewrite()
-	}
-	return nil
-}
-
-// rewrite replaces the file with one holding only the queued entries. l.mu is held.
-func (l *callLog) rewrite() error {
-	tmp := l.path + ".new"
-	f, err := fsopen.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return fmt.Errorf("store: rewrite the call log: %w", err)
-	}
-	b := []byte(logMagic)
-	for _, e := range l.queue {
-		b = append(b, e.frame()...)
-	}
-	if _, err := f.WriteAt(b, 0); err == nil {
-		err = os.Rename(tmp, l.path)
-	}
-	if err != nil {
-		f.Close()
-		os.Remove(tmp)
-		return fmt.Errorf("store: rewrite the call log %s: %w", l.path, err)
-	}
-	l.f.Close()
-	l.f, l.size = f, int64(len(b))
-	return nil
+	return err
 }
 
 // flushLog commits what waits in the log (the timer's work).

@@ -22,8 +22,11 @@ import (
 func crashCopy(t *testing.T, s *Store, cut int) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "copy.db")
-	for _, p := range [][2]string{{s.Path(), dst}, {LogPath(s.Path()), LogPath(dst)}} {
+	for _, p := range [][2]string{{s.Path(), dst}, {LogPath(s.Path()), LogPath(dst)}, {OldLogPath(s.Path()), OldLogPath(dst)}} {
 		b, err := os.ReadFile(p[0])
+		if errors.Is(err, os.ErrNotExist) && p[0] == OldLogPath(s.Path()) {
+			continue
+		}
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,42 +212,64 @@ func TestCallLogFlushesByItself(t *testing.T) {
 	}
 }
 
-// TestCallLogRewrite: when calls keep coming, a commit that leaves some waiting rewrites a
-// large log with only those, and nothing is lost.
-func TestCallLogRewrite(t *testing.T) {
+// TestCallLogRetire: when calls keep coming, a large log is retired at a commit and new
+// entries go to a fresh one; a crash at any point loses nothing, and the retired file goes
+// once its entries are committed.
+func TestCallLogRetire(t *testing.T) {
 	s := openQuiet(t, &Options{logMax: 1})
-	for _, id := range []string{"a", "b", "c"} {
+	for _, id := range []string{"a", "b"} {
 		if err := s.CreateCall(newRec("s", id)); err != nil {
 			t.Fatal(err)
 		}
 	}
-	first := s.clog.waiting()[:1]
-	if err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, first) }); err != nil {
+	snap := s.clog.waiting() // a commit begins: the log is large, so it is retired
+	if len(snap) != 2 {
+		t.Fatalf("the commit takes %d entries, want 2", len(snap))
+	}
+	if err := s.CreateCall(newRec("s", "c")); err != nil { // while it runs
 		t.Fatal(err)
 	}
-	if err := s.clog.committed(1); err != nil {
+	for _, f := range []struct {
+		path string
+		want []string
+	}{{OldLogPath(s.Path()), []string{"a", "b"}}, {LogPath(s.Path()), []string{"c"}}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, rest := parseLog(b)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.call)
+		}
+		if strings.Join(got, " ") != strings.Join(f.want, " ") || rest != 0 {
+			t.Fatalf("%s holds %v (%d bytes left over), want %v", filepath.Base(f.path), got, rest, f.want)
+		}
+	}
+	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "c b a" {
+		t.Fatalf("after a crash mid-commit: %q", got)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, snap) }); err != nil {
 		t.Fatal(err)
 	}
-	b, err := os.ReadFile(LogPath(s.Path()))
-	if err != nil {
+	if err := s.clog.committed(len(snap)); err != nil {
 		t.Fatal(err)
 	}
-	entries, rest := parseLog(b)
-	if len(entries) != 2 || rest != 0 || entries[0].call != "b" || entries[1].call != "c" {
-		t.Fatalf("rewritten log: %d entries (%d bytes left over), want b and c", len(entries), rest)
+	if _, err := os.Stat(OldLogPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the retired log after its commit: %v, want it removed", err)
 	}
-	c := openAt(t, crashCopy(t, s, 0), nil)
-	if got := listIDs(t, c, "s"); got != "c b a" {
-		t.Fatalf("after the crash: %q", got)
+	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "c b a" {
+		t.Fatalf("after a crash past the commit: %q", got)
 	}
 }
 
 // TestCallLogConcurrent: many writers creating and finishing calls while the log flushes
-// itself: every call ends on record, finished, in its session.
+// itself and is retired again and again: every call ends on record, finished, in its
+// session.
 func TestCallLogConcurrent(t *testing.T) {
 	dir := t.TempDir()
 	path := filepath.Join(dir, "toolsd.db")
-	s, err := Open(path, &Options{logDelay: 200 * time.Microsecond})
+	s, err := Open(path, &Options{logDelay: 200 * time.Microsecond, logMax: 8 << 10})
 	if err != nil {
 		t.Fatal(err)
 	}
