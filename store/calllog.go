@@ -225,7 +225,7 @@ func (s *Store) openLog() error {
 		l.max = s.opts.logMax
 	}
 	var entries []*logEntry
-	old, err := readLog(l.oldPath, false)
+	old, err := readLog(l.oldPath)
 	if err != nil {
 		return err
 	}
@@ -297,8 +297,8 @@ func openLogFile(path string) (*os.File, logRead, error) {
 }
 
 // readLog reads the call log at path, if there is one.
-func readLog(path string, create bool) (logRead, error) {
-	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) && !create {
+func readLog(path string) (logRead, error) {
+	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
 		return logRead{path: path}, nil
 	}
 	f, r, err := openLogFile(path)
