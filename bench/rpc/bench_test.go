@@ -184,12 +184,18 @@ func workspace(b *testing.B) (string, string) {
 	return ws, path
 }
 
-// startToolsd spawns toolsd with a store and config of its own under state.
+// startToolsd spawns toolsd with a store and a config folder of its own under state. They
+// are apart, as on any real machine: the daemon watches its config folder, and a config
+// folder that held the store would wake it at every write of its record.
 func startToolsd(b *testing.B, state string) *harness.Daemon {
 	b.Helper()
+	config := filepath.Join(state, "config")
+	if err := os.MkdirAll(config, 0o700); err != nil {
+		b.Fatal(err)
+	}
 	return harness.Start(b, toolsdBin(b), harness.Options{
 		Args: []string{"--store", filepath.Join(state, "store.db")},
-		Env:  []string{"XDG_CONFIG_HOME=" + state, "XDG_STATE_HOME=" + state},
+		Env:  []string{"XDG_CONFIG_HOME=" + config, "XDG_STATE_HOME=" + state},
 	})
 }
 

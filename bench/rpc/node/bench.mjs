@@ -11,7 +11,7 @@
 //                       [--concurrent-calls 20000] [--only spawn,read,concurrent]
 
 import { spawn } from 'node:child_process';
-import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -120,14 +120,18 @@ function emit(rec) {
 // --- vscode-jsonrpc targets: toolsd and the echo -------------------------------------
 
 // startLSP spawns a server speaking LSP framing and connects vscode-jsonrpc to it. toolsd
-// gets its store and config under state (a fresh folder if not given).
+// gets its store and a config folder under state (a fresh folder if not given), apart as on
+// any real machine: the daemon watches its config folder, and one that held the store (or
+// the log below) would wake it at every write.
 function startLSP(kind, state = freshDir('state')) {
   const args = kind === 'toolsd' ? ['--store', join(state, 'store.db'), ...(process.env.TOOLSD_ARGS || '').split(' ').filter(Boolean)] : [];
   const log = join(state, `${kind}.log`);
+  const config = join(state, 'config');
+  mkdirSync(config, { recursive: true });
   const stderr = openSync(log, 'a'); // as an editor keeps a log
   const child = spawn(kind === 'toolsd' ? opt.toolsd : opt.echo, args, {
     stdio: ['pipe', 'pipe', stderr],
-    env: { ...process.env, XDG_CONFIG_HOME: state, XDG_STATE_HOME: state },
+    env: { ...process.env, XDG_CONFIG_HOME: config, XDG_STATE_HOME: state },
   });
   closeSync(stderr);
   const exited = new Promise((resolve) => child.once('exit', (code) => resolve(code)));
