@@ -25,6 +25,10 @@ package store
 // With Options.Sync every write is a commit fsynced before it returns, as before: a log
 // would need an fsync per entry to keep that promise, and Sync is for those who want every
 // commit on the disk, not speed.
+//
+// A toolsd from before the call log does not read it: one started on this store after a
+// crash misses the calls that were only in the log, and if it changes them, the next toolsd
+// with the log replays their older states over its changes.
 
 import (
 	"bytes"
