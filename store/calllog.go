@@ -216,12 +216,18 @@ type callLog struct {
 	retired int
 	oldPath string
 	log     *slog.Logger
+	// writeAt writes entries (tests replace it to make writes fail).
+	writeAt func(f *os.File, b []byte, off int64) (int, error)
 }
 
 // openLog replays the log a previous daemon left (committing its entries) and starts an empty
 // one. It runs in Open, before anything reads the calls.
 func (s *Store) openLog() error {
-	l := &callLog{path: LogPath(s.path), oldPath: OldLogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes, log: s.log}
+	l := &callLog{path: LogPath(s.path), oldPath: OldLogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes, log: s.log,
+		writeAt: (*os.File).WriteAt}
+	if s.opts.logWrite != nil {
+		l.writeAt = s.opts.logWrite
+	}
 	if s.opts.logDelay > 0 {
 		l.delay = s.opts.logDelay
 	}
@@ -331,7 +337,7 @@ func (l *callLog) write(e *logEntry) error {
 		return ErrClosed
 	}
 	b := e.frame()
-	if _, err := l.f.WriteAt(b, l.size); err != nil {
+	if _, err := l.writeAt(l.f, b, l.size); err != nil {
 		// A part of the entry may be in the file: cut it, or the entries after it would
 		// be lost at replay.
 		if terr := l.f.Truncate(l.size); terr != nil {

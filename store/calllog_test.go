@@ -7,6 +7,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -346,6 +347,39 @@ func TestCallLogNotALog(t *testing.T) {
 		t.Fatal("Open with a FIFO for a call log succeeded")
 	} else if !errors.Is(err, ErrCorrupt) || !strings.Contains(err.Error(), LogPath(path2)) {
 		t.Fatalf("Open with a FIFO for a call log: %v", err)
+	}
+}
+
+// TestCallLogFailedWrite: a write of the log that fails half way (a full disk) fails its
+// call and leaves no partial entry behind, so the entries written after it are not lost at
+// the next replay.
+func TestCallLogFailedWrite(t *testing.T) {
+	var fail atomic.Bool
+	s := openQuiet(t, &Options{logWrite: func(f *os.File, b []byte, off int64) (int, error) {
+		if fail.Load() {
+			n, _ := f.WriteAt(b[:len(b)/2], off)
+			return n, syscall.ENOSPC
+		}
+		return f.WriteAt(b, off)
+	}})
+	if err := s.CreateCall(newRec("s", "a")); err != nil {
+		t.Fatal(err)
+	}
+	before := logSize(t, s)
+	fail.Store(true)
+	if err := s.CreateCall(newRec("s", "b")); err == nil || !strings.Contains(err.Error(), "call log") {
+		t.Fatalf("CreateCall on a full disk: %v, want an error about the call log", err)
+	}
+	fail.Store(false)
+	if n := logSize(t, s); n != before {
+		t.Fatalf("the call log is %d bytes after the failed write, want %d: a partial entry was left", n, before)
+	}
+	if err := s.CreateCall(newRec("s", "c")); err != nil {
+		t.Fatal(err)
+	}
+	c := openAt(t, crashCopy(t, s, 0), nil)
+	if got := listIDs(t, c, "s"); got != "c a" {
+		t.Fatalf("after a crash: %q, want c and a", got)
 	}
 }
 
