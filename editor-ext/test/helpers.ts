@@ -11,7 +11,7 @@ export const fakeDaemon = path.join(extRoot, 'test', 'fake-daemon.js');
 export function realDaemon(): string {
   const bin = process.env.TOOLSD_BIN || path.resolve(extRoot, '..', 'bin', 'toolsd');
   if (!fs.existsSync(bin)) {
-    throw new Error(`the real toolsd binary is missing at ${bin}: build it with "go build -o bin/toolsd ./cmd/toolsd" from the repo root, or set TOOLSD_BIN`);
+    throw new Error(`the real toolsd binary is missing at ${bin}: build it with "CGO_ENABLED=0 go build -o bin/toolsd ./cmd/toolsd" from the repo root, or set TOOLSD_BIN`);
   }
   return bin;
 }

@@ -35,7 +35,7 @@ var (
 )
 
 // Binary builds the toolsd binary once per process (with the race detector when the tests
-// run with it) and returns its path.
+// run with it, else static as the README builds it) and returns its path.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -52,6 +52,10 @@ func Binary(tb testing.TB) string {
 		args = append(args, "github.com/toolsd/toolsd/cmd/toolsd")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = moduleRoot()
+		if !raceEnabled {
+			// Static, as the README builds it (the race detector needs cgo).
+			cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+		}
 		out, err := cmd.CombinedOutput()
 		if err != nil {
 			buildErr = fmt.Errorf("go build: %v\n%s", err, out)

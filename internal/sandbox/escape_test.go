@@ -3,9 +3,11 @@ package sandbox_test
 import (
 	"bytes"
 	"context"
+	"debug/elf"
 	"fmt"
 	"net"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"runtime"
 	"strconv"
@@ -53,7 +55,8 @@ const secret = "SECRET-7f3a91"
 
 // world is what one run of the suite confines a tool in, and the things outside it.
 type world struct {
-	exe      string // the test binary, where every user may run it
+	exe      string // the test binary, where every user may run it (escapes dial with it)
+	guard    string // the guard and the stage: exe, or a toolsd binary beside it
 	ws       string // the workspace
 	out      string // a folder outside every writable one, writable by anyone
 	home     string // a home folder with secrets
@@ -70,7 +73,9 @@ type world struct {
 	wg       sync.WaitGroup
 }
 
-func newWorld(t *testing.T, uid int, landlockOnly bool) *world {
+// newWorld makes a world whose guard and stage are a copy of the binary at guard, or the test
+// binary when guard is "".
+func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 	t.Helper()
 	root := t.TempDir()
 	// Every user must be able to reach what the tool needs: the checks are the sandbox's,
@@ -114,7 +119,12 @@ func newWorld(t *testing.T, uid int, landlockOnly bool) *world {
 	w.private = mk("private", 0o777)
 	bin := mk("bin", 0o755)
 	w.exe = filepath.Join(bin, "toolsd.test")
-	copyFile(t, w.exe)
+	copyFile(t, "", w.exe)
+	w.guard = w.exe
+	if guard != "" {
+		w.guard = filepath.Join(bin, "toolsd")
+		copyFile(t, guard, w.guard)
+	}
 
 	var err error
 	if w.tcp, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
@@ -159,12 +169,15 @@ func newWorld(t *testing.T, uid int, landlockOnly bool) *world {
 	return w
 }
 
-func copyFile(t *testing.T, dst string) {
-	exe, err := os.Executable()
-	if err != nil {
-		t.Fatal(err)
+// copyFile copies the executable src (the test binary when "") to dst.
+func copyFile(t *testing.T, src, dst string) {
+	if src == "" {
+		var err error
+		if src, err = os.Executable(); err != nil {
+			t.Fatal(err)
+		}
 	}
-	b, err := os.ReadFile(exe)
+	b, err := os.ReadFile(src)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -176,7 +189,7 @@ func copyFile(t *testing.T, dst string) {
 // run runs script with bash in the workspace, confined, as the world's user.
 func (w *world) run(t *testing.T, script string) (string, int) {
 	t.Helper()
-	proc.SetGuardPath(w.exe)
+	proc.SetGuardPath(w.guard)
 	defer proc.SetGuardPath("")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -353,37 +366,88 @@ func TestEscapes(t *testing.T) {
 	}
 	for _, uid := range users {
 		for _, landlockOnly := range []bool{false, true} {
-			mode := "namespaces"
-			if landlockOnly {
-				mode = "landlock"
-			}
-			t.Run(fmt.Sprintf("uid%d/%s", uid, mode), func(t *testing.T) {
-				w := newWorld(t, uid, landlockOnly)
-				// The sandbox must let ordinary work through, or every escape "fails".
-				if out, code := w.run(t, `echo ok > src/new.txt && cat src/new.txt && echo t > "$TMPDIR/t" && ls "$HOME" >/dev/null`); code != 0 || !strings.Contains(out, "ok") {
-					t.Fatalf("ordinary work failed in the sandbox (exit %d): %s", code, out)
-				}
-				for _, e := range escapes {
-					out, _ := w.run(t, e.script)
-					if got := e.check(w, out); got != "" {
-						t.Errorf("%s: ESCAPE: %s\noutput:\n%s", e.name, got, out)
-						continue
-					}
-					if e.explain {
-						if why := sandbox.Explain(w.policy, w.mode, w.ws, out, nil); len(why) == 0 {
-							t.Errorf("%s: blocked, but nothing tells the model why; output:\n%s", e.name, out)
-						}
-					}
-				}
+			t.Run(fmt.Sprintf("uid%d/%s", uid, modeName(landlockOnly)), func(t *testing.T) {
+				runEscapes(t, newWorld(t, uid, landlockOnly, ""))
 			})
 		}
 	}
 }
 
+// TestEscapesStaticBinary runs every escape with a toolsd built as toolsd is shipped, without
+// cgo, as the guard and the stage: a static binary applies Landlock to all its threads
+// another way (the runtime's AllThreadsSyscall, where a cgo build goes through libc's
+// threads), and the race detector, which the other tests run with, needs cgo.
+func TestEscapesStaticBinary(t *testing.T) {
+	if runtime.GOOS != "linux" || !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	exe := staticToolsd(t)
+	for _, landlockOnly := range []bool{false, true} {
+		t.Run(modeName(landlockOnly), func(t *testing.T) {
+			runEscapes(t, newWorld(t, os.Getuid(), landlockOnly, exe))
+		})
+	}
+}
+
+func modeName(landlockOnly bool) string {
+	if landlockOnly {
+		return "landlock"
+	}
+	return "namespaces"
+}
+
+// runEscapes checks that ordinary work runs in w and that every escape fails there.
+func runEscapes(t *testing.T, w *world) {
+	// The sandbox must let ordinary work through, or every escape "fails".
+	if out, code := w.run(t, `echo ok > src/new.txt && cat src/new.txt && echo t > "$TMPDIR/t" && ls "$HOME" >/dev/null`); code != 0 || !strings.Contains(out, "ok") {
+		t.Fatalf("ordinary work failed in the sandbox (exit %d): %s", code, out)
+	}
+	for _, e := range escapes {
+		out, _ := w.run(t, e.script)
+		if got := e.check(w, out); got != "" {
+			t.Errorf("%s: ESCAPE: %s\noutput:\n%s", e.name, got, out)
+			continue
+		}
+		if e.explain {
+			if why := sandbox.Explain(w.policy, w.mode, w.ws, out, nil); len(why) == 0 {
+				t.Errorf("%s: blocked, but nothing tells the model why; output:\n%s", e.name, out)
+			}
+		}
+	}
+}
+
+// staticToolsd builds cmd/toolsd with CGO_ENABLED=0 into a folder of the test, and checks
+// that the result is static (no program interpreter).
+func staticToolsd(t *testing.T) string {
+	t.Helper()
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skip("no go command to build toolsd with")
+	}
+	_, file, _, _ := runtime.Caller(0)
+	exe := filepath.Join(t.TempDir(), "toolsd")
+	cmd := exec.Command("go", "build", "-o", exe, "./cmd/toolsd")
+	cmd.Dir = filepath.Join(filepath.Dir(file), "..", "..")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	f, err := elf.Open(exe)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_INTERP {
+			t.Fatalf("%s has a program interpreter: not a static build", exe)
+		}
+	}
+	return exe
+}
+
 // TestCannotConfineDoesNotRun: a policy the stage cannot apply fails the command; it never
 // runs unconfined.
 func TestCannotConfineDoesNotRun(t *testing.T) {
-	w := newWorld(t, os.Getuid(), false)
+	w := newWorld(t, os.Getuid(), false, "")
 	w.policy = &sandbox.Policy{Read: []string{"/"}, Write: []string{w.ws}, Net: sandbox.Net{Mode: sandbox.NetProxy}} // no proxy address
 	out, code := w.run(t, `echo RAN`)
 	if code != 126 || strings.Contains(out, "RAN") {

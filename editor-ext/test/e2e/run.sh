@@ -39,7 +39,7 @@ cleanup() {
 trap cleanup EXIT
 
 step "build the daemon and package the extension"
-(cd "$REPO" && go build -o "$W/bin/toolsd" ./cmd/toolsd)
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$W/bin/toolsd" ./cmd/toolsd)
 # The agent of the attach scenario: the MCP TypeScript client of the Go tests.
 [ -d "$REPO/testdata/mcpclient/node_modules/@modelcontextprotocol/sdk" ] || (cd "$REPO/testdata/mcpclient" && npm ci --no-progress >/dev/null)
 (cd "$EXT" && { [ -d node_modules ] || npm ci --no-progress >/dev/null; } && npm run -s package >/dev/null)
