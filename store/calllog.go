@@ -62,7 +62,9 @@ const logFlushDelay = 10 * time.Millisecond
 // nothing waits, which a load that never pauses never allows.
 const maxLogBytes = 4 << 20
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
+// castagnoli is the CRC-32C table, made on first use: making it (the hardware variant's
+// tables too) took 0.16 ms of every start of the binary as a package variable.
+var castagnoli = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // LogPath is the call log of the store at path.
 func LogPath(path string) string { return path + ".log" }
@@ -102,7 +104,7 @@ func (e *logEntry) frame() []byte {
 	b = append(b, e.call...)
 	b = append(b, e.val...)
 	binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-8))
-	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli))
+	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli()))
 	return b
 }
 
@@ -131,7 +133,7 @@ func parseEntry(p []byte) (*logEntry, int, error) {
 		return nil, 0, errTorn
 	}
 	n := int(binary.LittleEndian.Uint32(p))
-	if n > len(p)-8 || crc32.Checksum(p[8:8+n], castagnoli) != binary.LittleEndian.Uint32(p[4:]) {
+	if n > len(p)-8 || crc32.Checksum(p[8:8+n], castagnoli()) != binary.LittleEndian.Uint32(p[4:]) {
 		return nil, 0, errTorn
 	}
 	b := p[8 : 8+n]
