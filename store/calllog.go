@@ -81,9 +81,10 @@ type logEntry struct {
 	call    string
 	val     []byte
 	flags   byte
-	// unfinished is whether the call is pending or running after this change (not in the
-	// file: only the queued entries need it).
+	// unfinished is whether the call is pending or running after this change, and n is the
+	// entry's place in the order of writes (1, 2, ...); neither is in the file.
 	unfinished bool
+	n          uint64
 }
 
 const (
@@ -213,9 +214,11 @@ type callLog struct {
 	armed   bool // timer will fire
 	delay   time.Duration
 	max     int64
-	// retired is how many of the queued entries (the first ones) are in the retired log at
-	// OldLogPath, 0 when there is none.
-	retired int
+	// written counts the entries written (the last one's n).
+	written uint64
+	// retired is the n of the last entry in the retired log at OldLogPath, 0 when there is
+	// none.
+	retired uint64
 	oldPath string
 	log     *slog.Logger
 	// writeAt writes entries (tests replace it to make writes fail).
@@ -349,6 +352,8 @@ func (l *callLog) write(e *logEntry) error {
 		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
 	}
 	l.size += int64(len(b))
+	l.written++
+	e.n = l.written
 	l.queue = append(l.queue, e)
 	l.latest[string(callKey(e.session, e.call))] = e
 	if !l.armed {
@@ -394,34 +399,35 @@ func (l *callLog) retire() error {
 	}
 	l.f.Close()
 	l.f, l.size = f, int64(len(logMagic))
-	l.retired = len(l.queue)
+	l.retired = l.written
 	return nil
 }
 
-// committed drops the first n queued entries, which a commit has just written to bbolt,
-// removes the retired log once all its entries are among them, and empties the current one
-// once nothing waits.
-func (l *callLog) committed(n int) error {
-	if l == nil || n == 0 {
+// committed drops from the queue the entries a commit has just written to bbolt: those up to
+// the last of done, a snapshot that waiting returned (another commit may have dropped some of
+// them already). It removes the retired log once all its entries are committed, and empties
+// the current one once nothing waits.
+func (l *callLog) committed(done []*logEntry) error {
+	if l == nil || len(done) == 0 {
 		return nil
 	}
+	upTo := done[len(done)-1].n
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	for _, e := range l.queue[:n] {
-		if k := callKey(e.session, e.call); l.latest[string(k)] == e {
-			delete(l.latest, string(k))
+	k := 0
+	for k < len(l.queue) && l.queue[k].n <= upTo {
+		e := l.queue[k]
+		if key := callKey(e.session, e.call); l.latest[string(key)] == e {
+			delete(l.latest, string(key))
 		}
+		k++
 	}
-	l.queue = append([]*logEntry(nil), l.queue[n:]...)
+	l.queue = append([]*logEntry(nil), l.queue[k:]...)
 	var err error
-	if l.retired > 0 {
-		if l.retired <= n {
-			l.retired = 0
-			if rerr := os.Remove(l.oldPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-				err = fmt.Errorf("store: remove the retired call log: %w", rerr)
-			}
-		} else {
-			l.retired -= n
+	if l.retired != 0 && l.retired <= upTo {
+		l.retired = 0
+		if rerr := os.Remove(l.oldPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = fmt.Errorf("store: remove the retired call log: %w", rerr)
 		}
 	}
 	if len(l.queue) == 0 {
@@ -469,10 +475,13 @@ func (s *Store) closeLog() error {
 	l.timer.Stop()
 	l.mu.Unlock()
 	s.flushes.Wait()
-	q := l.waiting()
-	err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, q) })
+	var q []*logEntry
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		q = l.waiting() // inside the transaction, as in commit
+		return applyEntries(tx, q)
+	})
 	if err == nil {
-		err = l.committed(len(q))
+		err = l.committed(q)
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

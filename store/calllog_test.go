@@ -253,7 +253,7 @@ func TestCallLogRetire(t *testing.T) {
 	if err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, snap) }); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.clog.committed(len(snap)); err != nil {
+	if err := s.clog.committed(snap); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := os.Stat(OldLogPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
@@ -261,6 +261,54 @@ func TestCallLogRetire(t *testing.T) {
 	}
 	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "c b a" {
 		t.Fatalf("after a crash past the commit: %q", got)
+	}
+}
+
+// TestCallLogOverlappingCommits: two commits whose snapshots of the log overlap (a late write
+// racing Close's last commit) each drop what they committed, in either order, and nothing
+// else.
+func TestCallLogOverlappingCommits(t *testing.T) {
+	s := openQuiet(t, &Options{})
+	create := func(ids ...string) {
+		t.Helper()
+		for _, id := range ids {
+			if err := s.CreateCall(newRec("s", id)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	commit := func(snap []*logEntry) {
+		t.Helper()
+		if err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, snap) }); err != nil {
+			t.Fatal(err)
+		}
+		if err := s.clog.committed(snap); err != nil {
+			t.Fatal(err)
+		}
+	}
+	create("a", "b")
+	small := s.clog.waiting()
+	create("c")
+	large := s.clog.waiting()
+	commit(large)
+	commit(small) // already dropped: nothing more to drop
+	if n := len(s.clog.waiting()); n != 0 {
+		t.Fatalf("%d entries wait, want none", n)
+	}
+	create("d", "e")
+	small = s.clog.waiting()
+	create("f")
+	large = s.clog.waiting()
+	commit(small)
+	if w := s.clog.waiting(); len(w) != 1 || w[0].call != "f" {
+		t.Fatalf("after the smaller commit %d entries wait, want f alone", len(w))
+	}
+	commit(large)
+	if n := len(s.clog.waiting()); n != 0 {
+		t.Fatalf("%d entries wait, want none", n)
+	}
+	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "f e d c b a" {
+		t.Fatalf("after a crash: %q", got)
 	}
 }
 

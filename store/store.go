@@ -415,10 +415,13 @@ func (s *Store) runBatch(batch []*op) {
 }
 
 // commit runs fn in a write transaction after the call log's waiting entries, so that every
-// write lands in bbolt in the order it was made.
+// write lands in bbolt in the order it was made. The entries are taken inside the
+// transaction: a transaction that comes later then always takes every entry an earlier one
+// took that is still waiting, and a newer state of a call is never overwritten by an older.
 func (s *Store) commit(fn func(*bolt.Tx) error) error {
-	logged := s.clog.waiting()
+	var logged []*logEntry
 	err := s.db.Update(func(tx *bolt.Tx) error {
+		logged = s.clog.waiting()
 		if err := applyEntries(tx, logged); err != nil {
 			return fmt.Errorf("store: commit the call log: %w", err)
 		}
@@ -427,7 +430,7 @@ func (s *Store) commit(fn func(*bolt.Tx) error) error {
 	if err != nil {
 		return mapBoltErr(err)
 	}
-	if err := s.clog.committed(len(logged)); err != nil {
+	if err := s.clog.committed(logged); err != nil {
 		s.log.Error("the call log", "err", err)
 	}
 	return nil
