@@ -195,7 +195,7 @@ func (r *Runner) runCommand(ctx context.Context, e *entry, ev *event) reply {
 	cmd.Dir = r.opts.Workspace
 	cmd.Env = r.env(s, ev)
 	stdout := &capWriter{max: maxStdout}
-	stderr := &tailWriter{max: stderrTail}
+	stderr := &proc.Tail{Max: stderrTail}
 	cmd.Stdout, cmd.Stderr = stdout, stderr
 	var conf *sandbox.Confinement
 	if r.opts.Confine != nil {
@@ -212,7 +212,7 @@ func (r *Runner) runCommand(ctx context.Context, e *entry, ev *event) reply {
 	case ctx.Err() != nil:
 		return reply{cancelled: true}
 	case tctx.Err() != nil:
-		return reply{failed: errorf("it did not answer within %v and was stopped%s", s.Timeout, stderr.section())}
+		return reply{failed: errorf("it did not answer within %v and was stopped%s", s.Timeout, section(stderr))}
 	}
 	var ee *exec.ExitError
 	if err != nil && !errors.As(err, &ee) {
@@ -234,7 +234,7 @@ func (r *Runner) runCommand(ctx context.Context, e *entry, ev *event) reply {
 		rep.block = true
 		rep.reason = strings.TrimSpace(stderr.String())
 	default:
-		msg := fmt.Sprintf("it exited with code %d%s", code, stderr.section())
+		msg := fmt.Sprintf("it exited with code %d%s", code, section(stderr))
 		if conf.Confined() {
 			if blocked := sandbox.Explain(conf.Policy, conf.Mode, r.opts.Workspace, stderr.String(), conf.Blocked()); len(blocked) > 0 {
 				msg += "\n[the sandbox blocked: " + strings.Join(blocked, "; ") + "; the hook's \"sandbox\" setting decides what it may do]"
@@ -307,38 +307,14 @@ func (w *capWriter) Write(p []byte) (int, error) {
 	return n, nil // keep draining the pipe past the limit
 }
 
-// tailWriter keeps the last max bytes written.
-type tailWriter struct {
-	max   int
-	buf   []byte
-	total int64
-}
-
-func (t *tailWriter) Write(p []byte) (int, error) {
-	t.total += int64(len(p))
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-func (t *tailWriter) String() string {
-	s := string(t.buf)
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[1:]
-	}
-	return s
-}
-
-// section renders stderr for an error text.
-func (t *tailWriter) section() string {
+// section renders a process's stderr for an error text.
+func section(t *proc.Tail) string {
 	s := strings.TrimSpace(t.String())
 	if s == "" {
 		return ""
 	}
-	if t.total > int64(len(t.buf)) {
-		return fmt.Sprintf("; the last %d bytes of its stderr (of %d): %s", len(t.buf), t.total, s)
+	if cut, kept, total := t.Cut(); cut {
+		return fmt.Sprintf("; the last %d bytes of its stderr (of %d): %s", kept, total, s)
 	}
 	return "; its stderr: " + s
 }

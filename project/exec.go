@@ -12,7 +12,6 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
@@ -82,7 +81,7 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 	cmd.Stdin = bytes.NewReader(args) // after proc.Command, which sets it to nil
 	cmd.Dir = dir
 	cmd.Env = env
-	stderr := &tailBuffer{max: stderrTail}
+	stderr := &proc.Tail{Max: stderrTail}
 	cmd.Stderr = stderr
 	var stdout bytes.Buffer
 	var out io.Writer
@@ -109,7 +108,7 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 		return nil, ctx.Err()
 	}
 	if tctx.Err() != nil {
-		return nil, fmt.Errorf("tool %q timed out after %v and was stopped (its timeout is set in %s)%s", d.Name, d.Timeout, d.Path, stderr.section())
+		return nil, fmt.Errorf("tool %q timed out after %v and was stopped (its timeout is set in %s)%s", d.Name, d.Timeout, d.Path, section(stderr))
 	}
 	if lw, ok := out.(*limitWriter); ok && lw.over {
 		return nil, fmt.Errorf("tool %q wrote more than %d bytes to stdout in json output mode; it must write one {\"title\", \"output\", \"metadata\"} object", d.Name, maxJSONStdout)
@@ -123,7 +122,7 @@ func (r *runner) execute(ctx context.Context, call *registry.Call, args json.Raw
 			}
 			return nil, fmt.Errorf("tool %q could not start: %v", d.Name, err)
 		}
-		msg := fmt.Sprintf("tool %q failed with exit code %d%s", d.Name, code, stderr.section())
+		msg := fmt.Sprintf("tool %q failed with exit code %d%s", d.Name, code, section(stderr))
 		if conf.Confined() {
 			if blocked := sandbox.Explain(conf.Policy, conf.Mode, dir, stderr.String(), conf.Blocked()); len(blocked) > 0 {
 				msg += "\n[the sandbox blocked: " + strings.Join(blocked, "; ") + ". The tool's settings (sandbox.tools." + d.Name + " in the person's settings) decide what it may do]"
@@ -201,33 +200,14 @@ func parseJSONOutput(d *Definition, b []byte) (*registry.Result, error) {
 	return res, nil
 }
 
-// tailBuffer keeps the last max bytes written.
-type tailBuffer struct {
-	max   int
-	buf   []byte
-	total int64
-}
-
-func (t *tailBuffer) Write(p []byte) (int, error) {
-	t.total += int64(len(p))
-	t.buf = append(t.buf, p...)
-	if over := len(t.buf) - t.max; over > 0 {
-		t.buf = append(t.buf[:0], t.buf[over:]...)
-	}
-	return len(p), nil
-}
-
-// section renders the tail for an error text, or "" when stderr was empty.
-func (t *tailBuffer) section() string {
-	s := strings.TrimRight(string(t.buf), "\n")
+// section renders a process's stderr for an error text.
+func section(t *proc.Tail) string {
+	s := strings.TrimRight(t.String(), "\n")
 	if strings.TrimSpace(s) == "" {
 		return "; it wrote nothing to stderr"
 	}
-	for !utf8.ValidString(s) && len(s) > 0 {
-		s = s[1:]
-	}
-	if t.total > int64(len(t.buf)) {
-		return fmt.Sprintf(". The last %d bytes of its stderr (of %d):\n%s", len(t.buf), t.total, s)
+	if cut, kept, total := t.Cut(); cut {
+		return fmt.Sprintf(". The last %d bytes of its stderr (of %d):\n%s", kept, total, s)
 	}
 	return ". Its stderr:\n" + s
 }
@@ -249,6 +229,3 @@ func (l *limitWriter) Write(p []byte) (int, error) {
 	_, err := l.w.Write(p)
 	return n, err // keep draining the pipe past the limit
 }
-
-// String is what the buffer holds.
-func (t *tailBuffer) String() string { return string(t.buf) }
