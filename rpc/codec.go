@@ -5,6 +5,9 @@ import (
 	"encoding/json"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/internal/jsonw"
+	"github.com/toolsd/toolsd/protocol"
 )
 
 // codec encodes payloads with the standard library's encoding/json, chosen on purpose over
@@ -26,6 +29,11 @@ func (codec) Marshal(v any) ([]byte, error) {
 			return []byte("null"), nil
 		}
 		return m, nil
+	case *protocol.ExecuteResult:
+		// Every call's answer: written field by field (TestExecuteResultEncoding).
+		if m != nil {
+			return appendExecuteResult(make([]byte, 0, 256+len(m.Output)+len(m.Metadata)+len(m.Error)), m)
+		}
 	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
@@ -34,6 +42,22 @@ func (codec) Marshal(v any) ([]byte, error) {
 		return nil, err
 	}
 	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+}
+
+// appendExecuteResult appends r as the codec's encoding/json writes it.
+func appendExecuteResult(b []byte, r *protocol.ExecuteResult) ([]byte, error) {
+	o := jsonw.Object{B: b}
+	o.Begin()
+	o.String("callID", r.CallID)
+	o.String("status", r.Status)
+	o.String("title", r.Title)
+	o.String("output", r.Output)
+	o.Raw("metadata", r.Metadata)
+	jsonw.Slice(&o, "attachments", r.Attachments)
+	o.Bool("truncated", r.Truncated)
+	o.StringOmit("outputID", r.OutputID)
+	o.StringOmit("error", r.Error)
+	return o.End()
 }
 
 func (codec) Unmarshal(data []byte, v any) error {

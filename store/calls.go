@@ -395,24 +395,6 @@ func interrupt(rec *protocol.CallRecord, now time.Time) {
 	}
 }
 
-// A call's value is uvarint(len(summary)) summary record: the JSON protocol.CallSummary first,
-// so that ListCalls decodes a few hundred bytes per row instead of whole records with their
-// arguments and output, then the JSON protocol.CallRecord.
-func encodeCall(rec *protocol.CallRecord) ([]byte, error) {
-	sum, err := json.Marshal(summaryOf(rec))
-	if err != nil {
-		return nil, err
-	}
-	full, err := json.Marshal(rec)
-	if err != nil {
-		return nil, err
-	}
-	v := make([]byte, 0, binary.MaxVarintLen32+len(sum)+len(full))
-	v = binary.AppendUvarint(v, uint64(len(sum)))
-	v = append(v, sum...)
-	return append(v, full...), nil
-}
-
 func splitCall(v []byte) (sum, full []byte, err error) {
 	n, w := binary.Uvarint(v)
 	if w <= 0 || n > uint64(len(v)-w) {
@@ -443,7 +425,7 @@ func decodeSummary(v []byte, sum *protocol.CallSummary) error {
 	return nil
 }
 
-func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
+func summaryOf(r *protocol.CallRecord) protocol.CallSummary {
 	var md struct {
 		Sandbox struct {
 			Confined bool `json:"confined"`
@@ -454,7 +436,7 @@ func summaryOf(r *protocol.CallRecord) *protocol.CallSummary {
 	if bytes.Contains(r.Metadata, []byte(`"sandbox"`)) {
 		_ = json.Unmarshal(r.Metadata, &md)
 	}
-	return &protocol.CallSummary{
+	return protocol.CallSummary{
 		CallID: r.CallID, SessionID: r.SessionID, MessageID: r.MessageID, Tool: r.Tool,
 		Status: r.Status, Title: r.Title, StartedAt: r.StartedAt, EndedAt: r.EndedAt,
 		Truncated: r.Truncated, OutputID: r.OutputID, Changes: r.Changes, Confined: md.Sandbox.Confined, Client: r.Client,
