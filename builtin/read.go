@@ -354,6 +354,11 @@ type page struct {
 // (the total is then unknown: 0).
 func (r *reader) pageLines(ctx context.Context, src io.Reader, line int, ix *indexBuilder, stopAfter bool) (*page, error) {
 	pg := &page{first: r.offset}
+	if src, ok := src.(interface{ Len() int }); ok {
+		// A text held whole (a file that ended within its head): room for it, its line
+		// numbers and the note after it, so that the page grows at most once.
+		pg.text.Grow(min(src.Len()+src.Len()/4+128, r.o.ReadMaxBytes+256))
+	}
 	bp := getReadBuf()
 	defer readBufs.Put(bp)
 	buf := *bp
@@ -488,15 +493,15 @@ func (r *reader) result(name string, pg *page, meta map[string]any) (*registry.R
 		return nil, fmt.Errorf("offset %d is past the end of %s: it has %d lines. Use an offset from 1 to %d", r.offset, name, pg.total, pg.total)
 	}
 	last := pg.first + pg.shown - 1
-	out := pg.text.String()
 	switch {
 	case pg.capped:
-		out += fmt.Sprintf("\n(Output capped at %d KiB: showing lines %d-%d of %d. Use offset=%d to continue.)", r.o.ReadMaxBytes/1024, pg.first, last, pg.total, last+1)
+		fmt.Fprintf(&pg.text, "\n(Output capped at %d KiB: showing lines %d-%d of %d. Use offset=%d to continue.)", r.o.ReadMaxBytes/1024, pg.first, last, pg.total, last+1)
 	case last < pg.total:
-		out += fmt.Sprintf("\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", pg.first, last, pg.total, last+1)
+		fmt.Fprintf(&pg.text, "\n(Showing lines %d-%d of %d. Use offset=%d to continue.)", pg.first, last, pg.total, last+1)
 	default:
-		out += fmt.Sprintf("\n(End of file: %d lines in total.)", pg.total)
+		fmt.Fprintf(&pg.text, "\n(End of file: %d lines in total.)", pg.total)
 	}
+	out := pg.text.String()
 	meta["offset"] = pg.first
 	meta["lines"] = pg.shown
 	meta["totalLines"] = pg.total

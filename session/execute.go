@@ -302,13 +302,21 @@ func (s *Service) finish(ctx context.Context, tr *truncator, w *lockedWriter, e 
 		// The tool pages its own output (read): keep it whole up to a hard cap.
 		tr = newTruncator(Limits{Lines: 1 << 30, Bytes: noTruncateCap}, tr.open)
 	}
-	if res != nil && res.Output != "" {
-		if w.wrote && !w.endsInNewline {
-			_, _ = tr.Write([]byte("\n"))
+	var text, outputID string
+	var truncated bool
+	if res != nil && !w.wrote && tr.fits(res.Output) {
+		// The usual case, a result that needs no cut: the truncator would copy it twice
+		// to return it as it is.
+		text = res.Output
+	} else {
+		if res != nil && res.Output != "" {
+			if w.wrote && !w.endsInNewline {
+				_, _ = tr.Write([]byte("\n"))
+			}
+			_, _ = tr.Write([]byte(res.Output))
 		}
-		_, _ = tr.Write([]byte(res.Output))
+		text, truncated, outputID, _ = tr.finish()
 	}
-	text, truncated, outputID, _ := tr.finish()
 	o := outcome{status: protocol.StatusCompleted, tool: e.ID, output: text, truncated: truncated, outputID: outputID}
 	if res != nil {
 		o.title, o.metadata, o.attachments = res.Title, res.Metadata, res.Attachments

@@ -83,6 +83,19 @@ func (t *truncator) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
+// fits reports whether s, written alone to this fresh truncator, would come back whole from
+// finish.
+func (t *truncator) fits(s string) bool {
+	if t.total > 0 || t.out != nil || t.spillErr != nil || len(s) > t.limits.Bytes {
+		return false
+	}
+	lines := strings.Count(s, "\n")
+	if s != "" && s[len(s)-1] != '\n' {
+		lines++
+	}
+	return lines <= t.limits.Lines
+}
+
 func (t *truncator) lineCount() int {
 	if t.total > 0 && t.last != '\n' {
 		return t.lines + 1

@@ -104,3 +104,28 @@ func TestRing(t *testing.T) {
 		t.Fatalf("ring = %q", got)
 	}
 }
+
+// TestTruncatorFits: fits says yes exactly when writing the text alone gives it back whole.
+func TestTruncatorFits(t *testing.T) {
+	texts := []string{"", "a", "a\n", "a\nb", "a\nb\n", "\n\n\n", "abcd\nefgh\n", "abcd\nefghi", strings.Repeat("x\n", 5)}
+	for _, s := range texts {
+		for lines := 1; lines <= 6; lines++ {
+			for bytes := 0; bytes <= 12; bytes++ {
+				l := Limits{Lines: lines, Bytes: bytes}
+				tr := newTruncator(l, func() (sink, error) { return &memSink{}, nil })
+				fits := tr.fits(s)
+				_, _ = tr.Write([]byte(s))
+				got, truncated, _, err := tr.finish()
+				whole := err == nil && !truncated && got == s
+				if fits != whole {
+					t.Errorf("fits(%q) with %+v = %v, but Write and finish gave it back whole: %v", s, l, fits, whole)
+				}
+			}
+		}
+	}
+	tr := newTruncator(Limits{Lines: 10, Bytes: 100}, nil)
+	_, _ = tr.Write([]byte("x"))
+	if tr.fits("y") {
+		t.Error("fits is true for a truncator that was written to")
+	}
+}
