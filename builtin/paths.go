@@ -80,20 +80,14 @@ func resolvePath(workspace, base, name, p string) (*target, error) {
 		abs = filepath.Join(base, abs)
 	}
 	abs = filepath.Clean(abs)
-	real, err := realPath(abs)
+	real, info, err := fspath.RealStat(abs)
 	if err != nil {
 		return nil, fmt.Errorf("%s %q cannot be resolved: %v", name, p, err)
 	}
-	t := &target{Given: p, Abs: real}
-	if fi, err := os.Lstat(real); err == nil {
-		t.Info = fi
-	}
+	t := &target{Given: p, Abs: real, Info: info}
 	t.Rel, t.Inside = within(workspace, real)
 	return t, nil
 }
-
-// realPath is where abs really leads (fspath.Real).
-func realPath(abs string) (string, error) { return fspath.Real(abs) }
 
 // within reports whether p is ws or below it, and p relative to ws (fspath.Within).
 func within(ws, p string) (string, bool) { return fspath.Within(ws, p) }

@@ -2,9 +2,14 @@ package fspath
 
 import (
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
+	"reflect"
+	"syscall"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 func TestReal(t *testing.T) {
@@ -82,6 +87,138 @@ func BenchmarkReal(b *testing.B) {
 		if _, err := Real(f); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestRealStat: RealStat answers as Real and os.Lstat do, whether the openat2 shortcut
+// answers (fast) or Real does.
+func TestRealStat(t *testing.T) {
+	bothWays(t, func(t *testing.T) {
+		dir, out := realTemp(t), realTemp(t)
+		must(t, os.Mkdir(filepath.Join(dir, "sub"), 0o755))
+		must(t, os.WriteFile(filepath.Join(dir, "sub", "f"), []byte("data"), 0o640))
+		must(t, unix.Mkfifo(filepath.Join(dir, "sub", "fifo"), 0o600))
+		must(t, os.Symlink("sub/f", filepath.Join(dir, "flink")))
+		must(t, os.Symlink("sub", filepath.Join(dir, "rel")))
+		must(t, os.Symlink(filepath.Join(out, "new.txt"), filepath.Join(dir, "dang")))
+		must(t, os.Symlink("loop", filepath.Join(dir, "loop")))
+		pr, pw, err := os.Pipe()
+		must(t, err)
+		defer pr.Close()
+		defer pw.Close()
+
+		cases := []struct {
+			abs  string
+			fast bool // clean, exists, no symlink on the way: the openat2 shortcut answers
+		}{
+			{filepath.Join(dir, "sub", "f"), true},
+			{filepath.Join(dir, "sub"), true},
+			{filepath.Join(dir, "sub", "fifo"), true},
+			{filepath.Clean(dir + "/sub/./../sub/f"), true},
+			{"/", true},
+			{filepath.Join(dir, "sub", "missing"), false},
+			{filepath.Join(dir, "nodir", "missing"), false},
+			{filepath.Join(dir, "flink"), false},
+			{filepath.Join(dir, "rel", "f"), false},
+			{filepath.Join(dir, "dang"), false},
+			{filepath.Join(dir, "sub", "f", "under-a-file"), false},
+			{filepath.Join(dir, "loop", "x"), false},
+			{fmt.Sprintf("/proc/self/fd/%d", pr.Fd()), false},
+			{"/proc/self/status", false},
+			{fmt.Sprintf("/proc/%d/status", os.Getpid()), true},
+			{dir + "/sub/../sub/f", false}, // not clean: off Real's contract, still the same answer
+		}
+		for _, c := range cases {
+			if openat2Works() {
+				fd, err := openat2(unix.AT_FDCWD, c.abs, unix.O_PATH, unix.RESOLVE_NO_SYMLINKS)
+				if err == nil {
+					unix.Close(fd)
+				}
+				if fast := err == nil && filepath.Clean(c.abs) == c.abs; fast != c.fast {
+					t.Errorf("%s: shortcut %v (openat2: %v), the case means %v", c.abs, fast, err, c.fast)
+				}
+			}
+
+			got, gotInfo, gotErr := RealStat(c.abs)
+			want, wantErr := Real(c.abs)
+			if got != want || (gotErr == nil) != (wantErr == nil) {
+				t.Errorf("RealStat(%s) = %q, %v; Real = %q, %v", c.abs, got, gotErr, want, wantErr)
+				continue
+			}
+			if wantErr != nil {
+				if gotInfo != nil {
+					t.Errorf("RealStat(%s) failed with info %v", c.abs, gotInfo)
+				}
+				continue
+			}
+			wantInfo, err := os.Lstat(want)
+			if err != nil {
+				if gotInfo != nil {
+					t.Errorf("RealStat(%s) info = %v; os.Lstat: %v", c.abs, gotInfo, err)
+				}
+				continue
+			}
+			sameInfo(t, c.abs, gotInfo, wantInfo)
+		}
+	})
+}
+
+func sameInfo(t *testing.T, what string, got, want fs.FileInfo) {
+	t.Helper()
+	if got == nil {
+		t.Errorf("%s: no info; want %s %v", what, want.Name(), want.Mode())
+		return
+	}
+	if reflect.TypeOf(got) != reflect.TypeOf(want) || !os.SameFile(got, want) {
+		t.Errorf("%s: info %T is not os.Lstat's %T of the same file", what, got, want)
+	}
+	if got.Name() != want.Name() || got.Size() != want.Size() || got.Mode() != want.Mode() || !got.ModTime().Equal(want.ModTime()) {
+		t.Errorf("%s: info %s %d %v %v; os.Lstat %s %d %v %v", what,
+			got.Name(), got.Size(), got.Mode(), got.ModTime(), want.Name(), want.Size(), want.Mode(), want.ModTime())
+	}
+	gs, ok := got.Sys().(*syscall.Stat_t)
+	ws := want.Sys().(*syscall.Stat_t)
+	if !ok || gs.Ino != ws.Ino || gs.Dev != ws.Dev {
+		t.Errorf("%s: Sys() = %#v; os.Lstat's ino %d dev %d", what, got.Sys(), ws.Ino, ws.Dev)
+	}
+}
+
+// BenchmarkRealStat: RealStat against the Real and os.Lstat it replaces, for an existing
+// file four folders down (the openat2 shortcut), the same through a symlinked folder and a
+// missing file (both fall back to Real).
+func BenchmarkRealStat(b *testing.B) {
+	top := b.TempDir()
+	dir := filepath.Join(top, "a", "b", "c")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "f.txt"), nil, 0o644); err != nil {
+		b.Fatal(err)
+	}
+	if err := os.Symlink("c", filepath.Join(top, "a", "b", "l")); err != nil {
+		b.Fatal(err)
+	}
+	for _, p := range []struct{ name, abs string }{
+		{"file", filepath.Join(dir, "f.txt")},
+		{"symlink", filepath.Join(top, "a", "b", "l", "f.txt")},
+		{"missing", filepath.Join(dir, "new.txt")},
+	} {
+		b.Run(p.name+"/Real+Lstat", func(b *testing.B) {
+			for b.Loop() {
+				r, err := Real(p.abs)
+				if err != nil {
+					b.Fatal(err)
+				}
+				os.Lstat(r)
+			}
+		})
+		b.Run(p.name+"/RealStat", func(b *testing.B) {
+			for b.Loop() {
+				if _, _, err := RealStat(p.abs); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }
 
