@@ -53,20 +53,28 @@ func Real(abs string) (string, error) {
 }
 
 // RealStat is Real(abs) with the os.Lstat of the result; info is nil when that lstat fails
-// (nothing is there yet). An existing path with no symlink on it is answered by an openat2
-// that refuses symlinks: its success proves abs is its own real path, which saves Real's
-// readlink of /proc/self/fd. Anything else (a symlink or magic link met, abs missing, no
-// openat2) takes Real, so the answer is the same either way; only on a case-insensitive file
-// system may Real spell a name as the kernel's cache holds it where RealStat keeps abs's.
+// (nothing is there yet). A path with no symlink on it is answered by an openat2 that
+// refuses symlinks: its success proves abs is its own real path (which saves Real's readlink
+// of /proc/self/fd), and so does its ENOENT or ENOTDIR (which saves Real's walk up to the
+// deepest existing folder). Anything else (a symlink or magic link met, no openat2) takes
+// Real, so the answer is the same either way; only on a case-insensitive file system may
+// Real spell a name as the kernel's cache holds it where RealStat keeps abs's.
 func RealStat(abs string) (real string, info fs.FileInfo, err error) {
 	if haveOpenat2() && filepath.IsAbs(abs) && filepath.Clean(abs) == abs {
-		if fd, err := openat2(unix.AT_FDCWD, abs, unix.O_PATH, unix.RESOLVE_NO_SYMLINKS); err == nil {
+		fd, err := openat2(unix.AT_FDCWD, abs, unix.O_PATH, unix.RESOLVE_NO_SYMLINKS)
+		switch {
+		case err == nil:
 			unix.Close(fd)
 			// os.Lstat rather than a fstat of fd: the same *os.fileStat (os.SameFile takes
 			// no other), for about 0.2 µs more.
 			if fi, err := os.Lstat(abs); err == nil {
 				return abs, fi, nil
 			}
+		case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
+			// The walk stopped at a missing part (or a file where a folder should be) with
+			// no symlink before it (one would have failed it with ELOOP first): Real would
+			// append the missing rest to abs's own deepest existing folder, which is abs.
+			return abs, nil, nil
 		}
 	}
 	real, err = Real(abs)
