@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/toolsd/toolsd/internal/cpus"
+	"github.com/toolsd/toolsd/internal/jsonw"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -181,7 +182,7 @@ func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 	if o.metadata == nil {
 		o.metadata = map[string]any{}
 	}
-	if b, err := json.Marshal(o.metadata); err == nil {
+	if b, err := jsonw.Map(nil, o.metadata, true); err == nil {
 		rec.Metadata = b
 	} else {
 		rec.Metadata = json.RawMessage(`{}`)

@@ -67,7 +67,7 @@ func appendRecord(b []byte, r *protocol.CallRecord) ([]byte, error) {
 	o.Bool("truncated", r.Truncated)
 	o.StringOmit("outputID", r.OutputID)
 	jsonw.Slice(&o, "attachments", r.Attachments)
-	jsonw.Slice(&o, "decisions", r.Decisions)
+	decisions(&o, r.Decisions)
 	o.Time("startedAt", r.StartedAt)
 	o.TimeOmit("endedAt", r.EndedAt)
 	o.IntOmit("changes", int64(r.Changes))
@@ -88,4 +88,57 @@ func client(o *jsonw.Object, c *protocol.ClientRef) {
 	o.StringOmit("version", c.Version)
 	o.StringOmit("kind", c.Kind)
 	o.Close(outer)
+}
+
+// decisions adds a record's decisions: every call has at least the one that let it run.
+func decisions(o *jsonw.Object, ds []protocol.Decision) {
+	if len(ds) == 0 {
+		jsonw.Slice(o, "decisions", ds)
+		return
+	}
+	outer := o.OpenArray("decisions")
+	for i := range ds {
+		d := &ds[i]
+		elem := o.OpenElem()
+		o.String("permission", d.Permission)
+		o.Strings("patterns", d.Patterns)
+		o.String("action", d.Action)
+		o.String("by", d.By)
+		if r := d.Rule; r != nil {
+			in := o.Open("rule")
+			o.String("permission", r.Permission)
+			o.String("pattern", r.Pattern)
+			o.String("action", r.Action)
+			o.StringOmit("source", r.Source)
+			o.Close(in)
+		}
+		o.StringOmit("reply", d.Reply)
+		o.StringOmit("scope", d.Scope)
+		o.StringOmit("message", d.Message)
+		client(o, d.Client)
+		o.Time("at", d.At)
+		if p := d.Provenance; p != nil {
+			in := o.Open("provenance")
+			o.String("kind", p.Kind)
+			o.String("text", p.Text)
+			o.StringOmit("rule", p.Rule)
+			o.StringOmit("layer", p.Layer)
+			o.StringOmit("file", p.File)
+			o.IntOmit("line", int64(p.Line))
+			o.IntOmit("column", int64(p.Column))
+			o.StringOmit("pattern", p.Pattern)
+			o.TimeOmit("rememberedAt", p.RememberedAt)
+			o.StringOmit("rememberedBy", p.RememberedBy)
+			o.StringOmit("hook", p.Hook)
+			o.StringOmit("reason", p.Reason)
+			o.StringsOmit("reasons", p.Reasons)
+			o.StringOmit("untrusted", p.Untrusted)
+			o.Close(in)
+		}
+		o.TimeOmit("askedAt", d.AskedAt)
+		o.IntOmit("waitedMs", d.WaitedMs)
+		o.StringOmit("answeredBy", d.AnsweredBy)
+		o.Close(elem)
+	}
+	o.CloseArray(outer)
 }

@@ -60,6 +60,7 @@ func TestEncodeCallIsJSONMarshal(t *testing.T) {
 	for name, rec := range map[string]*protocol.CallRecord{
 		"every field": full,
 		"zero":        {},
+		"sparse":      {Decisions: []protocol.Decision{{}, {Patterns: []string{}}}, Hooks: []protocol.HookRun{}},
 		"a read": {CallID: "c1", SessionID: "s", MessageID: "m", Tool: "read", Status: "completed", Title: "a.txt",
 			Args: json.RawMessage(`{"filePath":"a.txt"}`), Metadata: json.RawMessage(`{}`), Output: "     1\tx\n",
 			Attachments: []protocol.Attachment{}, Decisions: []protocol.Decision{}, StartedAt: now, EndedAt: &now},

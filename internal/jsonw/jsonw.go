@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"math/bits"
+	"slices"
 	"strconv"
 	"time"
 	"unicode/utf8"
@@ -135,10 +136,61 @@ func (o *Object) Open(k string) (outer int) {
 	return outer
 }
 
-// Close ends the object member that Open began.
+// Close ends the object that Open or OpenElem began.
 func (o *Object) Close(outer int) {
 	o.B = append(o.B, '}')
 	o.n = outer
+}
+
+// OpenArray adds a member that is an array, whose elements OpenElem begins, until
+// CloseArray with what OpenArray returned.
+func (o *Object) OpenArray(k string) (outer int) {
+	o.key(k)
+	o.B = append(o.B, '[')
+	outer, o.n = o.n, 0
+	return outer
+}
+
+// CloseArray ends the array member that OpenArray began.
+func (o *Object) CloseArray(outer int) {
+	o.B = append(o.B, ']')
+	o.n = outer
+}
+
+// OpenElem begins an element of an array that is an object: the members added next are its
+// own, until Close with what OpenElem returned.
+func (o *Object) OpenElem() (outer int) {
+	if o.n > 0 {
+		o.B = append(o.B, ',')
+	}
+	o.n++
+	o.B = append(o.B, '{')
+	outer, o.n = o.n, 0
+	return outer
+}
+
+// Strings adds a []string member: null when nil.
+func (o *Object) Strings(k string, v []string) {
+	o.key(k)
+	if v == nil {
+		o.B = append(o.B, "null"...)
+		return
+	}
+	o.B = append(o.B, '[')
+	for i, s := range v {
+		if i > 0 {
+			o.B = append(o.B, ',')
+		}
+		o.B = String(o.B, s, o.HTML)
+	}
+	o.B = append(o.B, ']')
+}
+
+// StringsOmit adds a []string member unless it is empty (omitempty).
+func (o *Object) StringsOmit(k string, v []string) {
+	if len(v) > 0 {
+		o.Strings(k, v)
+	}
 }
 
 // Slice adds a slice member as encoding/json writes it: null when nil, [] when empty, else
@@ -161,6 +213,46 @@ func SliceOmit[T any](o *Object, k string, v []T) {
 	if len(v) > 0 {
 		o.Value(k, v)
 	}
+}
+
+// Map appends m as encoding/json writes a map[string]any: keys sorted, strings, booleans,
+// integers and nil written here, any other value by encoding/json.
+func Map(b []byte, m map[string]any, html bool) ([]byte, error) {
+	if m == nil {
+		return append(b, "null"...), nil
+	}
+	var keys [16]string
+	ks := keys[:0]
+	for k := range m {
+		ks = append(ks, k)
+	}
+	slices.Sort(ks)
+	b = append(b, '{')
+	var err error
+	for i, k := range ks {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = String(b, k, html)
+		b = append(b, ':')
+		switch v := m[k].(type) {
+		case nil:
+			b = append(b, "null"...)
+		case string:
+			b = String(b, v, html)
+		case bool:
+			b = strconv.AppendBool(b, v)
+		case int:
+			b = strconv.AppendInt(b, int64(v), 10)
+		case int64:
+			b = strconv.AppendInt(b, v, 10)
+		default:
+			if b, err = Value(b, v, html); err != nil {
+				return b, err
+			}
+		}
+	}
+	return append(b, '}'), nil
 }
 
 // String appends s as a JSON string, escaped exactly as encoding/json escapes it: control

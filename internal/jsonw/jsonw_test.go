@@ -171,3 +171,54 @@ func BenchmarkStringEncodingJSON(b *testing.B) {
 		json.Marshal(text)
 	}
 }
+
+func TestMap(t *testing.T) {
+	for _, m := range []map[string]any{
+		nil, {}, {"b": 1, "a": "x<y", "c": true, "d": nil, "e": int64(-5), "f": 1.5, "g": []string{"&"}, "h": map[string]any{"z": 1, "y": 2}},
+		{"\u2028key": "v", "<": ">", "": 0, "Z": false, "a\xff": "\xff"},
+	} {
+		for _, html := range []bool{true, false} {
+			want, werr := encode(t, m, html)
+			got, gerr := Map([]byte("x"), m, html)
+			if werr != nil || gerr != nil || string(got) != "x"+string(want) {
+				t.Errorf("Map(%v, html=%v) = %s, %v; want %s, %v", m, html, got, gerr, want, werr)
+			}
+		}
+	}
+	if _, err := Map(nil, map[string]any{"ch": make(chan int)}, true); err == nil {
+		t.Error("a value encoding/json refuses gave no error")
+	}
+}
+
+func TestArrays(t *testing.T) {
+	type elem struct {
+		A string `json:"a"`
+	}
+	type doc struct {
+		S  []string `json:"s"`
+		SO []string `json:"so,omitempty"`
+		E  []elem   `json:"e"`
+	}
+	for _, v := range []doc{{}, {S: []string{}, E: []elem{}}, {S: []string{"<", ""}, SO: []string{"x"}, E: []elem{{"1"}, {"2"}}}} {
+		o := Object{HTML: true}
+		o.Begin()
+		o.Strings("s", v.S)
+		o.StringsOmit("so", v.SO)
+		if len(v.E) == 0 {
+			Slice(&o, "e", v.E)
+		} else {
+			outer := o.OpenArray("e")
+			for _, e := range v.E {
+				in := o.OpenElem()
+				o.String("a", e.A)
+				o.Close(in)
+			}
+			o.CloseArray(outer)
+		}
+		got, err := o.End()
+		want, _ := encode(t, v, true)
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("arrays: %s, %v; want %s", got, err, want)
+		}
+	}
+}
