@@ -61,6 +61,6 @@ require (
 
 // jsonschema/v5 compiles the meta-schemas of five drafts in its package init, about 3 ms of
 // every start of the toolsd binary (the daemon, each tool's guard and sandbox stage, each
-// `toolsd mcp`). third_party/jsonschema-v5 is v5.3.1 with them compiled on first use instead;
-// see its PATCHES.md.
+// `toolsd mcp`). third_party/jsonschema-v5 is v5.3.1 with them compiled on first use instead,
+// and integer numbers checked without big.Rat; see its PATCHES.md.
 replace github.com/santhosh-tekuri/jsonschema/v5 => ./third_party/jsonschema-v5

@@ -264,12 +264,9 @@ func (s *Schema) validate(scope []schemaRef, vscope int, spath string, v interfa
 			if vType == t {
 				matched = true
 				break
-			} else if t == "integer" && vType == "number" {
-				num, _ := new(big.Rat).SetString(fmt.Sprint(v))
-				if num.IsInt() {
-					matched = true
-					break
-				}
+			} else if t == "integer" && vType == "number" && isInteger(v) {
+				matched = true
+				break
 			}
 		}
 		if !matched {
@@ -590,20 +587,37 @@ func (s *Schema) validate(scope []schemaRef, vscope int, spath string, v interfa
 			}
 			return numVal
 		}
+		// cmp compares v with a bound. A json.Number written as a plain integer within int64
+		// and an integer bound within int64, the common case, are compared as int64s,
+		// without making v a *big.Rat.
+		cmp := func(bound *big.Rat) int {
+			if n, ok := numberInt64(v); ok {
+				if b, ok := ratInt64(bound); ok {
+					switch {
+					case n < b:
+						return -1
+					case n > b:
+						return 1
+					}
+					return 0
+				}
+			}
+			return num().Cmp(bound)
+		}
 		f64 := func(r *big.Rat) float64 {
 			f, _ := r.Float64()
 			return f
 		}
-		if s.Minimum != nil && num().Cmp(s.Minimum) < 0 {
+		if s.Minimum != nil && cmp(s.Minimum) < 0 {
 			errors = append(errors, validationError("minimum", "must be >= %v but found %v", f64(s.Minimum), v))
 		}
-		if s.ExclusiveMinimum != nil && num().Cmp(s.ExclusiveMinimum) <= 0 {
+		if s.ExclusiveMinimum != nil && cmp(s.ExclusiveMinimum) <= 0 {
 			errors = append(errors, validationError("exclusiveMinimum", "must be > %v but found %v", f64(s.ExclusiveMinimum), v))
 		}
-		if s.Maximum != nil && num().Cmp(s.Maximum) > 0 {
+		if s.Maximum != nil && cmp(s.Maximum) > 0 {
 			errors = append(errors, validationError("maximum", "must be <= %v but found %v", f64(s.Maximum), v))
 		}
-		if s.ExclusiveMaximum != nil && num().Cmp(s.ExclusiveMaximum) >= 0 {
+		if s.ExclusiveMaximum != nil && cmp(s.ExclusiveMaximum) >= 0 {
 			errors = append(errors, validationError("exclusiveMaximum", "must be < %v but found %v", f64(s.ExclusiveMaximum), v))
 		}
 		if s.MultipleOf != nil {
@@ -808,6 +822,53 @@ func jsonType(v interface{}) string {
 	panic(InvalidJSONTypeError(fmt.Sprintf("%T", v)))
 }
 
+// isInteger reports whether the number v has an integer value. A json.Number written as a
+// plain integer literal is one without further ado; any other number, such as "1.0" or
+// "1e3" (integers too) or a float64, is read into a *big.Rat as upstream does.
+func isInteger(v interface{}) bool {
+	if n, ok := v.(json.Number); ok && isPlainInt(string(n)) {
+		return true
+	}
+	num, _ := new(big.Rat).SetString(fmt.Sprint(v))
+	return num.IsInt()
+}
+
+// isPlainInt reports whether s is a plain decimal integer literal: an optional '-' and then
+// only ASCII digits, at least one. big.Rat reads every such text as that integer.
+func isPlainInt(s string) bool {
+	if len(s) > 0 && s[0] == '-' {
+		s = s[1:]
+	}
+	if s == "" {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// numberInt64 gives the value of v when v is a json.Number written as a plain decimal
+// integer literal that fits int64 (what json.Decoder.UseNumber gives for most numbers).
+func numberInt64(v interface{}) (int64, bool) {
+	n, ok := v.(json.Number)
+	if !ok || !isPlainInt(string(n)) {
+		return 0, false
+	}
+	i, err := strconv.ParseInt(string(n), 10, 64)
+	return i, err == nil
+}
+
+// ratInt64 gives the value of r when r is an integer that fits int64.
+func ratInt64(r *big.Rat) (int64, bool) {
+	if !r.IsInt() || !r.Num().IsInt64() {
+		return 0, false
+	}
+	return r.Num().Int64(), true
+}
+
 // equals tells if given two json values are equal or not.
 func equals(v1, v2 interface{}) bool {
 	v1Type := jsonType(v1)
@@ -842,6 +903,11 @@ func equals(v1, v2 interface{}) bool {
 		}
 		return true
 	case "number":
+		if n1, ok := numberInt64(v1); ok {
+			if n2, ok := numberInt64(v2); ok {
+				return n1 == n2
+			}
+		}
 		num1, _ := new(big.Rat).SetString(fmt.Sprint(v1))
 		num2, _ := new(big.Rat).SetString(fmt.Sprint(v2))
 		return num1.Cmp(num2) == 0
