@@ -43,6 +43,7 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/protocol"
@@ -93,20 +94,48 @@ const (
 	entryClosed              // it finished: remove it from the unfinished index
 )
 
-// frame is the entry as the log holds it: the payload's length and CRC-32C (little endian),
-// then flags, uvarint seq, the session and call ids (each uvarint length, bytes), the value.
+// frame is the head of the entry as the log holds it, which the value follows: the
+// payload's length and CRC-32C (little endian), then flags, uvarint seq, the session and call
+// ids (each uvarint length, bytes), then the value (written from e.val, not copied).
 func (e *logEntry) frame() []byte {
-	b := make([]byte, 8, 8+1+3*binary.MaxVarintLen64+len(e.session)+len(e.call)+len(e.val))
+	b := make([]byte, 8, 8+1+3*binary.MaxVarintLen64+len(e.session)+len(e.call))
 	b = append(b, e.flags)
 	b = binary.AppendUvarint(b, e.seq)
 	b = binary.AppendUvarint(b, uint64(len(e.session)))
 	b = append(b, e.session...)
 	b = binary.AppendUvarint(b, uint64(len(e.call)))
 	b = append(b, e.call...)
-	b = append(b, e.val...)
-	binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-8))
-	binary.LittleEndian.PutUint32(b[4:], crc32.Checksum(b[8:], castagnoli()))
+	binary.LittleEndian.PutUint32(b[0:], uint32(len(b)-8+len(e.val)))
+	crc := crc32.Update(crc32.Checksum(b[8:], castagnoli()), castagnoli(), e.val)
+	binary.LittleEndian.PutUint32(b[4:], crc)
 	return b
+}
+
+// pwritev writes bufs at off, all of them or an error.
+func pwritev(f *os.File, bufs [][]byte, off int64) (int, error) {
+	fd := int(f.Fd()) // a regular file: blocking already, never in the poller
+	total := 0
+	for len(bufs) > 0 {
+		n, err := unix.Pwritev(fd, bufs, off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return total, err
+		case n == 0 && len(bufs[0]) > 0:
+			return total, io.ErrShortWrite
+		}
+		total += n
+		off += int64(n)
+		for len(bufs) > 0 && n >= len(bufs[0]) {
+			n -= len(bufs[0])
+			bufs = bufs[1:]
+		}
+		if len(bufs) > 0 {
+			bufs[0] = bufs[0][n:]
+		}
+	}
+	return total, nil
 }
 
 var errTorn = errors.New("torn or damaged entry")
@@ -221,15 +250,15 @@ type callLog struct {
 	retired uint64
 	oldPath string
 	log     *slog.Logger
-	// writeAt writes entries (tests replace it to make writes fail).
-	writeAt func(f *os.File, b []byte, off int64) (int, error)
+	// writeAt writes an entry's parts (tests replace it to make writes fail).
+	writeAt func(f *os.File, bufs [][]byte, off int64) (int, error)
 }
 
 // openLog replays the log a previous daemon left (committing its entries) and starts an empty
 // one. It runs in Open, before anything reads the calls.
 func (s *Store) openLog() error {
 	l := &callLog{path: LogPath(s.path), oldPath: OldLogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes, log: s.log,
-		writeAt: (*os.File).WriteAt}
+		writeAt: pwritev}
 	if s.opts.logWrite != nil {
 		l.writeAt = s.opts.logWrite
 	}
@@ -341,8 +370,8 @@ func (l *callLog) write(e *logEntry) error {
 	if l.closed {
 		return ErrClosed
 	}
-	b := e.frame()
-	if _, err := l.writeAt(l.f, b, l.size); err != nil {
+	head := e.frame()
+	if _, err := l.writeAt(l.f, [][]byte{head, e.val}, l.size); err != nil {
 		// A part of the entry may be in the file: cut it, or the entries after it would
 		// be lost at replay.
 		if terr := l.f.Truncate(l.size); terr != nil {
@@ -351,7 +380,7 @@ func (l *callLog) write(e *logEntry) error {
 		}
 		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
 	}
-	l.size += int64(len(b))
+	l.size += int64(len(head) + len(e.val))
 	l.written++
 	e.n = l.written
 	l.queue = append(l.queue, e)

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
@@ -403,7 +404,8 @@ func TestCallLogNotALog(t *testing.T) {
 // the next replay.
 func TestCallLogFailedWrite(t *testing.T) {
 	var fail atomic.Bool
-	s := openQuiet(t, &Options{logWrite: func(f *os.File, b []byte, off int64) (int, error) {
+	s := openQuiet(t, &Options{logWrite: func(f *os.File, bufs [][]byte, off int64) (int, error) {
+		b := bytes.Join(bufs, nil)
 		if fail.Load() {
 			n, _ := f.WriteAt(b[:len(b)/2], off)
 			return n, syscall.ENOSPC
@@ -439,4 +441,24 @@ func TestSyncStoreHasNoLog(t *testing.T) {
 		t.Fatalf("a Sync store's call log: %v, want none", err)
 	}
 	wantStatus(t, s, "s1", "c1", protocol.StatusCompleted)
+}
+
+// TestPwritev: the parts land in order at the offset, empty parts included.
+func TestPwritev(t *testing.T) {
+	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	if _, err := f.WriteString("0123456789"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := pwritev(f, [][]byte{[]byte("ab"), nil, []byte("cde"), {}}, 3)
+	if err != nil || n != 5 {
+		t.Fatalf("pwritev: %d, %v", n, err)
+	}
+	got, _ := os.ReadFile(f.Name())
+	if string(got) != "012abcde89" {
+		t.Fatalf("file holds %q", got)
+	}
 }

@@ -81,8 +81,9 @@ type Options struct {
 	logMax   int64
 	// logFlushed, if set (by tests), is called after each flush of the call log by its timer.
 	logFlushed func()
-	// logWrite, if set (by tests), writes the call log's entries instead of f.WriteAt.
-	logWrite func(f *os.File, b []byte, off int64) (int, error)
+	// logWrite, if set (by tests), writes the call log's entries (the parts of one) instead
+	// of pwritev.
+	logWrite func(f *os.File, bufs [][]byte, off int64) (int, error)
 }
 
 // Store is the durable record of toolsd: calls, full outputs, per-session values and the
