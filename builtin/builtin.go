@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -239,5 +240,5 @@ func decode(args json.RawMessage, v any) error {
 	if len(args) == 0 {
 		args = json.RawMessage("{}")
 	}
-	return json.Unmarshal(args, v)
+	return jsondec.Unmarshal(args, v)
 }

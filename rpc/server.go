@@ -26,6 +26,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -454,7 +455,7 @@ func decodeParams(raw json.RawMessage, v any) error {
 	if len(raw) == 0 {
 		return nil
 	}
-	if err := json.Unmarshal(raw, v); err != nil {
+	if err := jsondec.Unmarshal(raw, v); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) {
 			field := te.Field
