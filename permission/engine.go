@@ -3,13 +3,14 @@ package permission
 import (
 	"bytes"
 	"crypto/sha256"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/go-json-experiment/json/jsontext"
 )
 
 // Layer names for SetLayer, in increasing precedence (but for LayerManaged). Agent layers
@@ -523,16 +524,13 @@ func (e *Engine) Observe(sessionID, tool string, args []byte) bool {
 	return l.count >= DoomLoopThreshold
 }
 
+// canonicalJSON is b with its objects' members sorted and no white space, numbers as
+// written (1.0 and 1 differ): the same arguments however the model spaced and ordered them.
+// Anything but one JSON value is itself.
 func canonicalJSON(b []byte) []byte {
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var v any
-	if err := dec.Decode(&v); err != nil || dec.More() {
+	v := jsontext.Value(bytes.Clone(b))
+	if v.Format(jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
 		return b
 	}
-	out, err := json.Marshal(v)
-	if err != nil {
-		return b
-	}
-	return out
+	return v
 }

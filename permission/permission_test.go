@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -636,5 +637,33 @@ func TestShellAlwaysExactIsEscaped(t *testing.T) {
 				t.Errorf("%q: exact always %q matches wrongly", line, c.Always[0])
 			}
 		}
+	}
+}
+
+// TestCanonicalJSON: the same value however spaced, ordered or escaped has one form; other
+// values (and arrays in another order) have others.
+func TestCanonicalJSON(t *testing.T) {
+	same := [][]string{
+		{`{"b":{"y":1,"x":[2,1]},"a":"\u00e9"}`, ` { "a" : "é", "b" : { "x" : [ 2, 1 ], "y" : 1 } } `},
+		{`["x",{"k":null,"j":true}]`, `[ "x" , { "j" : true , "k" : null } ]`},
+	}
+	for _, s := range same {
+		if a, b := canonicalJSON([]byte(s[0])), canonicalJSON([]byte(s[1])); !bytes.Equal(a, b) {
+			t.Errorf("%s and %s: %s and %s", s[0], s[1], a, b)
+		}
+	}
+	differ := [][]string{{`[1,2]`, `[2,1]`}, {`{"n":1}`, `{"n":1.0}`}, {`{"a":"x"}`, `{"a":"y"}`}, {`{}`, `not json`}}
+	for _, d := range differ {
+		if a, b := canonicalJSON([]byte(d[0])), canonicalJSON([]byte(d[1])); bytes.Equal(a, b) {
+			t.Errorf("%s and %s have one form: %s", d[0], d[1], a)
+		}
+	}
+}
+
+func BenchmarkCanonicalJSON(b *testing.B) {
+	args := []byte(`{"filePath":"/tmp/ws/src/main.go","offset":120,"limit":2000}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		canonicalJSON(args)
 	}
 }
