@@ -222,3 +222,11 @@ func TestArrays(t *testing.T) {
 		}
 	}
 }
+
+func BenchmarkRaw(b *testing.B) {
+	raw := []byte(`{"filePath":"/tmp/bench/one-kib.txt","lines":16,"offset":1,"totalLines":16,"truncated":false}`)
+	buf := make([]byte, 0, 256)
+	for b.Loop() {
+		buf, _ = Raw(buf[:0], raw, true)
+	}
+}
