@@ -12,6 +12,7 @@ import (
 
 	"go.lsp.dev/jsonrpc2"
 
+	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -162,7 +163,7 @@ func (r *frameReader) next() (*frame, error) {
 				findID(body[:at]), body[max(0, at-maxHeader):])
 			continue
 		}
-		if !json.Valid(body) {
+		if !jsondec.Valid(body) {
 			r.reject(&frameError{jsonrpc2.ParseError, "invalid JSON: " + jsonError(body)}, findID(body), body[max(0, len(body)-maxHeader):])
 			continue
 		}

@@ -24,7 +24,7 @@ var allowed = map[string][]string{
 	"internal/fswalk":   {"internal/fspath", "internal/cpus"},
 	"internal/textdiff": {},
 	"internal/jsonpos":  {},
-	"internal/jsonw":    {},
+	"internal/jsonw":    {"internal/jsondec"},
 	"internal/jsondec":  {},
 	"store":             {"protocol", "internal/fsopen", "internal/jsonw"},
 	"permission/shell":  {},

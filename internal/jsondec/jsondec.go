@@ -1,4 +1,4 @@
-// Package jsondec decodes JSON exactly as encoding/json's Unmarshal does, in half the time:
+// Package jsondec decodes and checks JSON exactly as encoding/json does, in half the time:
 // through github.com/go-json-experiment/json (the code of Go's encoding/json/v2) with its
 // options for version 1's behaviour, and through encoding/json itself for an input that
 // fails, so that errors read as they always have.
@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 
 	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
 	jsonv1 "github.com/go-json-experiment/json/v1"
 )
 
@@ -19,4 +20,10 @@ func Unmarshal(data []byte, v any) error {
 		return nil
 	}
 	return json.Unmarshal(data, v)
+}
+
+// Valid is json.Valid(data): duplicate names and invalid UTF-8 in strings are allowed, as
+// encoding/json allows them.
+func Valid(data []byte) bool {
+	return jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
 }

@@ -22,6 +22,7 @@ type args struct {
 }
 
 var seeds = []string{
+	`{"a":1,"a":2}`, `"\xff\xfe"`, "\"\xff\"", `[1,]`, `{"a" 1}`, `01`, `-`, `1.`, `.5`, `1e`, `"\u12"`, `"\x"`, "\"\x01\"", `[[[[]]]]`, ` 1 `, `1 2`, `tru`, `nulls`,
 	`{"sessionID":"s","messageID":"m","callID":"c","tool":"read","args":{"filePath":"a.txt","limit":2001}}`,
 	`{"SESSIONID":"case","Tool":"x","tool":"last wins"}`,
 	`{"sessionID":"bad \xff utf-8","callID":"\ud800"}`,
@@ -34,6 +35,9 @@ var seeds = []string{
 
 // check: Unmarshal gives what json.Unmarshal gives, for the value and for the error.
 func check(t *testing.T, data []byte) {
+	if got, want := Valid(data), json.Valid(data); got != want {
+		t.Fatalf("Valid(%q) = %v, json.Valid %v", data, got, want)
+	}
 	for _, mk := range []func() any{func() any { return new(protocol.ExecuteParams) }, func() any { return new(args) }, func() any { var v any; return &v }} {
 		got, want := mk(), mk()
 		gerr, werr := Unmarshal(data, got), json.Unmarshal(data, want)

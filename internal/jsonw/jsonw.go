@@ -14,7 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/toolsd/toolsd/internal/jsondec"
 )
 
 // Object appends one JSON object to B. Its methods add the members in the order they are
@@ -370,7 +370,7 @@ func Raw(b []byte, raw []byte, html bool) ([]byte, error) {
 		return append(b, "null"...), nil
 	}
 	if compact(raw, html) {
-		if !valid(raw) {
+		if !jsondec.Valid(raw) {
 			return b, errInvalid
 		}
 		return append(b, raw...), nil
@@ -391,12 +391,6 @@ func Raw(b []byte, raw []byte, html bool) ([]byte, error) {
 }
 
 var errInvalid = errors.New("jsonw: a raw value is not valid JSON")
-
-// valid is json.Valid (duplicate names and invalid UTF-8 allowed, as encoding/json allows
-// them), by jsontext's faster scanner.
-func valid(raw []byte) bool {
-	return jsontext.Value(raw).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
-}
 
 // compact reports whether raw, if valid, is already as encoding/json would write it: no
 // white space at all (not even in strings, to keep this a scan of bytes) and nothing to
