@@ -4,10 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -186,22 +189,96 @@ func (e *notRegularError) Error() string {
 // followed on the way (fspath.Open), so a file or folder swapped for one after the check
 // is refused (errPathChanged); anything but a regular file is refused (*notRegularError)
 // without blocking on it.
-func openChecked(t *target) (*os.File, fs.FileInfo, error) {
+func openChecked(t *target) (regularFile, fs.FileInfo, error) {
 	fd, err := fspath.Open(t.Abs, openFlags)
 	if err != nil {
-		return nil, nil, pathErr(err)
+		return regularFile{-1}, nil, pathErr(err)
 	}
-	f := os.NewFile(uintptr(fd), t.Abs)
-	fi, err := f.Stat()
-	if err != nil {
-		f.Close()
-		return nil, nil, err
+	fi := &statInfo{name: filepath.Base(t.Abs)}
+	if err := syscall.Fstat(fd, &fi.st); err != nil {
+		unix.Close(fd)
+		return regularFile{-1}, nil, &fs.PathError{Op: "stat", Path: t.Abs, Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		f.Close()
-		return nil, nil, &notRegularError{t.Display(), fi.Mode()}
+		unix.Close(fd)
+		return regularFile{-1}, nil, &notRegularError{t.Display(), fi.Mode()}
 	}
-	return f, fi, nil
+	return regularFile{fd}, fi, nil
+}
+
+// regularFile is a regular file open for reading, read with plain system calls: an
+// *os.File would cost two more per open (asking for the descriptor's flags, and trying to
+// add it to the poller, which refuses regular files).
+type regularFile struct{ fd int }
+
+func (f regularFile) Read(p []byte) (int, error) {
+	if len(p) == 0 {
+		return 0, nil
+	}
+	for {
+		n, err := unix.Read(f.fd, p)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return 0, err
+		case n == 0:
+			return 0, io.EOF
+		}
+		return n, nil
+	}
+}
+
+// ReadAt reads len(p) bytes at off, or fewer and an error (io.EOF at the end).
+func (f regularFile) ReadAt(p []byte, off int64) (int, error) {
+	total := 0
+	for len(p) > 0 {
+		n, err := unix.Pread(f.fd, p, off)
+		switch {
+		case err == unix.EINTR:
+			continue
+		case err != nil:
+			return total, err
+		case n == 0:
+			return total, io.EOF
+		}
+		total += n
+		p = p[n:]
+		off += int64(n)
+	}
+	return total, nil
+}
+
+func (f regularFile) Seek(offset int64, whence int) (int64, error) {
+	return unix.Seek(f.fd, offset, whence)
+}
+
+func (f regularFile) Close() error { return unix.Close(f.fd) }
+
+// statInfo is the fs.FileInfo of a fstat, as os.Stat makes it (its Sys is the
+// *syscall.Stat_t).
+type statInfo struct {
+	name string
+	st   syscall.Stat_t
+}
+
+func (fi *statInfo) Name() string       { return fi.name }
+func (fi *statInfo) Size() int64        { return fi.st.Size }
+func (fi *statInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
+func (fi *statInfo) IsDir() bool        { return fi.Mode().IsDir() }
+func (fi *statInfo) Sys() any           { return &fi.st }
+func (fi *statInfo) Mode() fs.FileMode {
+	m := fs.FileMode(fi.st.Mode&0o777) | fileMode(fi.st.Mode)
+	if fi.st.Mode&syscall.S_ISGID != 0 {
+		m |= fs.ModeSetgid
+	}
+	if fi.st.Mode&syscall.S_ISUID != 0 {
+		m |= fs.ModeSetuid
+	}
+	if fi.st.Mode&syscall.S_ISVTX != 0 {
+		m |= fs.ModeSticky
+	}
+	return m
 }
 
 // openRegular is openChecked with raw system calls, for grep: the fd of the regular file at

@@ -193,7 +193,7 @@ func fileID(fi os.FileInfo) (dev, ino uint64) {
 // this version. A file that only grew since (same inode, its old last 4 KiB unchanged: a
 // log being appended to) gets its index extended over the new bytes, which are all that
 // is read.
-func lookupLineIndex(f *os.File, abs string, fi os.FileInfo) *lineIndex {
+func lookupLineIndex(f io.ReaderAt, abs string, fi os.FileInfo) *lineIndex {
 	lineIndexes.mu.Lock()
 	ix := lineIndexes.m[abs]
 	lineIndexes.mu.Unlock()
@@ -255,7 +255,7 @@ func lookupLineIndex(f *os.File, abs string, fi os.FileInfo) *lineIndex {
 }
 
 // storeLineIndex keeps the index a full read of f built.
-func storeLineIndex(f *os.File, abs string, fi os.FileInfo, total int, b *indexBuilder) {
+func storeLineIndex(f io.ReaderAt, abs string, fi os.FileInfo, total int, b *indexBuilder) {
 	if len(b.marks) == 0 {
 		return
 	}
@@ -627,7 +627,7 @@ func (r *reader) readDir(t *target) (*registry.Result, error) {
 	return &registry.Result{Title: t.Display(), Output: b.String(), Metadata: meta, NoTruncate: true}, nil
 }
 
-func (r *reader) attachment(f *os.File, t *target, size int64, mime string) (*registry.Result, error) {
+func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string) (*registry.Result, error) {
 	if size > r.o.MaxAttachmentBytes {
 		return nil, fmt.Errorf("%s is a %s of %d bytes, over the %d-byte limit for attachments: it cannot be read whole", t.Display(), mime, size, r.o.MaxAttachmentBytes)
 	}
