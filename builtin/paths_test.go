@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"syscall"
@@ -66,5 +67,29 @@ func TestOpenCheckedFile(t *testing.T) {
 	}
 	if _, _, err := openChecked(&target{Given: dir, Abs: dir}); err == nil {
 		t.Error("openChecked of a folder succeeded")
+	}
+}
+
+// TestAttachmentMime: the signatures agree with net/http's sniffer, but for a text that
+// starts with "BM", which is text.
+func TestAttachmentMime(t *testing.T) {
+	bmp := append([]byte("BM\x46\x00\x00\x00\x00\x00\x00\x00\x36\x00\x00\x00\x28\x00\x00\x00"), make([]byte, 40)...)
+	for _, head := range [][]byte{
+		[]byte("\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR"), []byte("\xff\xd8\xff\xe0\x00\x10JFIF"), []byte("GIF89a\x01\x00"), []byte("GIF87a"),
+		[]byte("RIFF\x24\x00\x00\x00WEBPVP8 "), []byte("%PDF-1.7\n"), bmp,
+		[]byte("package main\n"), []byte("<html>"), []byte(""), []byte("\xff\xfe\x00t"), []byte("%!PS-Adobe-3.0"), []byte("RIFF\x24\x00\x00\x00WAVEfmt "),
+	} {
+		want := http.DetectContentType(head)
+		switch want {
+		case "image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "image/bmp":
+		default:
+			want = ""
+		}
+		if got := attachmentMime("f", head); got != want {
+			t.Errorf("attachmentMime(%q) = %q, want %q", head, got, want)
+		}
+	}
+	if got := attachmentMime("notes.txt", []byte("BMW and Audi, a comparison of the two makers' engines\n")); got != "" {
+		t.Errorf("a text that starts with BM is %q", got)
 	}
 }

@@ -3,11 +3,11 @@ package builtin
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net/http"
 	"os"
 	"path/filepath"
 	"sort"
@@ -652,12 +652,38 @@ func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string)
 }
 
 // attachmentMime returns the mime type of an image or PDF read returns as an attachment.
+// Each is the signature net/http's DetectContentType knows it by (checked here directly:
+// running every sniffer of DetectContentType on each read's head cost 2% of a read).
 func attachmentMime(path string, head []byte) string {
-	switch m := http.DetectContentType(head); m {
-	case "image/png", "image/jpeg", "image/gif", "image/webp", "application/pdf", "image/bmp":
-		return m
+	h := string(head)
+	switch {
+	case strings.HasPrefix(h, "\x89PNG\r\n\x1a\n"):
+		return "image/png"
+	case strings.HasPrefix(h, "\xff\xd8\xff"):
+		return "image/jpeg"
+	case strings.HasPrefix(h, "GIF87a"), strings.HasPrefix(h, "GIF89a"):
+		return "image/gif"
+	case len(h) >= 14 && h[:4] == "RIFF" && h[8:14] == "WEBPVP":
+		return "image/webp"
+	case strings.HasPrefix(h, "%PDF-"):
+		return "application/pdf"
+	case isBMP(head):
+		return "image/bmp"
 	}
 	return ""
+}
+
+// isBMP: "BM", then a DIB header of a size some version of the format has. (Sniffers take
+// "BM" alone for a bitmap, which made a text file that starts with "BM" an image.)
+func isBMP(head []byte) bool {
+	if len(head) < 18 || head[0] != 'B' || head[1] != 'M' {
+		return false
+	}
+	switch binary.LittleEndian.Uint32(head[14:18]) {
+	case 12, 16, 40, 52, 56, 64, 108, 124:
+		return true
+	}
+	return false
 }
 
 var binaryExts = map[string]bool{
