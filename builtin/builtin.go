@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/jsondec"
+	"github.com/toolsd/toolsd/internal/jsonw"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -195,40 +196,33 @@ type prop struct {
 }
 
 func (s schema) MarshalJSON() ([]byte, error) {
-	var b strings.Builder
-	b.WriteString(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{`)
+	b := []byte(`{"$schema":"https://json-schema.org/draft/2020-12/schema","type":"object","properties":{`)
 	for i, p := range s.props {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		k, _ := json.Marshal(p.name)
-		v, err := json.Marshal(p.def)
-		if err != nil {
+		b = jsonw.String(b, p.name, true)
+		b = append(b, ':')
+		var err error
+		if b, err = jsonw.Map(b, p.def, true); err != nil {
 			return nil, err
 		}
-		b.Write(k)
-		b.WriteByte(':')
-		b.Write(v)
 	}
-	b.WriteString(`}`)
-	req := s.required
-	if req == nil {
-		req = []string{}
+	b = append(b, `},"required":[`...)
+	for i, r := range s.required {
+		if i > 0 {
+			b = append(b, ',')
+		}
+		b = jsonw.String(b, r, true)
 	}
-	r, _ := json.Marshal(req)
-	b.WriteString(`,"required":`)
-	b.Write(r)
-	b.WriteString(`,"additionalProperties":false}`)
-	return []byte(b.String()), nil
+	return append(b, `],"additionalProperties":false}`...), nil
 }
 
+// raw is the schema's JSON (static definitions: an error is a bug; TestSchemasGolden
+// compiles every one).
 func (s schema) raw() json.RawMessage {
 	b, err := s.MarshalJSON()
 	if err != nil {
-		panic(err) // static definitions: a bug
-	}
-	var out any
-	if err := json.Unmarshal(b, &out); err != nil {
 		panic(err)
 	}
 	return b

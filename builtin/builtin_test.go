@@ -143,3 +143,12 @@ func TestAlwaysIsExact(t *testing.T) {
 		t.Fatalf("external ask %+v", x)
 	}
 }
+
+// BenchmarkTools is the built-ins' construction, paid by every workspace's open (the
+// daemon's spawn): their schemas are built then.
+func BenchmarkTools(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		Tools(nil)
+	}
+}

@@ -178,14 +178,19 @@ func (o *Object) Strings(k string, v []string) {
 		o.B = append(o.B, "null"...)
 		return
 	}
-	o.B = append(o.B, '[')
+	o.B = appendStrings(o.B, v, o.HTML)
+}
+
+// appendStrings appends the non-nil v as a JSON array of strings.
+func appendStrings(b []byte, v []string, html bool) []byte {
+	b = append(b, '[')
 	for i, s := range v {
 		if i > 0 {
-			o.B = append(o.B, ',')
+			b = append(b, ',')
 		}
-		o.B = String(o.B, s, o.HTML)
+		b = String(b, s, html)
 	}
-	o.B = append(o.B, ']')
+	return append(b, ']')
 }
 
 // StringsOmit adds a []string member unless it is empty (omitempty).
@@ -217,8 +222,8 @@ func SliceOmit[T any](o *Object, k string, v []T) {
 	}
 }
 
-// Map appends m as encoding/json writes a map[string]any: keys sorted, strings, booleans,
-// integers and nil written here, any other value by encoding/json.
+// Map appends m as encoding/json writes a map[string]any: keys sorted; strings, booleans,
+// integers, nil, []string and maps like m written here, any other value by encoding/json.
 func Map(b []byte, m map[string]any, html bool) ([]byte, error) {
 	if m == nil {
 		return append(b, "null"...), nil
@@ -248,6 +253,16 @@ func Map(b []byte, m map[string]any, html bool) ([]byte, error) {
 			b = strconv.AppendInt(b, int64(v), 10)
 		case int64:
 			b = strconv.AppendInt(b, v, 10)
+		case map[string]any:
+			if b, err = Map(b, v, html); err != nil {
+				return b, err
+			}
+		case []string:
+			if v == nil {
+				b = append(b, "null"...)
+			} else {
+				b = appendStrings(b, v, html)
+			}
 		default:
 			if b, err = Value(b, v, html); err != nil {
 				return b, err

@@ -176,6 +176,7 @@ func TestMap(t *testing.T) {
 	for _, m := range []map[string]any{
 		nil, {}, {"b": 1, "a": "x<y", "c": true, "d": nil, "e": int64(-5), "f": 1.5, "g": []string{"&"}, "h": map[string]any{"z": 1, "y": 2}},
 		{"\u2028key": "v", "<": ">", "": 0, "Z": false, "a\xff": "\xff"},
+		{"nested": map[string]any{"b": []string{"<", ""}, "a": map[string]any{}, "n": []string(nil), "e": []string{}}, "f": map[string]any(nil)},
 	} {
 		for _, html := range []bool{true, false} {
 			want, werr := encode(t, m, html)
