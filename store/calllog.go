@@ -504,13 +504,18 @@ func (s *Store) closeLog() error {
 	l.timer.Stop()
 	l.mu.Unlock()
 	s.flushes.Wait()
-	var q []*logEntry
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		q = l.waiting() // inside the transaction, as in commit
-		return applyEntries(tx, q)
-	})
-	if err == nil {
-		err = l.committed(q)
+	var err error
+	// Nothing is written to the log any more, and entries leave it only once committed:
+	// an empty queue now stays empty, and needs no transaction (a commit writes pages).
+	if len(l.waiting()) > 0 {
+		var q []*logEntry
+		err = s.db.Update(func(tx *bolt.Tx) error {
+			q = l.waiting() // inside the transaction, as in commit
+			return applyEntries(tx, q)
+		})
+		if err == nil {
+			err = l.committed(q)
+		}
 	}
 	l.mu.Lock()
 	defer l.mu.Unlock()

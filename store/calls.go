@@ -335,6 +335,18 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string, keep ...fu
 // recover runs at Open: it finalizes outputs a dead daemon left open and marks its unfinished
 // calls interrupted.
 func (s *Store) recover() error {
+	// Most starts find nothing left open: only look, since a write transaction would
+	// commit (and write pages) even with nothing to change.
+	left := true
+	_ = s.db.View(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketUnfinished).Cursor().First()
+		o, _ := tx.Bucket(bucketOutputsOpen).Cursor().First()
+		left = k != nil || o != nil
+		return nil
+	})
+	if !left {
+		return nil
+	}
 	now := s.now()
 	var n int
 	err := s.update(func(tx *bolt.Tx) error {

@@ -138,3 +138,31 @@ func TestSecondOpenFailsClearly(t *testing.T) {
 		t.Fatalf("the holder's record: %v", err)
 	}
 }
+
+// TestOpenOfACleanStoreWritesNothing: a store of the current schema with nothing left
+// unfinished is only read at open and close: no transaction commits (its txid stays). The
+// pruner, which does write, is off (Retention -1).
+func TestOpenOfACleanStoreWritesNothing(t *testing.T) {
+	s := openTest(t, &Options{Retention: -1})
+	path := s.Path()
+	if err := s.CreateCall(newRec("s", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	txid := func(s *Store) (id int) {
+		_ = s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+		return id
+	}
+	s1 := openAt(t, path, &Options{Retention: -1})
+	before := txid(s1)
+	if err := s1.Close(); err != nil {
+		t.Fatal(err)
+	}
+	s2 := openAt(t, path, &Options{Retention: -1})
+	defer s2.Close()
+	if after := txid(s2); after != before {
+		t.Fatalf("an open of a clean store committed: txid %d -> %d", before, after)
+	}
+}

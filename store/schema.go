@@ -89,6 +89,24 @@ var (
 
 // initSchema creates every bucket and checks or writes the schema version. It runs in the one
 // transaction of Open.
+// schemaCurrent reports whether the file holds every bucket and the current schema version:
+// initSchema would change nothing.
+func schemaCurrent(tx *bolt.Tx) bool {
+	meta := tx.Bucket(bucketMeta)
+	if meta == nil {
+		return false
+	}
+	if v := meta.Get(keyMetaSchema); len(v) != 4 || binary.BigEndian.Uint32(v) != SchemaVersion {
+		return false
+	}
+	for _, name := range allBuckets {
+		if tx.Bucket(name) == nil {
+			return false
+		}
+	}
+	return true
+}
+
 func initSchema(tx *bolt.Tx, path string) error {
 	meta := tx.Bucket(bucketMeta)
 	if meta == nil {

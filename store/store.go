@@ -173,9 +173,15 @@ func Open(path string, opts *Options) (*Store, error) {
 	}
 	s.db, s.path = db, path
 
-	if err := s.db.Update(func(tx *bolt.Tx) error { return initSchema(tx, s.path) }); err != nil {
-		s.db.Close()
-		return nil, err
+	// A store of the current schema is only read: a write transaction would commit (and
+	// write pages) at every start of the daemon.
+	current := false
+	_ = s.db.View(func(tx *bolt.Tx) error { current = schemaCurrent(tx); return nil })
+	if !current {
+		if err := s.db.Update(func(tx *bolt.Tx) error { return initSchema(tx, s.path) }); err != nil {
+			s.db.Close()
+			return nil, err
+		}
 	}
 	if !o.Sync {
 		if err := s.openLog(); err != nil {
