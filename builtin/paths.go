@@ -10,7 +10,6 @@ import (
 	"path/filepath"
 	"strings"
 	"syscall"
-	"time"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
@@ -194,11 +193,12 @@ func openChecked(t *target) (regularFile, fs.FileInfo, error) {
 	if err != nil {
 		return regularFile{-1}, nil, pathErr(err)
 	}
-	fi := &statInfo{name: filepath.Base(t.Abs)}
-	if err := syscall.Fstat(fd, &fi.st); err != nil {
+	var st syscall.Stat_t
+	if err := syscall.Fstat(fd, &st); err != nil {
 		unix.Close(fd)
 		return regularFile{-1}, nil, &fs.PathError{Op: "stat", Path: t.Abs, Err: err}
 	}
+	fi := fspath.NewFileInfo(filepath.Base(t.Abs), &st)
 	if !fi.Mode().IsRegular() {
 		unix.Close(fd)
 		return regularFile{-1}, nil, &notRegularError{t.Display(), fi.Mode()}
@@ -254,32 +254,6 @@ func (f regularFile) Seek(offset int64, whence int) (int64, error) {
 }
 
 func (f regularFile) Close() error { return unix.Close(f.fd) }
-
-// statInfo is the fs.FileInfo of a fstat, as os.Stat makes it (its Sys is the
-// *syscall.Stat_t).
-type statInfo struct {
-	name string
-	st   syscall.Stat_t
-}
-
-func (fi *statInfo) Name() string       { return fi.name }
-func (fi *statInfo) Size() int64        { return fi.st.Size }
-func (fi *statInfo) ModTime() time.Time { return time.Unix(fi.st.Mtim.Unix()) }
-func (fi *statInfo) IsDir() bool        { return fi.Mode().IsDir() }
-func (fi *statInfo) Sys() any           { return &fi.st }
-func (fi *statInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.st.Mode&0o777) | fileMode(fi.st.Mode)
-	if fi.st.Mode&syscall.S_ISGID != 0 {
-		m |= fs.ModeSetgid
-	}
-	if fi.st.Mode&syscall.S_ISUID != 0 {
-		m |= fs.ModeSetuid
-	}
-	if fi.st.Mode&syscall.S_ISVTX != 0 {
-		m |= fs.ModeSticky
-	}
-	return m
-}
 
 // openRegular is openChecked with raw system calls, for grep: the fd of the regular file at
 // the real path t.Abs, and its fstat.
