@@ -1,7 +1,6 @@
 package rpc
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"go.lsp.dev/jsonrpc2"
@@ -35,13 +34,7 @@ func (codec) Marshal(v any) ([]byte, error) {
 			return appendExecuteResult(make([]byte, 0, 256+len(m.Output)+len(m.Metadata)+len(m.Error)), m)
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(buf.Bytes(), []byte("\n")), nil
+	return jsonw.Value(nil, v, false)
 }
 
 // appendExecuteResult appends r as the codec's encoding/json writes it.
