@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"registry":          {"protocol"},
 	"watcher":           {},
 	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
-	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/sandbox", "internal/jsondec"},
+	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/sandbox", "internal/jsondec", "internal/jsonw"},
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
 	"policy":            {"protocol", "config", "permission", "builtin", "registry", "store", "internal/jsonpos"},
 	"audit":             {"protocol"},
