@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolsd/toolsd/internal/cpus"
 	"github.com/toolsd/toolsd/internal/jsonw"
 	"runtime/debug"
 	"strconv"
@@ -42,9 +41,6 @@ func (s *Service) ExecuteFor(ctx context.Context, client *protocol.ClientRef, p 
 			return nil, &ParamsError{fmt.Sprintf("tools/execute: %s is required and must be a non-empty string", f[0])}
 		}
 	}
-	// Calls side by side get every processor; one at a time runs on one (internal/cpus).
-	cpus.Begin()
-	defer cpus.End()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &callState{sessionID: p.SessionID, messageID: p.MessageID, callID: p.CallID, tool: p.Tool, agent: p.Agent, cancel: cancel, client: client}
