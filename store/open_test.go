@@ -6,12 +6,14 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
 
 	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
+	"github.com/toolsd/toolsd/protocol"
 )
 
 func TestOpenBadFiles(t *testing.T) {
@@ -164,5 +166,52 @@ func TestOpenOfACleanStoreWritesNothing(t *testing.T) {
 	defer s2.Close()
 	if after := txid(s2); after != before {
 		t.Fatalf("an open of a clean store committed: txid %d -> %d", before, after)
+	}
+}
+
+// TestPruneOfNothingWritesNothing: the pruner's pass at open, which finds nothing old enough
+// (young outputs, young content), commits nothing either.
+func TestPruneOfNothingWritesNothing(t *testing.T) {
+	s := openTest(t, &Options{Retention: -1})
+	path := s.Path()
+	for _, id := range []string{"a", "cp"} { // finished: recover has nothing to do either
+		r := newRec("s", id)
+		r.Status = protocol.StatusCompleted
+		if err := s.CreateCall(r); err != nil {
+			t.Fatal(err)
+		}
+	}
+	writeOutput(t, s, "young\n", 10)
+	st := fileState(s, t, "young content")
+	end := time.Now()
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"i": &st},
+		Done: []*Checkpoint{{SessionID: "s", CallID: "cp", EndedAt: &end, Files: []FileChange{{Path: "p", Before: st, After: &FileState{}}}}}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	txid := func(s *Store) (id int) {
+		_ = s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+		return id
+	}
+	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var before int
+	_ = db.View(func(tx *bolt.Tx) error { before = tx.ID(); return nil })
+	db.Close()
+	passed := make(chan struct{})
+	var once sync.Once
+	s2 := openAt(t, path, &Options{Retention: 24 * time.Hour, pruned: func(int, error) { once.Do(func() { close(passed) }) }})
+	defer s2.Close()
+	select {
+	case <-passed:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the pruner did not run at open")
+	}
+	if after := txid(s2); after != before {
+		t.Fatalf("a pruning pass with nothing to prune committed: txid %d -> %d", before, after)
 	}
 }

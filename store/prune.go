@@ -54,6 +54,16 @@ func (s *Store) Prune() (int, error) {
 	defer s.pruneMu.Unlock()
 	now := s.now()
 	cutoff := be64(uint64(now.Add(-s.opts.Retention).UnixNano()))
+	old := false
+	if err := s.view(func(tx *bolt.Tx) error {
+		k, _ := tx.Bucket(bucketOutputsByTime).Cursor().First()
+		old = k != nil && len(k) > 8 && bytes.Compare(k[:8], cutoff) < 0
+		return nil
+	}); err != nil || !old {
+		// Nothing old enough (most passes, every start of a daemon): a write transaction
+		// would commit pages for nothing.
+		return 0, err
+	}
 	total := 0
 	var from []byte
 	for {
