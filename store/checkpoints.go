@@ -402,6 +402,9 @@ func (s *Store) pruneCheckpoints(cutoff time.Time) (int, error) {
 	return deleted, s.collectContent(cutoff)
 }
 
+// collectEvery is how often, at most, collectContent marks what is live.
+const collectEvery = 24 * time.Hour
+
 // errFound ends a scan that found what it looked for.
 var errFound = errors.New("found")
 
@@ -412,9 +415,15 @@ func (s *Store) collectContent(cutoff time.Time) error {
 	s.contentMu.Lock()
 	defer s.contentMu.Unlock()
 	// Marking decodes every checkpoint and the whole index: only when some content is old
-	// enough to go (its stored time, the value's first 8 bytes), which most passes find none.
+	// enough to go (its stored time, the value's first 8 bytes), which a young workspace's
+	// passes never find, and at most once a day (collectEvery), since on a workspace older
+	// than the retention the index names old content at every pass.
+	now := s.now()
 	old := false
 	err := s.view(func(tx *bolt.Tx) error {
+		if v := tx.Bucket(bucketMeta).Get(keyMetaCollected); len(v) == 8 && now.Sub(time.Unix(0, int64(binary.BigEndian.Uint64(v)))) < collectEvery {
+			return nil
+		}
 		return tx.Bucket(bucketContent).ForEach(func(_, v []byte) error {
 			if len(v) >= 16 && int64(binary.BigEndian.Uint64(v)) < cutoff.UnixNano() {
 				old = true
@@ -480,6 +489,11 @@ func (s *Store) collectContent(cutoff time.Time) error {
 			return nil
 		})
 	})
+	if err == nil {
+		err = s.update(func(tx *bolt.Tx) error {
+			return tx.Bucket(bucketMeta).Put(keyMetaCollected, be64(uint64(now.UnixNano())))
+		})
+	}
 	if err != nil || len(dead) == 0 {
 		return err
 	}

@@ -197,3 +197,47 @@ func TestPruneCheckpoints(t *testing.T) {
 		t.Fatalf("path rows of the pruned checkpoint are left: %v", later)
 	}
 }
+
+// TestCollectContentDaily: content nothing names is collected once it is older than the
+// retention, by a marking pass that runs at most once a day (collectEvery): on an old
+// workspace the index names old content at every pass.
+func TestCollectContentDaily(t *testing.T) {
+	clock := newFakeClock()
+	first := make(chan struct{})
+	var once sync.Once
+	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour,
+		pruned: func(int, error) { once.Do(func() { close(first) }) }})
+	<-first
+	index := func(st FileState) {
+		if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"i": &st}}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	prune := func() {
+		if _, err := s.PruneCheckpoints(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	a, err := s.PutContent([]byte("nothing names a"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	b := fileState(s, t, "the index names b")
+	index(b)
+	clock.Advance(48 * time.Hour)
+	prune()
+	if s.HasContent(a) || !s.HasContent(b.Content) {
+		t.Fatalf("after the first pass: a kept %v (want false), b kept %v (want true)", s.HasContent(a), s.HasContent(b.Content))
+	}
+	index(fileState(s, t, "the index names c now")) // b, 48 h old, is named by nothing
+	clock.Advance(time.Hour)
+	prune()
+	if !s.HasContent(b.Content) {
+		t.Fatal("content was collected by a second marking pass within a day")
+	}
+	clock.Advance(collectEvery)
+	prune()
+	if s.HasContent(b.Content) {
+		t.Fatal("old content nothing names was not collected a day later")
+	}
+}

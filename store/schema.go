@@ -14,8 +14,8 @@ const SchemaVersion = 1
 // Every bucket of the store, declared here and nowhere else. Open creates them all in one
 // transaction.
 var (
-	// bucketMeta holds keyMetaSchema (be32 version) and keyMetaTrusted (be64 unix nanos of the
-	// answer + one byte 0/1).
+	// bucketMeta holds keyMetaSchema (be32 version), keyMetaTrusted (be64 unix nanos of the
+	// answer + one byte 0/1) and keyMetaCollected (be64 unix nanos).
 	bucketMeta = []byte("meta")
 
 	// bucketCalls: be64(seq) -> a call (see encodeCall: its summary, then its record). seq is a monotonic number that is at
@@ -84,7 +84,9 @@ var (
 var (
 	keyMetaSchema  = []byte("schema")
 	keyMetaTrusted = []byte("trusted")
-	keyOutMeta     = []byte("meta")
+	// keyMetaCollected: be64 unix nanos of the last content collection that marked.
+	keyMetaCollected = []byte("contentCollected")
+	keyOutMeta       = []byte("meta")
 )
 
 // initSchema creates every bucket and checks or writes the schema version. It runs in the one
