@@ -44,8 +44,9 @@
 // costs a chunk or two. Content reads are checked against their id. Checkpoints are pruned
 // with outputs (Options.Retention after their call ended), then content that neither the
 // index, an open checkpoint nor a kept one names is collected (mark and sweep, never content
-// younger than the retention, and no content is stored while it runs). Slot files' checkpoints
-// are not merged.
+// younger than the retention, no content stored while it runs, and a marking pass at most
+// once a day, only when some content is old enough to go). Slot files' checkpoints are not
+// merged.
 //
 // Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
