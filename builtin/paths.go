@@ -269,28 +269,9 @@ func openRegular(t *target) (int, *unix.Stat_t, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, nil, &notRegularError{t.Display(), fileMode(st.Mode)}
+		return -1, nil, &notRegularError{t.Display(), fspath.TypeMode(st.Mode)}
 	}
 	return fd, st, nil
-}
-
-// fileMode is the type bits of a stat's mode as an fs.FileMode.
-func fileMode(m uint32) fs.FileMode {
-	switch m & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return fs.ModeDir
-	case unix.S_IFLNK:
-		return fs.ModeSymlink
-	case unix.S_IFIFO:
-		return fs.ModeNamedPipe
-	case unix.S_IFSOCK:
-		return fs.ModeSocket
-	case unix.S_IFCHR:
-		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFBLK:
-		return fs.ModeDevice
-	}
-	return 0
 }
 
 // openDirChecked opens the folder at the real path abs for listing, following no symlink on

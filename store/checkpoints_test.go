@@ -157,15 +157,22 @@ func TestCheckpointRecords(t *testing.T) {
 
 // TestPruneCheckpoints: checkpoints older than the retention go, with the content only they
 // kept; content the index or a kept checkpoint names stays.
-func TestPruneCheckpoints(t *testing.T) {
-	clock := newFakeClock()
+// openPruned opens a store with a day's retention on clock, once the background pruner's
+// first pass (at open) is over: otherwise it could prune before the test does, once the
+// clock moves.
+func openPruned(t *testing.T, clock *fakeClock) *Store {
+	t.Helper()
 	first := make(chan struct{})
 	var once sync.Once
-	// The background pruner's first run (at open) must be over before the clock moves, or it
-	// could prune the old checkpoint before the test does.
 	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour,
 		pruned: func(int, error) { once.Do(func() { close(first) }) }})
 	<-first
+	return s
+}
+
+func TestPruneCheckpoints(t *testing.T) {
+	clock := newFakeClock()
+	s := openPruned(t, clock)
 	newCall(t, s, "s", "old")
 	oldOnly, shared, inIndex := fileState(s, t, "only the old checkpoint"), fileState(s, t, "shared"), fileState(s, t, "index")
 	end := clock.Now()
@@ -203,11 +210,7 @@ func TestPruneCheckpoints(t *testing.T) {
 // workspace the index names old content at every pass.
 func TestCollectContentDaily(t *testing.T) {
 	clock := newFakeClock()
-	first := make(chan struct{})
-	var once sync.Once
-	s := openTest(t, &Options{Now: clock.Now, Retention: 24 * time.Hour, PruneInterval: time.Hour,
-		pruned: func(int, error) { once.Do(func() { close(first) }) }})
-	<-first
+	s := openPruned(t, clock)
 	index := func(st FileState) {
 		if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"i": &st}}); err != nil {
 			t.Fatal(err)

@@ -111,21 +111,7 @@ func (fi *FileInfo) Sys() any           { return &fi.st }
 
 // Mode is the mode as os makes it: the permission bits, the type, setuid, setgid, sticky.
 func (fi *FileInfo) Mode() fs.FileMode {
-	m := fs.FileMode(fi.st.Mode & 0o777)
-	switch fi.st.Mode & syscall.S_IFMT {
-	case syscall.S_IFBLK:
-		m |= fs.ModeDevice
-	case syscall.S_IFCHR:
-		m |= fs.ModeDevice | fs.ModeCharDevice
-	case syscall.S_IFDIR:
-		m |= fs.ModeDir
-	case syscall.S_IFIFO:
-		m |= fs.ModeNamedPipe
-	case syscall.S_IFLNK:
-		m |= fs.ModeSymlink
-	case syscall.S_IFSOCK:
-		m |= fs.ModeSocket
-	}
+	m := fs.FileMode(fi.st.Mode&0o777) | TypeMode(fi.st.Mode)
 	if fi.st.Mode&syscall.S_ISGID != 0 {
 		m |= fs.ModeSetgid
 	}
@@ -136,6 +122,25 @@ func (fi *FileInfo) Mode() fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
+}
+
+// TypeMode is the type bits of a stat's mode (st_mode) as an fs.FileMode.
+func TypeMode(m uint32) fs.FileMode {
+	switch m & syscall.S_IFMT {
+	case syscall.S_IFBLK:
+		return fs.ModeDevice
+	case syscall.S_IFCHR:
+		return fs.ModeDevice | fs.ModeCharDevice
+	case syscall.S_IFDIR:
+		return fs.ModeDir
+	case syscall.S_IFIFO:
+		return fs.ModeNamedPipe
+	case syscall.S_IFLNK:
+		return fs.ModeSymlink
+	case syscall.S_IFSOCK:
+		return fs.ModeSocket
+	}
+	return 0
 }
 
 // Within reports whether p is dir or below it, and p relative to dir (slash-separated). Both

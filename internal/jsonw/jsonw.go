@@ -96,9 +96,12 @@ func (o *Object) RawOmit(k string, raw []byte) {
 	}
 }
 
-func (o *Object) raw(raw []byte) {
-	var err error
-	if o.B, err = Raw(o.B, raw, o.HTML); err != nil && o.err == nil {
+func (o *Object) raw(raw []byte) { o.put(Raw(o.B, raw, o.HTML)) }
+
+// put takes what an append returned: the buffer, and its error if it is the first.
+func (o *Object) put(b []byte, err error) {
+	o.B = b
+	if err != nil && o.err == nil {
 		o.err = err
 	}
 }
@@ -106,10 +109,7 @@ func (o *Object) raw(raw []byte) {
 // Time adds a time member as time.Time's MarshalJSON writes it.
 func (o *Object) Time(k string, t time.Time) {
 	o.key(k)
-	var err error
-	if o.B, err = Time(o.B, t); err != nil && o.err == nil {
-		o.err = err
-	}
+	o.put(Time(o.B, t))
 }
 
 // TimeOmit adds a *time.Time member unless it is nil (omitempty).
@@ -123,17 +123,17 @@ func (o *Object) TimeOmit(k string, t *time.Time) {
 // nested: slices of decisions, a model, a client).
 func (o *Object) Value(k string, v any) {
 	o.key(k)
-	var err error
-	if o.B, err = Value(o.B, v, o.HTML); err != nil && o.err == nil {
-		o.err = err
-	}
+	o.put(Value(o.B, v, o.HTML))
 }
 
 // Open adds a member that is an object: the members added next are its own, until Close
 // with what Open returned.
-func (o *Object) Open(k string) (outer int) {
+func (o *Object) Open(k string) (outer int) { return o.open(k, '{') }
+
+// open adds a member that opens with c and holds members or elements of its own.
+func (o *Object) open(k string, c byte) (outer int) {
 	o.key(k)
-	o.B = append(o.B, '{')
+	o.B = append(o.B, c)
 	outer, o.n = o.n, 0
 	return outer
 }
@@ -146,12 +146,7 @@ func (o *Object) Close(outer int) {
 
 // OpenArray adds a member that is an array, whose elements OpenElem begins, until
 // CloseArray with what OpenArray returned.
-func (o *Object) OpenArray(k string) (outer int) {
-	o.key(k)
-	o.B = append(o.B, '[')
-	outer, o.n = o.n, 0
-	return outer
-}
+func (o *Object) OpenArray(k string) (outer int) { return o.open(k, '[') }
 
 // CloseArray ends the array member that OpenArray began.
 func (o *Object) CloseArray(outer int) {
@@ -174,15 +169,14 @@ func (o *Object) OpenElem() (outer int) {
 // Strings adds a []string member: null when nil.
 func (o *Object) Strings(k string, v []string) {
 	o.key(k)
-	if v == nil {
-		o.B = append(o.B, "null"...)
-		return
-	}
 	o.B = appendStrings(o.B, v, o.HTML)
 }
 
-// appendStrings appends the non-nil v as a JSON array of strings.
+// appendStrings appends v as a JSON array of strings, null when nil.
 func appendStrings(b []byte, v []string, html bool) []byte {
+	if v == nil {
+		return append(b, "null"...)
+	}
 	b = append(b, '[')
 	for i, s := range v {
 		if i > 0 {
@@ -258,11 +252,7 @@ func Map(b []byte, m map[string]any, html bool) ([]byte, error) {
 				return b, err
 			}
 		case []string:
-			if v == nil {
-				b = append(b, "null"...)
-			} else {
-				b = appendStrings(b, v, html)
-			}
+			b = appendStrings(b, v, html)
 		default:
 			if b, err = Value(b, v, html); err != nil {
 				return b, err
