@@ -14,8 +14,6 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracegrpc"
-	"go.opentelemetry.io/otel/exporters/otlp/otlptrace/otlptracehttp"
 	"go.opentelemetry.io/otel/sdk/resource"
 	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	"go.opentelemetry.io/otel/trace"
@@ -136,42 +134,15 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 	if proto == "" {
 		proto = "http/protobuf"
 	}
-	var (
-		exporter sdktrace.SpanExporter
-		err      error
-	)
-	switch proto {
-	case "grpc":
-		var opts []otlptracegrpc.Option
-		if o.Endpoint != "" {
-			opts = append(opts, otlptracegrpc.WithEndpointURL(o.Endpoint))
-		}
-		exporter, err = otlptracegrpc.New(ctx, opts...)
-	case "http/protobuf":
-		var opts []otlptracehttp.Option
-		if o.Endpoint != "" {
-			// Like OTEL_EXPORTER_OTLP_ENDPOINT, the setting names the collector's base URL.
-			u := o.Endpoint
-			if !strings.HasSuffix(strings.TrimSuffix(u, "/"), "/v1/traces") {
-				u = strings.TrimSuffix(u, "/") + "/v1/traces"
-			}
-			opts = append(opts, otlptracehttp.WithEndpointURL(u))
-		}
-		exporter, err = otlptracehttp.New(ctx, opts...)
-	default:
+	if proto != "grpc" && proto != "http/protobuf" {
 		return nil, fmt.Errorf("audit: OTLP protocol %q is not supported: use grpc or http/protobuf", proto)
 	}
+	cfg, err := readConfig(proto, o.Endpoint, getenv)
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	endpoint := o.Endpoint
-	if endpoint == "" {
-		endpoint = firstSet(getenv, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT")
-	}
-	if endpoint == "" {
-		endpoint = map[string]string{"grpc": "localhost:4317", "http/protobuf": "http://localhost:4318"}[proto]
-	}
-	e := &Exporter{workspace: o.Workspace, endpoint: endpoint, protocol: proto, log: o.Logger.With("component", "audit"), max: DefaultQueueSize, exporterDone: make(chan struct{})}
+	exporter := newOTLPExporter(cfg, o.Version)
+	e := &Exporter{workspace: o.Workspace, endpoint: cfg.url, protocol: proto, log: o.Logger.With("component", "audit"), max: DefaultQueueSize, exporterDone: make(chan struct{})}
 	e.exports, e.stopExports = context.WithCancel(context.Background())
 	if n, err := strconv.Atoi(strings.TrimSpace(getenv("OTEL_BSP_MAX_QUEUE_SIZE"))); err == nil && n > 0 {
 		e.max = int64(n)
@@ -187,7 +158,7 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 	e.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(&boundedProcessor{e: e, next: bsp}), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	e.tracer = e.tp.Tracer("github.com/toolsd/toolsd/audit")
-	e.log.Info("audit export on", "endpoint", endpoint, "protocol", proto, "queue", e.max)
+	e.log.Info("audit export on", "endpoint", cfg.url, "protocol", proto, "queue", e.max)
 	return e, nil
 }
 

@@ -18,7 +18,10 @@ func TestMain(m *testing.M) {
 
 func clearEnv(t *testing.T) {
 	for _, k := range []string{"OTEL_SDK_DISABLED", "OTEL_TRACES_EXPORTER", "OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_BSP_MAX_QUEUE_SIZE",
+		"OTEL_EXPORTER_OTLP_PROTOCOL", "OTEL_EXPORTER_OTLP_TRACES_PROTOCOL", "OTEL_EXPORTER_OTLP_HEADERS", "OTEL_EXPORTER_OTLP_TRACES_HEADERS",
+		"OTEL_EXPORTER_OTLP_COMPRESSION", "OTEL_EXPORTER_OTLP_TRACES_COMPRESSION", "OTEL_EXPORTER_OTLP_TIMEOUT", "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT",
+		"OTEL_EXPORTER_OTLP_INSECURE", "OTEL_EXPORTER_OTLP_TRACES_INSECURE", "OTEL_EXPORTER_OTLP_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE",
+		"OTEL_EXPORTER_OTLP_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_CERTIFICATE", "OTEL_EXPORTER_OTLP_CLIENT_KEY", "OTEL_EXPORTER_OTLP_TRACES_CLIENT_KEY", "OTEL_BSP_MAX_QUEUE_SIZE",
 		"OTEL_BSP_SCHEDULE_DELAY", "OTEL_SERVICE_NAME", "OTEL_RESOURCE_ATTRIBUTES"} {
 		t.Setenv(k, "")
 	}
@@ -62,19 +65,23 @@ var decision = protocol.Decision{
 // arrive with the decision's provenance, the headers, and the service's name.
 func TestExport(t *testing.T) {
 	r := otlptest.Start(t)
-	for _, tc := range []struct{ proto, endpoint string }{{"grpc", "http://" + r.GRPC}, {"http/protobuf", "http://" + r.HTTP}} {
-		t.Run(tc.proto, func(t *testing.T) {
+	for _, tc := range []struct{ proto, endpoint, compression string }{
+		{"grpc", "http://" + r.GRPC, ""}, {"http/protobuf", "http://" + r.HTTP, ""},
+		{"grpc", "http://" + r.GRPC, "gzip"}, {"http/protobuf", "http://" + r.HTTP, "gzip"},
+	} {
+		t.Run(tc.proto+"/"+tc.compression, func(t *testing.T) {
 			clearEnv(t)
 			t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
 			t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", tc.endpoint)
 			t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", tc.proto)
-			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer t0ken")
+			t.Setenv("OTEL_EXPORTER_OTLP_HEADERS", "authorization=Bearer%20t0ken")
+			t.Setenv("OTEL_EXPORTER_OTLP_COMPRESSION", tc.compression)
 			t.Setenv("OTEL_RESOURCE_ATTRIBUTES", "deployment.environment=ci")
 			e, err := New(context.Background(), Options{Version: "1.2.3", Workspace: "/ws"})
 			if err != nil || e == nil {
 				t.Fatalf("New: %v %v", e, err)
 			}
-			id := "call-" + tc.proto
+			id := "call-" + tc.proto + tc.compression
 			at := time.Now()
 			c := e.StartCall(CallInfo{SessionID: "s", MessageID: "m", CallID: id, Tool: "bash", Agent: "build"}, at)
 			c.Decision(decision)
@@ -86,7 +93,7 @@ func TestExport(t *testing.T) {
 			spans := r.Wait(t, 20*time.Second, "the call's three spans via "+via, func(ss []otlptest.Span) bool {
 				n := 0
 				for _, s := range ss {
-					if s.Attrs[AttrCall] == id || s.Attrs[AttrPermission] != nil && s.Via == via {
+					if s.Attrs[AttrCall] == id || s.Attrs[AttrPermission] != nil && s.Via == via && s.Headers["encoding"] == tc.compression {
 						n++
 					}
 				}
@@ -94,7 +101,7 @@ func TestExport(t *testing.T) {
 			})
 			var call, start, perm *otlptest.Span
 			for i, s := range spans {
-				if s.Via != via {
+				if s.Via != via || s.Headers["encoding"] != tc.compression {
 					continue
 				}
 				switch {
@@ -125,7 +132,7 @@ func TestExport(t *testing.T) {
 			if call.Resource["service.name"] != "toolsd" || call.Resource["service.version"] != "1.2.3" || call.Resource["deployment.environment"] != "ci" {
 				t.Errorf("resource: %+v", call.Resource)
 			}
-			if via == "http" && perm.Headers["authorization"] != "Bearer t0ken" {
+			if perm.Headers["authorization"] != "Bearer t0ken" {
 				t.Errorf("headers: %+v", perm.Headers)
 			}
 			if s := e.Status(); s.Exported < 3 || s.Dropped != 0 {

@@ -2,6 +2,7 @@ package builtin
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path/filepath"
 	"strings"
@@ -79,7 +80,7 @@ func TestEdit(t *testing.T) {
 					t.Fatalf("no error: %s", res.Output)
 				}
 				mustContain(t, "error", err.Error(), tc.err...)
-				if after := snapshot(t, e.ws); !sameMap(before, after) {
+				if after := snapshot(t, e.ws); !maps.Equal(before, after) {
 					t.Errorf("a failed edit changed files")
 				}
 				return
@@ -125,18 +126,6 @@ func snapshot(t *testing.T, dir string) map[string]string {
 	return m
 }
 
-func sameMap(a, b map[string]string) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for k, v := range a {
-		if w, ok := b[k]; !ok || w != v {
-			return false
-		}
-	}
-	return true
-}
-
 func TestEditRefusedChangesNothing(t *testing.T) {
 	e := newEnv(t, editTree)
 	e.asks.deny["edit"] = true
@@ -145,7 +134,7 @@ func TestEditRefusedChangesNothing(t *testing.T) {
 	if !isPermissionError(err) {
 		t.Fatalf("err = %v", err)
 	}
-	if !sameMap(before, snapshot(t, e.ws)) {
+	if !maps.Equal(before, snapshot(t, e.ws)) {
 		t.Fatal("refused edit changed the file")
 	}
 }

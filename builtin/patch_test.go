@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"maps"
 	"os"
 	"strings"
 	"testing"
@@ -94,7 +95,7 @@ func TestApplyPatch(t *testing.T) {
 					t.Fatalf("no error: %s", res.Output)
 				}
 				mustContain(t, "error", err.Error(), tc.err...)
-				if !sameMap(before, snapshot(t, e.ws)) {
+				if !maps.Equal(before, snapshot(t, e.ws)) {
 					t.Error("a failed patch changed files")
 				}
 				return
@@ -130,7 +131,7 @@ func TestApplyPatchRefusedChangesNothing(t *testing.T) {
 	if !isPermissionError(err) {
 		t.Fatalf("err = %v", err)
 	}
-	if !sameMap(before, snapshot(t, e.ws)) {
+	if !maps.Equal(before, snapshot(t, e.ws)) {
 		t.Error("refused patch changed files")
 	}
 	ask := e.asks.asked("edit")[0]
@@ -165,7 +166,7 @@ func TestApplyPatchRollsBack(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "nothing was changed") {
 		t.Fatalf("err = %v", err)
 	}
-	if !sameMap(before, snapshot(t, e.ws)) {
+	if !maps.Equal(before, snapshot(t, e.ws)) {
 		t.Error("files were not restored")
 	}
 }

@@ -6,6 +6,7 @@ package otlptest
 
 import (
 	"bufio"
+	"compress/gzip"
 	"context"
 	"encoding/hex"
 	"encoding/json"
@@ -23,6 +24,9 @@ import (
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	common "go.opentelemetry.io/proto/otlp/common/v1"
 	"google.golang.org/grpc"
+	_ "google.golang.org/grpc/encoding/gzip" // takes gzip-compressed gRPC messages
+	"google.golang.org/grpc/metadata"
+	"google.golang.org/grpc/stats"
 	"google.golang.org/protobuf/proto"
 )
 
@@ -42,7 +46,8 @@ type Span struct {
 	Attrs    map[string]any `json:"attrs"`
 	Resource map[string]any `json:"resource"`
 	Via      string         `json:"via"` // grpc or http
-	// Headers are the request's headers of interest (authorization), for header tests.
+	// Headers are the request's headers (gRPC's metadata) of interest: authorization, and
+	// the encoding of the body (content-encoding over HTTP, grpc-encoding over gRPC).
 	Headers map[string]string `json:"headers,omitempty"`
 }
 
@@ -69,12 +74,24 @@ func serve(w io.Writer) error {
 		return err
 	}
 	out := &writer{w: w, quiet: os.Getenv(envQuiet) == "1"}
-	gs := grpc.NewServer()
+	gs := grpc.NewServer(grpc.StatsHandler(encodingStats{}))
 	collector.RegisterTraceServiceServer(gs, &traceServer{out: out})
 	go func() { _ = gs.Serve(gl) }()
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /v1/traces", func(rw http.ResponseWriter, r *http.Request) {
-		body, err := io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		var body []byte
+		var err error
+		switch enc := r.Header.Get("Content-Encoding"); enc {
+		case "gzip":
+			var zr *gzip.Reader
+			if zr, err = gzip.NewReader(r.Body); err == nil {
+				body, err = io.ReadAll(io.LimitReader(zr, 64<<20))
+			}
+		case "":
+			body, err = io.ReadAll(io.LimitReader(r.Body, 64<<20))
+		default:
+			err = fmt.Errorf("unknown content-encoding %q", enc)
+		}
 		req := &collector.ExportTraceServiceRequest{}
 		if err == nil {
 			err = proto.Unmarshal(body, req)
@@ -83,7 +100,7 @@ func serve(w io.Writer) error {
 			http.Error(rw, err.Error(), http.StatusBadRequest)
 			return
 		}
-		out.write(req, "http", map[string]string{"authorization": r.Header.Get("Authorization")})
+		out.write(req, "http", map[string]string{"authorization": r.Header.Get("Authorization"), "encoding": r.Header.Get("Content-Encoding")})
 		b, _ := proto.Marshal(&collector.ExportTraceServiceResponse{})
 		rw.Header().Set("Content-Type", "application/x-protobuf")
 		_, _ = rw.Write(b)
@@ -101,9 +118,38 @@ type traceServer struct {
 }
 
 func (s *traceServer) Export(ctx context.Context, req *collector.ExportTraceServiceRequest) (*collector.ExportTraceServiceResponse, error) {
-	s.out.write(req, "grpc", nil)
+	md, _ := metadata.FromIncomingContext(ctx)
+	first := func(k string) string {
+		if v := md.Get(k); len(v) > 0 {
+			return v[0]
+		}
+		return ""
+	}
+	enc, _ := ctx.Value(encodingKey{}).(*string)
+	s.out.write(req, "grpc", map[string]string{"authorization": first("authorization"), "encoding": *enc})
 	return &collector.ExportTraceServiceResponse{}, nil
 }
+
+// encodingStats notes each call's grpc-encoding, which gRPC keeps out of its metadata, in
+// the call's context.
+type encodingStats struct{}
+
+type encodingKey struct{}
+
+func (encodingStats) TagRPC(ctx context.Context, _ *stats.RPCTagInfo) context.Context {
+	return context.WithValue(ctx, encodingKey{}, new(string))
+}
+
+func (encodingStats) HandleRPC(ctx context.Context, s stats.RPCStats) {
+	if h, ok := s.(*stats.InHeader); ok {
+		if enc, ok := ctx.Value(encodingKey{}).(*string); ok {
+			*enc = h.Compression
+		}
+	}
+}
+
+func (encodingStats) TagConn(ctx context.Context, _ *stats.ConnTagInfo) context.Context { return ctx }
+func (encodingStats) HandleConn(context.Context, stats.ConnStats)                       {}
 
 type writer struct {
 	mu    sync.Mutex
