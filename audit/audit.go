@@ -69,8 +69,9 @@ type Options struct {
 	// Version is toolsd's version (service.version); Workspace the workspace folder.
 	Version, Workspace string
 	Logger             *slog.Logger
-	// Getenv reads the environment; nil means os.Getenv. The SDK's exporters read the
-	// process's environment themselves (endpoint, headers, timeouts).
+	// Getenv reads the environment (every OTEL_ setting); nil means os.Getenv. Only
+	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read from the process's
+	// environment whatever Getenv is, by the SDK's resource.
 	Getenv func(string) string
 }
 

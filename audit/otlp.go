@@ -208,6 +208,11 @@ func newOTLPExporter(c otlpConfig, version string) *otlpExporter {
 		p.SetHTTP2(true)
 		p.SetUnencryptedHTTP2(true)
 		t.Protocols = &p
+		if strings.HasPrefix(c.url, "http://") {
+			// A proxy is asked for http:// URLs without a tunnel, which HTTP/2 with prior
+			// knowledge cannot go through: plain gRPC goes straight to the collector.
+			t.Proxy = nil
+		}
 	}
 	return &otlpExporter{c: c, client: &http.Client{Transport: t}, userAgent: "toolsd/" + version, retryFirst: retryFirst}
 }

@@ -85,3 +85,25 @@ func contains(xs []string, s string) bool {
 	}
 	return false
 }
+
+// keptOut are modules the daemon's binary must not link, and why: every start of the binary
+// (the daemon, each tool's guard and sandbox stage, each `toolsd mcp`) runs the package init
+// of all it links.
+var keptOut = map[string]string{
+	"google.golang.org/grpc":     "the audit trail's OTLP exporter is toolsd's own (audit/otlp.go): gRPC's init and 10 MB of binary cost every start about 0.8 ms",
+	"google.golang.org/protobuf": "the audit trail writes OTLP's protobuf by hand (audit/otlpproto.go), for the same reason",
+}
+
+func TestBinaryKeepsOut(t *testing.T) {
+	out, err := exec.Command("go", "list", "-deps", module+"cmd/toolsd").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	for _, pkg := range strings.Fields(string(out)) {
+		for mod, why := range keptOut {
+			if pkg == mod || strings.HasPrefix(pkg, mod+"/") {
+				t.Errorf("cmd/toolsd links %s: %s", pkg, why)
+			}
+		}
+	}
+}
