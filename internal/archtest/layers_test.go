@@ -99,11 +99,15 @@ func TestBinaryKeepsOut(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list: %v", err)
 	}
+	linked := map[string][]string{}
 	for _, pkg := range strings.Fields(string(out)) {
-		for mod, why := range keptOut {
+		for mod := range keptOut {
 			if pkg == mod || strings.HasPrefix(pkg, mod+"/") {
-				t.Errorf("cmd/toolsd links %s: %s", pkg, why)
+				linked[mod] = append(linked[mod], pkg)
 			}
 		}
+	}
+	for mod, pkgs := range linked {
+		t.Errorf("cmd/toolsd links %d packages of %s (%s, …): %s", len(pkgs), mod, pkgs[0], keptOut[mod])
 	}
 }
