@@ -143,7 +143,9 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
 	exporter := newOTLPExporter(cfg, o.Version)
-	e := &Exporter{workspace: o.Workspace, endpoint: cfg.url, protocol: proto, log: o.Logger.With("component", "audit"), max: DefaultQueueSize, exporterDone: make(chan struct{})}
+	// The collector as people name it: gRPC's method path is not theirs.
+	endpoint := strings.TrimSuffix(cfg.url, grpcExportPath)
+	e := &Exporter{workspace: o.Workspace, endpoint: endpoint, protocol: proto, log: o.Logger.With("component", "audit"), max: DefaultQueueSize, exporterDone: make(chan struct{})}
 	e.exports, e.stopExports = context.WithCancel(context.Background())
 	if n, err := strconv.Atoi(strings.TrimSpace(getenv("OTEL_BSP_MAX_QUEUE_SIZE"))); err == nil && n > 0 {
 		e.max = int64(n)
@@ -159,7 +161,7 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 	e.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(&boundedProcessor{e: e, next: bsp}), sdktrace.WithResource(res),
 		sdktrace.WithSampler(sdktrace.AlwaysSample()))
 	e.tracer = e.tp.Tracer("github.com/toolsd/toolsd/audit")
-	e.log.Info("audit export on", "endpoint", cfg.url, "protocol", proto, "queue", e.max)
+	e.log.Info("audit export on", "endpoint", endpoint, "protocol", proto, "queue", e.max)
 	return e, nil
 }
 

@@ -210,3 +210,20 @@ func TestRetryAfter(t *testing.T) {
 		}
 	}
 }
+
+// TestStatusNamesTheCollector: the status names the collector as configured, not gRPC's
+// method path.
+func TestStatusNamesTheCollector(t *testing.T) {
+	clearEnv(t)
+	t.Setenv("OTEL_TRACES_EXPORTER", "otlp")
+	t.Setenv("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc")
+	t.Setenv("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:1")
+	e, err := New(context.Background(), Options{})
+	if err != nil || e == nil {
+		t.Fatal(e, err)
+	}
+	defer e.Close(context.Background())
+	if s := e.Status(); s.Endpoint != "http://127.0.0.1:1" || s.Protocol != "grpc" {
+		t.Errorf("status %+v", s)
+	}
+}
