@@ -655,17 +655,17 @@ func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string)
 // Each is the signature net/http's DetectContentType knows it by (checked here directly:
 // running every sniffer of DetectContentType on each read's head cost 2% of a read).
 func attachmentMime(path string, head []byte) string {
-	h := string(head)
+	has := func(off int, sig string) bool { return len(head) >= off+len(sig) && string(head[off:off+len(sig)]) == sig }
 	switch {
-	case strings.HasPrefix(h, "\x89PNG\r\n\x1a\n"):
+	case has(0, "\x89PNG\r\n\x1a\n"):
 		return "image/png"
-	case strings.HasPrefix(h, "\xff\xd8\xff"):
+	case has(0, "\xff\xd8\xff"):
 		return "image/jpeg"
-	case strings.HasPrefix(h, "GIF87a"), strings.HasPrefix(h, "GIF89a"):
+	case has(0, "GIF87a"), has(0, "GIF89a"):
 		return "image/gif"
-	case len(h) >= 14 && h[:4] == "RIFF" && h[8:14] == "WEBPVP":
+	case has(0, "RIFF") && has(8, "WEBPVP"):
 		return "image/webp"
-	case strings.HasPrefix(h, "%PDF-"):
+	case has(0, "%PDF-"):
 		return "application/pdf"
 	case isBMP(head):
 		return "image/bmp"

@@ -279,6 +279,7 @@ func (e *Engine) view(sessionID, agent string) view {
 
 // split returns the config sets that count as they are and those that only tighten.
 func (v view) split(readOnly Rule, haveReadOnly bool) (plain, project, all []Ruleset) {
+	plain, all = make([]Ruleset, 0, len(v.config)+2), make([]Ruleset, 0, len(v.config)+2)
 	for i, rs := range v.config {
 		if i == 0 && haveReadOnly {
 			// Right after the catch-all ask of the defaults, before their specific rules.
