@@ -85,6 +85,20 @@ func TestReadConfig(t *testing.T) {
 	}
 }
 
+// testExporter is an exporter of proto to the endpoint setting and env, whose first wait
+// before sending a batch again is first; it is shut down when the test ends.
+func testExporter(t *testing.T, proto, setting string, env map[string]string, first time.Duration) *otlpExporter {
+	t.Helper()
+	c, err := readConfig(proto, setting, func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	x := newOTLPExporter(c, "test")
+	x.retryFirst = first
+	t.Cleanup(func() { _ = x.Shutdown(context.Background()) })
+	return x
+}
+
 func testSpans() []sdktrace.ReadOnlySpan {
 	return tracetest.SpanStubs{{Name: "toolsd.call"}, {Name: "toolsd.call.start"}}.Snapshots()
 }
@@ -108,17 +122,11 @@ func TestHTTPRetries(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	c, err := readConfig("http/protobuf", srv.URL, func(string) string { return "" })
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := newOTLPExporter(c, "test")
-	x.retryFirst = time.Millisecond
-	defer x.Shutdown(context.Background())
+	x := testExporter(t, "http/protobuf", srv.URL, nil, time.Millisecond)
 	if err := x.ExportSpans(context.Background(), testSpans()); err != nil || n.Load() != 3 {
 		t.Fatalf("after two 503s: %v, %d requests", err, n.Load())
 	}
-	err = x.ExportSpans(context.Background(), testSpans())
+	err := x.ExportSpans(context.Background(), testSpans())
 	if err == nil || !strings.Contains(err.Error(), "400 Bad Request: no such tenant") || n.Load() != 4 {
 		t.Fatalf("a 400: %v, %d requests", err, n.Load())
 	}
@@ -137,9 +145,7 @@ func TestRetryStopsWithTheContext(t *testing.T) {
 		http.Error(w, "busy", http.StatusTooManyRequests)
 	}))
 	defer srv.Close()
-	c, _ := readConfig("http/protobuf", srv.URL, func(string) string { return "" })
-	x := newOTLPExporter(c, "test")
-	defer x.Shutdown(context.Background())
+	x := testExporter(t, "http/protobuf", srv.URL, nil, retryFirst)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
 	err := x.ExportSpans(ctx, testSpans()) // the first retry would wait seconds
@@ -187,17 +193,11 @@ func TestGRPCOverTLS(t *testing.T) {
 	}
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": strings.TrimPrefix(srv.URL, "https://"), "OTEL_EXPORTER_OTLP_CERTIFICATE": ca,
 		"OTEL_EXPORTER_OTLP_HEADERS": "authorization=k"}
-	c, err := readConfig("grpc", "", func(k string) string { return env[k] })
-	if err != nil {
-		t.Fatal(err)
-	}
-	x := newOTLPExporter(c, "test")
-	x.retryFirst = time.Millisecond
-	defer x.Shutdown(context.Background())
+	x := testExporter(t, "grpc", "", env, time.Millisecond)
 	if err := x.ExportSpans(context.Background(), testSpans()); err != nil || n.Load() != 2 {
 		t.Fatalf("after UNAVAILABLE: %v, %d requests", err, n.Load())
 	}
-	err = x.ExportSpans(context.Background(), testSpans())
+	err := x.ExportSpans(context.Background(), testSpans())
 	if err == nil || !strings.Contains(err.Error(), "status 3: span too big") || n.Load() != 3 {
 		t.Fatalf("INVALID_ARGUMENT: %v, %d requests", err, n.Load())
 	}
