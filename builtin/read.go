@@ -655,7 +655,9 @@ func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string)
 // Each is the signature net/http's DetectContentType knows it by (checked here directly:
 // running every sniffer of DetectContentType on each read's head cost 2% of a read).
 func attachmentMime(path string, head []byte) string {
-	has := func(off int, sig string) bool { return len(head) >= off+len(sig) && string(head[off:off+len(sig)]) == sig }
+	has := func(off int, sig string) bool {
+		return len(head) >= off+len(sig) && string(head[off:off+len(sig)]) == sig
+	}
 	switch {
 	case has(0, "\x89PNG\r\n\x1a\n"):
 		return "image/png"
