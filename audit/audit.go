@@ -2,21 +2,18 @@ package audit
 
 import (
 	"context"
-	"errors"
+	"encoding/binary"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
+	"net/url"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 
 	"github.com/toolsd/toolsd/protocol"
 )
@@ -59,6 +56,18 @@ const (
 // changes it); past it spans are dropped and counted.
 const DefaultQueueSize = 2048
 
+// The batching of spans, as OpenTelemetry's batch span processor does it (the standard
+// OTEL_BSP_* settings): a batch goes out when it is full or when the schedule delay has
+// passed since the last one.
+const (
+	defaultBatchSize     = 512
+	defaultScheduleDelay = 5 * time.Second
+	defaultExportTimeout = 30 * time.Second
+)
+
+// scopeName is the instrumentation scope of the spans.
+const scopeName = "github.com/toolsd/toolsd/audit"
+
 // Options configure New.
 type Options struct {
 	// Endpoint, if set, turns export on even when the environment does not, and names the
@@ -69,24 +78,28 @@ type Options struct {
 	// Version is toolsd's version (service.version); Workspace the workspace folder.
 	Version, Workspace string
 	Logger             *slog.Logger
-	// Getenv reads the environment (every OTEL_ setting); nil means os.Getenv. Only
-	// OTEL_SERVICE_NAME and OTEL_RESOURCE_ATTRIBUTES are read from the process's
-	// environment whatever Getenv is, by the SDK's resource.
+	// Getenv reads the environment (every OTEL_ setting); nil means os.Getenv.
 	Getenv func(string) string
 }
 
 // Exporter sends spans to a collector. A nil *Exporter exports nothing: every method is safe
 // to call on it. Safe for concurrent use.
 type Exporter struct {
-	tp        *sdktrace.TracerProvider
-	tracer    trace.Tracer
 	workspace string
 	endpoint  string
 	protocol  string
 	log       *slog.Logger
+	resource  []attr // sorted by key
+	sender    *otlpExporter
 
-	inFlight atomic.Int64 // handed to the batch processor, not yet exported or failed
-	max      int64
+	queue     chan *span // bounded: a span that does not fit is dropped
+	batchSize int
+	delay     time.Duration // the schedule delay
+	timeout   time.Duration // of one export
+	closed    atomic.Bool
+	stop      chan struct{} // closed by Close: export what is queued, then end
+	done      chan struct{} // closed when the batch loop has ended
+
 	exported atomic.Int64
 	dropped  atomic.Int64
 	failed   atomic.Int64
@@ -96,11 +109,10 @@ type Exporter struct {
 	lastErr string
 
 	// exports is cancelled when Close runs out of time: an export blocked on a collector
-	// that is down returns at once, so that nothing is left running.
-	exports      context.Context
-	stopExports  context.CancelFunc
-	exporterDone chan struct{} // closed when the exporter has shut down
-	closeOnce    sync.Once
+	// that is down returns at once, and what is still queued counts as dropped.
+	exports     context.Context
+	stopExports context.CancelFunc
+	closeOnce   sync.Once
 }
 
 // New returns an Exporter when the environment or o turns export on, and nil, nil when it
@@ -142,26 +154,25 @@ func New(ctx context.Context, o Options) (*Exporter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("audit: %w", err)
 	}
-	exporter := newOTLPExporter(cfg, o.Version)
-	// The collector as people name it: gRPC's method path is not theirs.
-	endpoint := strings.TrimSuffix(cfg.url, grpcExportPath)
-	e := &Exporter{workspace: o.Workspace, endpoint: endpoint, protocol: proto, log: o.Logger.With("component", "audit"), max: DefaultQueueSize, exporterDone: make(chan struct{})}
+	e := &Exporter{
+		workspace: o.Workspace,
+		// The collector as people name it: gRPC's method path is not theirs.
+		endpoint:  strings.TrimSuffix(cfg.url, grpcExportPath),
+		protocol:  proto,
+		log:       o.Logger.With("component", "audit"),
+		resource:  resourceAttrs(o.Version, getenv),
+		sender:    newOTLPExporter(cfg, o.Version),
+		batchSize: positive(getenv, "OTEL_BSP_MAX_EXPORT_BATCH_SIZE", defaultBatchSize),
+		delay:     time.Duration(positive(getenv, "OTEL_BSP_SCHEDULE_DELAY", int(defaultScheduleDelay/time.Millisecond))) * time.Millisecond,
+		timeout:   time.Duration(positive(getenv, "OTEL_BSP_EXPORT_TIMEOUT", int(defaultExportTimeout/time.Millisecond))) * time.Millisecond,
+		queue:     make(chan *span, positive(getenv, "OTEL_BSP_MAX_QUEUE_SIZE", DefaultQueueSize)),
+		stop:      make(chan struct{}),
+		done:      make(chan struct{}),
+	}
+	e.batchSize = min(e.batchSize, cap(e.queue))
 	e.exports, e.stopExports = context.WithCancel(context.Background())
-	if n, err := strconv.Atoi(strings.TrimSpace(getenv("OTEL_BSP_MAX_QUEUE_SIZE"))); err == nil && n > 0 {
-		e.max = int64(n)
-	}
-	res, err := resource.Merge(resource.NewSchemaless(
-		attribute.String("service.name", "toolsd"),
-		attribute.String("service.version", o.Version),
-	), resource.Environment())
-	if err != nil {
-		res = resource.NewSchemaless(attribute.String("service.name", "toolsd"))
-	}
-	bsp := sdktrace.NewBatchSpanProcessor(&countingExporter{e: e, next: exporter}, sdktrace.WithMaxQueueSize(int(e.max)))
-	e.tp = sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(&boundedProcessor{e: e, next: bsp}), sdktrace.WithResource(res),
-		sdktrace.WithSampler(sdktrace.AlwaysSample()))
-	e.tracer = e.tp.Tracer("github.com/toolsd/toolsd/audit")
-	e.log.Info("audit export on", "endpoint", endpoint, "protocol", proto, "queue", e.max)
+	go e.run()
+	e.log.Info("audit export on", "endpoint", e.endpoint, "protocol", proto, "queue", cap(e.queue))
 	return e, nil
 }
 
@@ -172,6 +183,113 @@ func firstSet(getenv func(string) string, keys ...string) string {
 		}
 	}
 	return ""
+}
+
+// positive reads a whole number above 0 from the environment, or gives def.
+func positive(getenv func(string) string, key string, def int) int {
+	if n, err := strconv.Atoi(strings.TrimSpace(getenv(key))); err == nil && n > 0 {
+		return n
+	}
+	return def
+}
+
+// resourceAttrs describes the process to the collector: service.name toolsd and
+// service.version, then OTEL_RESOURCE_ATTRIBUTES (key=value pairs, comma-separated, values
+// percent-encoded; a pair without "=" is left out) and OTEL_SERVICE_NAME, which win.
+func resourceAttrs(version string, getenv func(string) string) []attr {
+	m := map[string]string{"service.name": "toolsd", "service.version": version}
+	for pair := range strings.SplitSeq(getenv("OTEL_RESOURCE_ATTRIBUTES"), ",") {
+		k, v, ok := strings.Cut(pair, "=")
+		if k = strings.TrimSpace(k); !ok || k == "" {
+			continue
+		}
+		v = strings.TrimSpace(v)
+		if u, err := url.PathUnescape(v); err == nil {
+			v = u
+		}
+		m[k] = v
+	}
+	if name := strings.TrimSpace(getenv("OTEL_SERVICE_NAME")); name != "" {
+		m["service.name"] = name
+	}
+	attrs := make([]attr, 0, len(m))
+	for k, v := range m {
+		attrs = append(attrs, str(k, v))
+	}
+	slices.SortFunc(attrs, func(a, b attr) int { return strings.Compare(a.key, b.key) })
+	return attrs
+}
+
+// run is the batch loop: it exports a batch when it is full or when the schedule delay has
+// passed, and everything queued once Close stops it.
+func (e *Exporter) run() {
+	defer close(e.done)
+	batch := make([]*span, 0, e.batchSize)
+	send := func() {
+		if len(batch) > 0 {
+			e.export(batch)
+			clear(batch)
+			batch = batch[:0]
+		}
+	}
+	tick := time.NewTicker(e.delay)
+	defer tick.Stop()
+	for {
+		select {
+		case s := <-e.queue:
+			if batch = append(batch, s); len(batch) >= e.batchSize {
+				send()
+			}
+		case <-tick.C:
+			send()
+		case <-e.stop:
+			for {
+				select {
+				case s := <-e.queue:
+					if batch = append(batch, s); len(batch) >= e.batchSize {
+						send()
+					}
+				default:
+					send()
+					return
+				}
+			}
+		}
+	}
+}
+
+// export sends one batch and counts it; once Close has run out of time, it only counts.
+func (e *Exporter) export(batch []*span) {
+	n := int64(len(batch))
+	if e.exports.Err() != nil {
+		e.lost(n, &e.dropped, nil)
+		return
+	}
+	ctx, cancel := context.WithTimeout(e.exports, e.timeout)
+	defer cancel()
+	if err := e.sender.export(ctx, appendTraceRequest(nil, e.resource, batch)); err != nil {
+		if e.exports.Err() != nil {
+			e.lost(n, &e.dropped, nil) // cut short by Close
+			return
+		}
+		e.lost(n, &e.failed, err)
+		return
+	}
+	e.exported.Add(n)
+}
+
+// enqueue hands a span to the batch loop, or drops and counts it when the queue is full or
+// export has stopped: recording never waits for the collector.
+func (e *Exporter) enqueue(s *span) {
+	if e.closed.Load() {
+		e.lost(1, &e.dropped, nil)
+		return
+	}
+	select {
+	case e.queue <- s:
+	default:
+		e.lost(1, &e.dropped, nil)
+	}
 }
 
 // Status is what export has done so far.
@@ -213,23 +331,27 @@ func (e *Exporter) Close(ctx context.Context) error {
 	if e == nil {
 		return nil
 	}
-	var err error
 	e.closeOnce.Do(func() {
-		err = e.tp.Shutdown(ctx)
-		// Out of time (or done): cut short what is still being sent, and wait for the
-		// exporter, which now returns at once.
-		e.stopExports()
-		<-e.exporterDone
-		if n := e.inFlight.Swap(0); n > 0 {
-			e.dropped.Add(n)
+		e.closed.Store(true)
+		close(e.stop)
+		select {
+		case <-e.done:
+		case <-ctx.Done():
+			// Out of time: cut short what is being sent; the loop counts the rest.
+			e.stopExports()
+			<-e.done
 		}
+		e.stopExports()
+		// A span handed over while the loop made its last pass: not sent, counted.
+		for n := len(e.queue); n > 0; n-- {
+			<-e.queue
+			e.lost(1, &e.dropped, nil)
+		}
+		_ = e.sender.Shutdown(ctx)
 		s := e.Status()
 		e.log.Info("audit export stopped", "exported", s.Exported, "dropped", s.Dropped, "failed", s.Failed)
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			err = nil // the spans left were counted
-		}
 	})
-	return err
+	return nil
 }
 
 // lost counts spans that did not reach the collector and warns, at most once a minute.
@@ -247,57 +369,43 @@ func (e *Exporter) lost(n int64, counter *atomic.Int64, err error) {
 	}
 }
 
-// boundedProcessor hands spans to the batch processor while fewer than max wait, and drops
-// (and counts) the others: the batch processor's own drops are not observable.
-type boundedProcessor struct {
-	e    *Exporter
-	next sdktrace.SpanProcessor
+// span is one exported span: an OpenTelemetry span of kind internal, sampled, whose parent
+// (if any) is in the same process.
+type span struct {
+	name       string
+	trace      [16]byte
+	id, parent [8]byte // parent: zero for a root span
+	start, end time.Time
+	attrs      []attr
+	failed     bool   // status Error, with errText
+	errText    string // the status's description
 }
 
-func (p *boundedProcessor) OnStart(parent context.Context, s sdktrace.ReadWriteSpan) {}
-
-func (p *boundedProcessor) OnEnd(s sdktrace.ReadOnlySpan) {
-	if p.e.inFlight.Add(1) > p.e.max {
-		p.e.inFlight.Add(-1)
-		p.e.lost(1, &p.e.dropped, nil)
-		return
-	}
-	p.next.OnEnd(s)
+// attr is an attribute: a string, a whole number or a list of strings.
+type attr struct {
+	key  string
+	kind attrKind
+	s    string
+	n    int64
+	ss   []string
 }
 
-func (p *boundedProcessor) Shutdown(ctx context.Context) error   { return p.next.Shutdown(ctx) }
-func (p *boundedProcessor) ForceFlush(ctx context.Context) error { return p.next.ForceFlush(ctx) }
+type attrKind uint8
 
-// countingExporter counts what the collector took and what it did not.
-type countingExporter struct {
-	e    *Exporter
-	next sdktrace.SpanExporter
-}
+const (
+	attrString attrKind = iota
+	attrInt
+	attrStrings
+)
 
-func (c *countingExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
-	ctx, cancel := context.WithCancel(ctx)
-	defer cancel()
-	defer context.AfterFunc(c.e.exports, cancel)()
-	err := c.next.ExportSpans(ctx, spans)
-	n := int64(len(spans))
-	c.e.inFlight.Add(-n)
-	if err != nil {
-		c.e.lost(n, &c.e.failed, err)
-	} else {
-		c.e.exported.Add(n)
-	}
-	return err
-}
-
-func (c *countingExporter) Shutdown(ctx context.Context) error {
-	defer close(c.e.exporterDone)
-	if c.e.exports.Err() != nil {
-		// Close ran out of time: do not wait for the collector either.
-		var cancel context.CancelFunc
-		ctx, cancel = context.WithCancel(ctx)
-		cancel()
-	}
-	return c.next.Shutdown(ctx)
+func str(k, v string) attr           { return attr{key: k, s: v} }
+func num(k string, v int64) attr     { return attr{key: k, kind: attrInt, n: v} }
+func strs(k string, v []string) attr { return attr{key: k, kind: attrStrings, ss: v} }
+func newSpanID() (id [8]byte)        { binary.LittleEndian.PutUint64(id[:], rand.Uint64()|1); return id }
+func newTraceID() (id [16]byte) {
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64()|1)
+	return id
 }
 
 // CallInfo names a call.
@@ -305,12 +413,14 @@ type CallInfo struct {
 	SessionID, MessageID, CallID, Tool, Agent string
 }
 
-// Call is one call's trace. A nil *Call records nothing. Its methods may be called from
+// Call is one call's trace. A nil *Call records nothing. Decision and End may be called from
 // several goroutines.
 type Call struct {
-	e    *Exporter
-	ctx  context.Context
-	span trace.Span
+	e     *Exporter
+	trace [16]byte
+	id    [8]byte
+	start time.Time
+	attrs []attr // the call span's attributes at its start
 }
 
 // StartCall starts the trace of a call that started at at, and exports its start at once.
@@ -318,17 +428,15 @@ func (e *Exporter) StartCall(c CallInfo, at time.Time) *Call {
 	if e == nil {
 		return nil
 	}
-	attrs := []attribute.KeyValue{
-		attribute.String(AttrWorkspace, e.workspace), attribute.String(AttrSession, c.SessionID), attribute.String(AttrMessage, c.MessageID),
-		attribute.String(AttrCall, c.CallID), attribute.String(AttrTool, c.Tool),
-	}
+	attrs := make([]attr, 0, 8)
+	attrs = append(attrs, str(AttrWorkspace, e.workspace), str(AttrSession, c.SessionID), str(AttrMessage, c.MessageID),
+		str(AttrCall, c.CallID), str(AttrTool, c.Tool))
 	if c.Agent != "" {
-		attrs = append(attrs, attribute.String(AttrAgent, c.Agent))
+		attrs = append(attrs, str(AttrAgent, c.Agent))
 	}
-	ctx, span := e.tracer.Start(context.Background(), "toolsd.call", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	_, start := e.tracer.Start(ctx, "toolsd.call.start", trace.WithTimestamp(at), trace.WithAttributes(attrs...))
-	start.End(trace.WithTimestamp(at))
-	return &Call{e: e, ctx: ctx, span: span}
+	call := &Call{e: e, trace: newTraceID(), id: newSpanID(), start: at, attrs: attrs}
+	e.enqueue(&span{name: "toolsd.call.start", trace: call.trace, id: newSpanID(), parent: call.id, start: at, end: at, attrs: attrs})
+	return call
 }
 
 // Decision exports one permission decision of the call with its provenance.
@@ -340,45 +448,44 @@ func (c *Call) Decision(d protocol.Decision) {
 	if d.AskedAt != nil {
 		start = *d.AskedAt
 	}
-	attrs := make([]attribute.KeyValue, 0, 24)
+	attrs := make([]attr, 0, 24)
 	attrs = append(attrs,
-		attribute.String(AttrPermission, d.Permission), attribute.StringSlice(AttrPatterns, d.Patterns),
-		attribute.String(AttrDecision, d.Action), attribute.String(AttrDecidedBy, d.By),
+		str(AttrPermission, d.Permission), strs(AttrPatterns, d.Patterns),
+		str(AttrDecision, d.Action), str(AttrDecidedBy, d.By),
 	)
-	str := func(k, v string) {
+	opt := func(k, v string) {
 		if v != "" {
-			attrs = append(attrs, attribute.String(k, v))
+			attrs = append(attrs, str(k, v))
 		}
 	}
 	if p := d.Provenance; p != nil {
-		str(AttrKind, p.Kind)
-		str(AttrText, p.Text)
-		str(AttrRule, p.Rule)
-		str(AttrLayer, p.Layer)
-		str(AttrFile, p.File)
+		opt(AttrKind, p.Kind)
+		opt(AttrText, p.Text)
+		opt(AttrRule, p.Rule)
+		opt(AttrLayer, p.Layer)
+		opt(AttrFile, p.File)
 		if p.Line > 0 {
-			attrs = append(attrs, attribute.Int(AttrLine, p.Line), attribute.Int(AttrColumn, p.Column))
+			attrs = append(attrs, num(AttrLine, int64(p.Line)), num(AttrColumn, int64(p.Column)))
 		}
 		if p.RememberedAt != nil {
-			str(AttrRemembered, p.RememberedAt.UTC().Format(time.RFC3339))
+			opt(AttrRemembered, p.RememberedAt.UTC().Format(time.RFC3339))
 		}
-		str(AttrRememberBy, p.RememberedBy)
-		str(AttrHook, p.Hook)
-		str(AttrReason, p.Reason)
+		opt(AttrRememberBy, p.RememberedBy)
+		opt(AttrHook, p.Hook)
+		opt(AttrReason, p.Reason)
 		if len(p.Reasons) > 0 {
-			attrs = append(attrs, attribute.StringSlice(AttrReasons, p.Reasons))
+			attrs = append(attrs, strs(AttrReasons, p.Reasons))
 		}
-		str(AttrUntrusted, p.Untrusted)
+		opt(AttrUntrusted, p.Untrusted)
 	}
-	str(AttrAnswer, d.Reply)
-	str(AttrScope, d.Scope)
-	str(AttrAnsweredBy, d.AnsweredBy)
-	str(AttrMessageText, d.Message)
+	opt(AttrAnswer, d.Reply)
+	opt(AttrScope, d.Scope)
+	opt(AttrAnsweredBy, d.AnsweredBy)
+	opt(AttrMessageText, d.Message)
 	if d.AskedAt != nil {
-		attrs = append(attrs, attribute.Int64(AttrWaitedMs, d.WaitedMs))
+		attrs = append(attrs, num(AttrWaitedMs, d.WaitedMs))
 	}
-	_, span := c.e.tracer.Start(c.ctx, "toolsd.permission", trace.WithTimestamp(start), trace.WithAttributes(attrs...))
-	span.End(trace.WithTimestamp(d.At))
+	c.e.enqueue(&span{name: "toolsd.permission", trace: c.trace, id: newSpanID(), parent: c.id, start: start, end: d.At, attrs: attrs})
 }
 
 // End ends the call's trace: its final tool id, status and error.
@@ -386,12 +493,19 @@ func (c *Call) End(tool, status, errText string, at time.Time) {
 	if c == nil {
 		return
 	}
-	c.span.SetAttributes(attribute.String(AttrTool, tool), attribute.String(AttrStatus, status))
+	attrs := make([]attr, 0, len(c.attrs)+2)
+	for _, a := range c.attrs {
+		if a.key != AttrTool {
+			attrs = append(attrs, a)
+		}
+	}
+	attrs = append(attrs, str(AttrTool, tool), str(AttrStatus, status))
 	if errText != "" {
-		c.span.SetAttributes(attribute.String(AttrError, errText))
+		attrs = append(attrs, str(AttrError, errText))
 	}
-	if status == protocol.StatusError {
-		c.span.SetStatus(codes.Error, errText)
+	failed := status == protocol.StatusError
+	if !failed {
+		errText = ""
 	}
-	c.span.End(trace.WithTimestamp(at))
+	c.e.enqueue(&span{name: "toolsd.call", trace: c.trace, id: c.id, start: c.start, end: at, attrs: attrs, failed: failed, errText: errText})
 }

@@ -28,8 +28,6 @@ import (
 	"strings"
 	"sync"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 )
 
 // The retry schedule of a batch the collector could not take for now, as the official
@@ -182,7 +180,7 @@ func tlsConfig(caFile, certFile, keyFile string) (*tls.Config, error) {
 	return c, nil
 }
 
-// otlpExporter sends batches of spans to a collector. It is an sdktrace.SpanExporter.
+// otlpExporter sends batches of spans to a collector.
 type otlpExporter struct {
 	c          otlpConfig
 	client     *http.Client
@@ -217,19 +215,16 @@ func newOTLPExporter(c otlpConfig, version string) *otlpExporter {
 	return &otlpExporter{c: c, client: &http.Client{Transport: t}, userAgent: "toolsd/" + version, retryFirst: retryFirst}
 }
 
-// ExportSpans sends one batch, retrying while the collector says it cannot take it for now,
-// until ctx is done or retryFor has passed.
-func (x *otlpExporter) ExportSpans(ctx context.Context, spans []sdktrace.ReadOnlySpan) error {
+// export sends one encoded ExportTraceServiceRequest, again while the collector says it
+// cannot take it for now, until ctx is done or retryFor has passed.
+func (x *otlpExporter) export(ctx context.Context, msg []byte) error {
 	x.mu.Lock()
 	stopped := x.stopped
 	x.mu.Unlock()
 	if stopped {
 		return errors.New("the OTLP exporter is shut down")
 	}
-	if len(spans) == 0 {
-		return nil
-	}
-	body := x.body(appendTraceRequest(nil, spans))
+	body := x.body(msg)
 	giveUp := time.Now().Add(retryFor)
 	wait := x.retryFirst
 	for {
@@ -395,7 +390,7 @@ func utf8Text(s string) bool {
 }
 
 // Shutdown stops export and lets idle connections go; a batch being sent is cut short when
-// ctx is done (countingExporter cancels its context).
+// its context is done (Exporter.Close cancels it).
 func (x *otlpExporter) Shutdown(ctx context.Context) error {
 	x.mu.Lock()
 	x.stopped = true

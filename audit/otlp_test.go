@@ -14,9 +14,6 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
-
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/sdk/trace/tracetest"
 )
 
 func TestReadConfig(t *testing.T) {
@@ -99,8 +96,12 @@ func testExporter(t *testing.T, proto, setting string, env map[string]string, fi
 	return x
 }
 
-func testSpans() []sdktrace.ReadOnlySpan {
-	return tracetest.SpanStubs{{Name: "toolsd.call"}, {Name: "toolsd.call.start"}}.Snapshots()
+func testRequest() []byte {
+	at := time.Now()
+	return appendTraceRequest(nil, []attr{str("service.name", "toolsd")}, []*span{
+		{name: "toolsd.call", trace: newTraceID(), id: newSpanID(), start: at, end: at},
+		{name: "toolsd.call.start", trace: newTraceID(), id: newSpanID(), start: at, end: at},
+	})
 }
 
 // TestHTTPRetries: a batch the collector cannot take for now (503) is sent again until it
@@ -123,17 +124,17 @@ func TestHTTPRetries(t *testing.T) {
 	}))
 	defer srv.Close()
 	x := testExporter(t, "http/protobuf", srv.URL, nil, time.Millisecond)
-	if err := x.ExportSpans(context.Background(), testSpans()); err != nil || n.Load() != 3 {
+	if err := x.export(context.Background(), testRequest()); err != nil || n.Load() != 3 {
 		t.Fatalf("after two 503s: %v, %d requests", err, n.Load())
 	}
-	err := x.ExportSpans(context.Background(), testSpans())
+	err := x.export(context.Background(), testRequest())
 	if err == nil || !strings.Contains(err.Error(), "400 Bad Request: no such tenant") || n.Load() != 4 {
 		t.Fatalf("a 400: %v, %d requests", err, n.Load())
 	}
 	if err := x.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := x.ExportSpans(context.Background(), testSpans()); err == nil {
+	if err := x.export(context.Background(), testRequest()); err == nil {
 		t.Error("exported after Shutdown")
 	}
 }
@@ -148,7 +149,7 @@ func TestRetryStopsWithTheContext(t *testing.T) {
 	x := testExporter(t, "http/protobuf", srv.URL, nil, retryFirst)
 	ctx, cancel := context.WithTimeout(context.Background(), 50*time.Millisecond)
 	defer cancel()
-	err := x.ExportSpans(ctx, testSpans()) // the first retry would wait seconds
+	err := x.export(ctx, testRequest()) // the first retry would wait seconds
 	if err == nil || !strings.Contains(err.Error(), "429") || ctx.Err() == nil {
 		t.Fatalf("err = %v", err)
 	}
@@ -194,10 +195,10 @@ func TestGRPCOverTLS(t *testing.T) {
 	env := map[string]string{"OTEL_EXPORTER_OTLP_ENDPOINT": strings.TrimPrefix(srv.URL, "https://"), "OTEL_EXPORTER_OTLP_CERTIFICATE": ca,
 		"OTEL_EXPORTER_OTLP_HEADERS": "authorization=k"}
 	x := testExporter(t, "grpc", "", env, time.Millisecond)
-	if err := x.ExportSpans(context.Background(), testSpans()); err != nil || n.Load() != 2 {
+	if err := x.export(context.Background(), testRequest()); err != nil || n.Load() != 2 {
 		t.Fatalf("after UNAVAILABLE: %v, %d requests", err, n.Load())
 	}
-	err := x.ExportSpans(context.Background(), testSpans())
+	err := x.export(context.Background(), testRequest())
 	if err == nil || !strings.Contains(err.Error(), "status 3: span too big") || n.Load() != 3 {
 		t.Fatalf("INVALID_ARGUMENT: %v, %d requests", err, n.Load())
 	}

@@ -1,8 +1,8 @@
-// OTLP's protobuf, written by hand: the ExportTraceServiceRequest that carries spans to a
-// collector, encoded here with a few append helpers so that the daemon links neither the
-// protobuf nor the gRPC runtime (and none of the generated OTLP types). It writes the same
-// message as the official exporter's transform (otlptrace/internal/tracetransform, v1.47.0),
-// field for field; TestTraceRequestIsOfficial compares the two.
+// OTLP's protobuf, written by hand: the ExportTraceServiceRequest that carries the audit
+// trail's spans to a collector, encoded with a few append helpers so that the daemon links
+// neither the protobuf nor the gRPC runtime, nor OpenTelemetry's SDK. It writes what the
+// official Go exporter's transform (otlptrace/internal/tracetransform) writes for the same
+// spans made by the SDK, field for field; TestTraceRequestIsOfficial compares the two.
 //
 // Field numbers are those of opentelemetry/proto: collector/trace/v1, trace/v1, common/v1
 // and resource/v1. As proto3 does, a field at its zero value is left out, except the
@@ -13,298 +13,91 @@ package audit
 
 import (
 	"encoding/binary"
-	"math"
 	"time"
-
-	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/sdk/instrumentation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
-	"go.opentelemetry.io/otel/trace"
 )
 
 // appendTraceRequest appends to dst the protobuf encoding of an OTLP
-// ExportTraceServiceRequest (opentelemetry/proto/collector/trace/v1) that holds spans.
-//
-// Spans are grouped by resource (by its attributes, as resource.Equivalent tells them
-// apart), then by instrumentation scope, both in the order they first appear in spans;
-// within a scope, spans keep their order. Nil spans are skipped. No spans encode to
-// nothing: an empty request.
-func appendTraceRequest(dst []byte, spans []sdktrace.ReadOnlySpan) []byte {
-	// done marks the spans already written; on the stack for a usual batch.
-	var buf [128]bool
-	var done []bool
-	if len(spans) <= len(buf) {
-		done = buf[:len(spans)]
-	} else {
-		done = make([]bool, len(spans))
+// ExportTraceServiceRequest holding spans, all of the resource res and of toolsd's
+// instrumentation scope. No spans encode to nothing: an empty request.
+func appendTraceRequest(dst []byte, res []attr, spans []*span) []byte {
+	if len(spans) == 0 {
+		return dst
 	}
-	for i, s := range spans {
-		if s != nil && !done[i] {
-			dst = appendResourceSpans(dst, 1, spans, i, done) // resource_spans
-		}
+	b, rs := pbOpen(dst, 1) // resource_spans
+	b, r := pbOpen(b, 1)    // resource
+	for _, a := range res {
+		b = appendKeyValue(b, 1, a) // attributes
 	}
-	return dst
+	b = pbClose(b, r)
+	b, ss := pbOpen(b, 2) // scope_spans
+	b, sc := pbOpen(b, 1) // scope
+	b = pbString(b, 1, scopeName)
+	b = pbClose(b, sc)
+	for _, s := range spans {
+		b = appendSpan(b, 2, s) // spans
+	}
+	b = pbClose(b, ss)
+	return pbClose(b, rs)
 }
 
-// appendResourceSpans appends a ResourceSpans of the resource of spans[first] with every
-// span not yet done of that resource, and marks them done.
-func appendResourceSpans(b []byte, field int, spans []sdktrace.ReadOnlySpan, first int, done []bool) []byte {
-	res := spans[first].Resource()
-	key := res.Equivalent()
+// appendSpan appends a Span (trace/v1): of kind internal, sampled, its parent (if any) not
+// remote.
+func appendSpan(b []byte, field int, s *span) []byte {
 	b, m := pbOpen(b, field)
-	if res != nil {
-		b = appendResource(b, 1, res) // resource
+	b = pbBytes(b, 1, s.trace[:]) // trace_id
+	b = pbBytes(b, 2, s.id[:])    // span_id
+	if s.parent != ([8]byte{}) {
+		b = pbBytes(b, 4, s.parent[:]) // parent_span_id
 	}
-	for i := first; i < len(spans); i++ {
-		if !done[i] && spans[i] != nil && spans[i].Resource().Equivalent() == key {
-			b = appendScopeSpans(b, 2, spans, i, key, done) // scope_spans
-		}
+	b = pbString(b, 5, s.name)              // name
+	b = pbUint(b, 6, 1)                     // kind: SPAN_KIND_INTERNAL
+	b = pbFixed64(b, 7, unixNanos(s.start)) // start_time_unix_nano
+	b = pbFixed64(b, 8, unixNanos(s.end))   // end_time_unix_nano
+	for _, a := range s.attrs {
+		b = appendKeyValue(b, 9, a) // attributes
 	}
-	b = pbString(b, 3, res.SchemaURL()) // schema_url
+	b, st := pbOpen(b, 15) // status, always set by the transform
+	if s.failed {
+		b = pbString(b, 2, s.errText) // message
+		b = pbUint(b, 3, 2)           // code: STATUS_CODE_ERROR
+	}
+	b = pbClose(b, st)
+	// flags: the W3C flags (sampled) and SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK; the parent
+	// is never remote, so SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK is not set.
+	b = pbFixed32(b, 16, 0x01|0x100)
 	return pbClose(b, m)
 }
 
-// appendScopeSpans appends a ScopeSpans of the scope of spans[first] with every span not
-// yet done of that scope and of the resource key, and marks them done.
-func appendScopeSpans(b []byte, field int, spans []sdktrace.ReadOnlySpan, first int, key attribute.Distinct, done []bool) []byte {
-	scope := spans[first].InstrumentationScope()
+// appendKeyValue appends a KeyValue (common/v1), whose AnyValue is a string_value, an
+// int_value or an array_value of string_values.
+func appendKeyValue(b []byte, field int, a attr) []byte {
 	b, m := pbOpen(b, field)
-	if scope != (instrumentation.Scope{}) {
-		b = appendScope(b, 1, scope) // scope
-	}
-	for i := first; i < len(spans); i++ {
-		s := spans[i]
-		if !done[i] && s != nil && s.Resource().Equivalent() == key && s.InstrumentationScope() == scope {
-			done[i] = true
-			b = appendSpan(b, 2, s) // spans
-		}
-	}
-	b = pbString(b, 3, scope.SchemaURL) // schema_url
-	return pbClose(b, m)
-}
-
-// appendResource appends a Resource (opentelemetry/proto/resource/v1).
-func appendResource(b []byte, field int, res *resource.Resource) []byte {
-	b, m := pbOpen(b, field)
-	for it := res.Iter(); it.Next(); {
-		b = appendKeyValue(b, 1, it.Attribute()) // attributes
-	}
-	return pbClose(b, m)
-}
-
-// appendScope appends an InstrumentationScope (common/v1).
-func appendScope(b []byte, field int, scope instrumentation.Scope) []byte {
-	b, m := pbOpen(b, field)
-	b = pbString(b, 1, scope.Name)    // name
-	b = pbString(b, 2, scope.Version) // version
-	for it := scope.Attributes.Iter(); it.Next(); {
-		b = appendKeyValue(b, 3, it.Attribute()) // attributes
-	}
-	return pbClose(b, m)
-}
-
-// appendSpan appends a Span (trace/v1).
-func appendSpan(b []byte, field int, s sdktrace.ReadOnlySpan) []byte {
-	b, m := pbOpen(b, field)
-	sc := s.SpanContext()
-	tid, sid := sc.TraceID(), sc.SpanID()
-	b = pbBytes(b, 1, tid[:])                   // trace_id
-	b = pbBytes(b, 2, sid[:])                   // span_id
-	b = appendTraceState(b, 3, sc.TraceState()) // trace_state
-	parent := s.Parent()
-	if psid := parent.SpanID(); psid.IsValid() {
-		b = pbBytes(b, 4, psid[:]) // parent_span_id
-	}
-	b = pbString(b, 5, s.Name())                  // name
-	b = pbUint(b, 6, spanKind(s.SpanKind()))      // kind
-	b = pbFixed64(b, 7, unixNanos(s.StartTime())) // start_time_unix_nano
-	b = pbFixed64(b, 8, unixNanos(s.EndTime()))   // end_time_unix_nano
-	for _, kv := range s.Attributes() {
-		b = appendKeyValue(b, 9, kv) // attributes
-	}
-	b = pbUint(b, 10, clampUint32(s.DroppedAttributes())) // dropped_attributes_count
-	events := s.Events()
-	for i := range events {
-		b = appendEvent(b, 11, &events[i]) // events
-	}
-	b = pbUint(b, 12, clampUint32(s.DroppedEvents())) // dropped_events_count
-	links := s.Links()
-	for i := range links {
-		b = appendLink(b, 13, &links[i]) // links
-	}
-	b = pbUint(b, 14, clampUint32(s.DroppedLinks()))         // dropped_links_count
-	b = appendStatus(b, 15, s.Status())                      // status, always set by the transform
-	b = pbFixed32(b, 16, spanFlags(sc.TraceFlags(), parent)) // flags
-	return pbClose(b, m)
-}
-
-// appendEvent appends a Span.Event.
-func appendEvent(b []byte, field int, e *sdktrace.Event) []byte {
-	b, m := pbOpen(b, field)
-	b = pbFixed64(b, 1, unixNanos(e.Time)) // time_unix_nano
-	b = pbString(b, 2, e.Name)             // name
-	for _, kv := range e.Attributes {
-		b = appendKeyValue(b, 3, kv) // attributes
-	}
-	b = pbUint(b, 4, clampUint32(e.DroppedAttributeCount)) // dropped_attributes_count
-	return pbClose(b, m)
-}
-
-// appendLink appends a Span.Link. Like the transform, it leaves out the link's trace_state.
-func appendLink(b []byte, field int, l *sdktrace.Link) []byte {
-	b, m := pbOpen(b, field)
-	tid, sid := l.SpanContext.TraceID(), l.SpanContext.SpanID()
-	b = pbBytes(b, 1, tid[:]) // trace_id
-	b = pbBytes(b, 2, sid[:]) // span_id
-	for _, kv := range l.Attributes {
-		b = appendKeyValue(b, 4, kv) // attributes
-	}
-	b = pbUint(b, 5, clampUint32(l.DroppedAttributeCount))                    // dropped_attributes_count
-	b = pbFixed32(b, 6, spanFlags(l.SpanContext.TraceFlags(), l.SpanContext)) // flags
-	return pbClose(b, m)
-}
-
-// appendStatus appends a Status. The message is written whatever the code, as the
-// transform does (the SDK itself keeps a description only with codes.Error).
-func appendStatus(b []byte, field int, st sdktrace.Status) []byte {
-	var code uint64 // STATUS_CODE_UNSET
-	switch st.Code {
-	case codes.Ok:
-		code = 1 // STATUS_CODE_OK
-	case codes.Error:
-		code = 2 // STATUS_CODE_ERROR
-	}
-	b, m := pbOpen(b, field)
-	b = pbString(b, 2, st.Description) // message
-	b = pbUint(b, 3, code)             // code
-	return pbClose(b, m)
-}
-
-// appendTraceState appends the W3C tracestate as its header value, "k=v,k=v", as
-// TraceState.String would give it, without building the string.
-func appendTraceState(b []byte, field int, ts trace.TraceState) []byte {
-	if ts.Len() == 0 {
-		return b
-	}
-	b, m := pbOpen(b, field)
-	ts.Walk(func(k, v string) bool {
-		if len(b) > m+1 {
-			b = append(b, ',')
-		}
-		b = append(b, k...)
-		b = append(b, '=')
-		b = append(b, v...)
-		return true
-	})
-	return pbClose(b, m)
-}
-
-// appendKeyValue appends a KeyValue (common/v1); its value is always set, if only to an
-// empty AnyValue.
-func appendKeyValue(b []byte, field int, kv attribute.KeyValue) []byte {
-	b, m := pbOpen(b, field)
-	b = pbString(b, 1, string(kv.Key)) // key
-	b = appendAnyValue(b, 2, kv.Value) // value
-	return pbClose(b, m)
-}
-
-// appendAnyValue appends an AnyValue (common/v1). Its oneof's member is written even at its
-// zero value (false, 0, ""), since a oneof has presence; an EMPTY value is an AnyValue with
-// none set, and a type the transform does not know is the string "INVALID".
-func appendAnyValue(b []byte, field int, v attribute.Value) []byte {
-	b, m := pbOpen(b, field)
-	switch v.Type() {
-	case attribute.EMPTY:
-	case attribute.STRING:
-		b = pbStringAlways(b, 1, v.AsString()) // string_value
-	case attribute.BOOL:
-		b = pbBoolAlways(b, 2, v.AsBool()) // bool_value
-	case attribute.INT64:
+	b = pbString(b, 1, a.key) // key
+	b, v := pbOpen(b, 2)      // value
+	switch a.kind {
+	case attrString:
+		b = pbStringAlways(b, 1, a.s) // string_value
+	case attrInt:
 		b = pbTag(b, 3, pbWireVarint) // int_value
-		b = binary.AppendUvarint(b, uint64(v.AsInt64()))
-	case attribute.FLOAT64:
-		b = pbTag(b, 4, pbWireFixed64) // double_value
-		b = binary.LittleEndian.AppendUint64(b, math.Float64bits(v.AsFloat64()))
-	case attribute.BOOLSLICE:
-		b = appendArrayValue(b, 5, v.AsBoolSlice(), attribute.BoolValue) // array_value
-	case attribute.INT64SLICE:
-		b = appendArrayValue(b, 5, v.AsInt64Slice(), attribute.Int64Value)
-	case attribute.FLOAT64SLICE:
-		b = appendArrayValue(b, 5, v.AsFloat64Slice(), attribute.Float64Value)
-	case attribute.STRINGSLICE:
-		b = appendArrayValue(b, 5, v.AsStringSlice(), attribute.StringValue)
-	case attribute.SLICE:
-		b = appendArrayValue(b, 5, v.AsSlice(), func(e attribute.Value) attribute.Value { return e })
-	case attribute.MAP:
-		b = appendKeyValueList(b, 6, v.AsMap()) // kvlist_value
-	case attribute.BYTESLICE:
-		b = pbTag(b, 7, pbWireBytes) // bytes_value
-		s := v.AsByteSlice()
-		b = binary.AppendUvarint(b, uint64(len(s)))
-		b = append(b, s...)
-	default:
-		b = pbStringAlways(b, 1, "INVALID")
+		b = binary.AppendUvarint(b, uint64(a.n))
+	case attrStrings:
+		var arr int
+		b, arr = pbOpen(b, 5) // array_value
+		for _, s := range a.ss {
+			var e int
+			b, e = pbOpen(b, 1) // values
+			b = pbStringAlways(b, 1, s)
+			b = pbClose(b, e)
+		}
+		b = pbClose(b, arr)
 	}
+	b = pbClose(b, v)
 	return pbClose(b, m)
-}
-
-// appendArrayValue appends an ArrayValue (common/v1) of elems, each made a Value by value.
-func appendArrayValue[E any](b []byte, field int, elems []E, value func(E) attribute.Value) []byte {
-	b, m := pbOpen(b, field)
-	for _, e := range elems {
-		b = appendAnyValue(b, 1, value(e)) // values
-	}
-	return pbClose(b, m)
-}
-
-// appendKeyValueList appends a KeyValueList (common/v1).
-func appendKeyValueList(b []byte, field int, kvs []attribute.KeyValue) []byte {
-	b, m := pbOpen(b, field)
-	for _, kv := range kvs {
-		b = appendKeyValue(b, 1, kv) // values
-	}
-	return pbClose(b, m)
-}
-
-// spanKind maps the SDK's span kind to OTLP's Span.SpanKind.
-func spanKind(k trace.SpanKind) uint64 {
-	switch k {
-	case trace.SpanKindInternal:
-		return 1
-	case trace.SpanKindServer:
-		return 2
-	case trace.SpanKindClient:
-		return 3
-	case trace.SpanKindProducer:
-		return 4
-	case trace.SpanKindConsumer:
-		return 5
-	}
-	return 0 // SPAN_KIND_UNSPECIFIED
-}
-
-// spanFlags is the transform's buildSpanFlagsWith: the W3C trace flags in the low byte,
-// SPAN_FLAGS_CONTEXT_HAS_IS_REMOTE_MASK (0x100) always, and
-// SPAN_FLAGS_CONTEXT_IS_REMOTE_MASK (0x200) when the parent (or, for a link, the linked
-// span) is remote.
-func spanFlags(tf trace.TraceFlags, parent trace.SpanContext) uint32 {
-	flags := uint32(tf) | 0x100
-	if parent.IsRemote() {
-		flags |= 0x200
-	}
-	return flags
 }
 
 // unixNanos is t in nanoseconds since the Unix epoch, 0 for a time before it.
 func unixNanos(t time.Time) uint64 {
 	return uint64(max(0, t.UnixNano()))
-}
-
-// clampUint32 is n clamped to uint32, as the transform counts what was dropped.
-func clampUint32(n int) uint64 {
-	return uint64(min(max(n, 0), math.MaxUint32))
 }
 
 // Protobuf wire types.

@@ -5,7 +5,6 @@ import (
 	"context"
 	"fmt"
 	"io"
-	"math"
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
@@ -27,6 +26,8 @@ import (
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
 	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
+
+	"github.com/toolsd/toolsd/protocol"
 )
 
 // officialEncoder encodes spans the official way: the otlptracehttp exporter, with no
@@ -121,300 +122,189 @@ func normalised(t testing.TB, body []byte) *collector.ExportTraceServiceRequest 
 	return &req
 }
 
+// sdkAttrs are attrs as the SDK's attributes.
+func sdkAttrs(attrs []attr) []attribute.KeyValue {
+	out := make([]attribute.KeyValue, len(attrs))
+	for i, a := range attrs {
+		switch a.kind {
+		case attrString:
+			out[i] = attribute.String(a.key, a.s)
+		case attrInt:
+			out[i] = attribute.Int64(a.key, a.n)
+		case attrStrings:
+			out[i] = attribute.StringSlice(a.key, a.ss)
+		}
+	}
+	return out
+}
+
+// sdkSpans are spans as OpenTelemetry's SDK makes them with the options audit used before
+// it had spans of its own (TestSDKSpansAreInternalSampledLocal checks what that gives): kind
+// internal, sampled, a local parent, the status Error with its description for a failed
+// span, the resource res without a schema URL, the scope named scopeName.
+func sdkSpans(res []attr, spans []*span) []sdktrace.ReadOnlySpan {
+	r := resource.NewSchemaless(sdkAttrs(res)...)
+	stubs := make(tracetest.SpanStubs, len(spans))
+	for i, s := range spans {
+		sc := trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.trace, SpanID: s.id, TraceFlags: trace.FlagsSampled})
+		var parent trace.SpanContext
+		if s.parent != ([8]byte{}) {
+			parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: s.trace, SpanID: s.parent, TraceFlags: trace.FlagsSampled})
+		}
+		st := sdktrace.Status{Code: codes.Unset}
+		if s.failed {
+			st = sdktrace.Status{Code: codes.Error, Description: s.errText}
+		}
+		stubs[i] = tracetest.SpanStub{Name: s.name, SpanContext: sc, Parent: parent, SpanKind: trace.SpanKindInternal,
+			StartTime: s.start, EndTime: s.end, Attributes: sdkAttrs(s.attrs), Status: st,
+			Resource: r, InstrumentationScope: instrumentation.Scope{Name: scopeName}}
+	}
+	return stubs.Snapshots()
+}
+
 // compareWithOfficial encodes spans both ways and fails unless they decode to the same
-// request (up to grouping order).
-func compareWithOfficial(t *testing.T, o *officialEncoder, spans []sdktrace.ReadOnlySpan) {
+// request.
+func compareWithOfficial(t *testing.T, o *officialEncoder, res []attr, spans []*span) {
 	t.Helper()
-	ours := appendTraceRequest(nil, spans)
-	bodies := o.encode(t, spans)
+	ours := appendTraceRequest(nil, res, spans)
+	bodies := o.encode(t, sdkSpans(res, spans))
 	if len(bodies) != 1 {
 		t.Fatalf("the official exporter sent %d requests, want 1", len(bodies))
 	}
 	want, got := normalised(t, bodies[0]), normalised(t, ours)
 	if !proto.Equal(want, got) {
-		t.Errorf("our request differs from the official one\nofficial: %v\nours:     %v", want, got)
+		w, g := fmt.Sprint(want), fmt.Sprint(got)
+		i := 0
+		for i < min(len(w), len(g)) && w[i] == g[i] {
+			i++
+		}
+		t.Errorf("our request differs from the official one from byte %d of its text:\nofficial: …%.300s\nours:     …%.300s", i, w[i:], g[i:])
 	}
 }
 
-func traceID(b byte) trace.TraceID {
-	return trace.TraceID{0x0a, 0xf7, 0x65, 0x19, 0x16, 0xcd, 0x43, 0xdd, 0x84, 0x48, 0xeb, 0x21, 0x1c, 0x80, 0x31, b}
-}
-
-func spanID(b byte) trace.SpanID { return trace.SpanID{0xb7, 0xad, 0x6b, 0x71, 0x69, 0x20, 0x33, b} }
-
-// everyAttribute has a value of each attribute type, with the zero values, empty slices,
-// nested slices and maps, and strings long enough for two- and three-byte lengths.
-func everyAttribute() []attribute.KeyValue {
-	return []attribute.KeyValue{
-		attribute.Bool("bool.true", true),
-		attribute.Bool("bool.false", false),
-		attribute.Int64("int.zero", 0),
-		attribute.Int64("int.neg", -42),
-		attribute.Int64("int.max", math.MaxInt64),
-		attribute.Int64("int.min", math.MinInt64),
-		attribute.Float64("float.zero", 0),
-		attribute.Float64("float", -1.5e300),
-		attribute.Float64("float.inf", math.Inf(1)),
-		attribute.String("string", "héllo"),
-		attribute.String("string.empty", ""),
-		attribute.String("string.long", strings.Repeat("x", 200)),
-		attribute.String("string.longer", strings.Repeat("y", 20000)),
-		attribute.String("", "empty key"),
-		attribute.BoolSlice("bools", []bool{true, false, true}),
-		attribute.BoolSlice("bools.empty", []bool{}),
-		attribute.Int64Slice("ints", []int64{0, -1, 1, math.MaxInt64, math.MinInt64}),
-		attribute.Int64Slice("ints.empty", nil),
-		attribute.IntSlice("ints.one", []int{7}),
-		attribute.Float64Slice("floats", []float64{0, 0.5, -2}),
-		attribute.Float64Slice("floats.empty", nil),
-		attribute.StringSlice("strings", []string{"a", "", strings.Repeat("z", 300)}),
-		attribute.StringSlice("strings.empty", []string{}),
-		attribute.ByteSlice("bytes", []byte{0, 1, 2, 0xff}),
-		attribute.ByteSlice("bytes.empty", nil),
-		attribute.Slice("slice", attribute.StringValue("s"), attribute.IntValue(1), attribute.Value{},
-			attribute.SliceValue(attribute.BoolValue(false)), attribute.MapValue(attribute.String("k", "v"))),
-		attribute.Slice("slice.empty"),
-		attribute.Map("map", attribute.Int("b", 2), attribute.String("a", ""), attribute.Slice("c")),
-		attribute.Map("map.empty"),
-		{Key: "empty.value"}, // attribute.EMPTY
+// recorded returns the spans an Exporter that is not running has queued.
+func recorded(e *Exporter) []*span {
+	var out []*span
+	for {
+		select {
+		case s := <-e.queue:
+			out = append(out, s)
+		default:
+			return out
+		}
 	}
 }
 
-// everyField is a batch whose spans exercise every field the transform writes, in an
-// order that interleaves resources and scopes.
-func everyField() tracetest.SpanStubs {
-	res1 := resource.NewWithAttributes("https://opentelemetry.io/schemas/1.26.0",
-		attribute.String("service.name", "toolsd"), attribute.Int("pid", 4242),
-		attribute.StringSlice("args", []string{"serve", "--stdio"}), attribute.Bool("debug", false))
-	res2 := resource.NewSchemaless(attribute.String("service.name", "other"))
-	scopeA := instrumentation.Scope{
-		Name: "github.com/toolsd/toolsd/audit", Version: "1.2.3", SchemaURL: "https://opentelemetry.io/schemas/1.24.0",
-		Attributes: attribute.NewSet(attribute.String("scope.attr", "a"), attribute.Int64Slice("scope.ints", []int64{1, 2})),
-	}
-	scopeB := instrumentation.Scope{Name: "b"}
-	scopeNoName := instrumentation.Scope{Version: "0.1"}
-	ts, err := trace.ParseTraceState("vendor=v1,other@tenant=x:y")
-	if err != nil {
-		panic(err)
-	}
-	start := time.Date(2026, 3, 1, 12, 0, 0, 123456789, time.UTC)
-	sc := func(t, s byte, flags trace.TraceFlags, ts trace.TraceState, remote bool) trace.SpanContext {
-		return trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID(t), SpanID: spanID(s), TraceFlags: flags, TraceState: ts, Remote: remote})
-	}
-	events := []sdktrace.Event{
-		{Name: "asked", Time: start.Add(time.Millisecond), Attributes: everyAttribute()[:12], DroppedAttributeCount: 3},
-		{Name: "", Time: time.Unix(0, 0)},
-		{Name: "before epoch", Time: time.Unix(-5, 0), Attributes: []attribute.KeyValue{attribute.String("k", "v")}},
-	}
-	links := []sdktrace.Link{
-		{SpanContext: sc(9, 9, trace.FlagsSampled, ts, true), Attributes: everyAttribute()[12:], DroppedAttributeCount: 1},
-		{SpanContext: sc(8, 8, 0, trace.TraceState{}, false)},
-		{SpanContext: trace.SpanContext{}, DroppedAttributeCount: -3}, // invalid ids, negative count clamps to 0
-	}
-	return tracetest.SpanStubs{
-		{
-			Name: "toolsd.call", SpanContext: sc(1, 1, trace.FlagsSampled, ts, false), Parent: sc(1, 0x10, trace.FlagsSampled, ts, true),
-			SpanKind: trace.SpanKindServer, StartTime: start, EndTime: start.Add(time.Second),
-			Attributes: everyAttribute(), Events: events, Links: links,
-			Status:            sdktrace.Status{Code: codes.Error, Description: "it failed"},
-			DroppedAttributes: 5, DroppedEvents: 6, DroppedLinks: 7,
-			Resource: res1, InstrumentationScope: scopeA,
-		},
-		{
-			Name: "toolsd.permission", SpanContext: sc(1, 2, 0, trace.TraceState{}, false), Parent: sc(1, 1, 0, trace.TraceState{}, false),
-			SpanKind: trace.SpanKindClient, StartTime: start, EndTime: start.Add(time.Millisecond),
-			Attributes: []attribute.KeyValue{attribute.String("toolsd.decision", "allow")},
-			Status:     sdktrace.Status{Code: codes.Ok, Description: "ok, with a description the SDK would drop"},
-			Resource:   res1, InstrumentationScope: scopeB,
-		},
-		{
-			Name: "other.internal", SpanContext: sc(2, 3, trace.FlagsSampled, trace.TraceState{}, false),
-			SpanKind: trace.SpanKindInternal, StartTime: start, EndTime: start,
-			Status:   sdktrace.Status{Code: codes.Unset, Description: "unset, described"},
-			Resource: res2, InstrumentationScope: scopeA,
-		},
-		{
-			Name: "toolsd.call.start", SpanContext: sc(1, 4, trace.FlagsSampled, trace.TraceState{}, false), Parent: sc(1, 1, trace.FlagsSampled, ts, false),
-			SpanKind: trace.SpanKindProducer, StartTime: start, EndTime: start,
-			Links: links[1:2], DroppedLinks: -1, DroppedEvents: math.MaxInt64,
-			Resource: res1, InstrumentationScope: scopeA,
-		},
-		{
-			Name: "consumer", SpanContext: sc(3, 5, trace.FlagsSampled, trace.TraceState{}, true),
-			SpanKind: trace.SpanKindConsumer, StartTime: start, // no end time
-			Status:   sdktrace.Status{Code: codes.Code(99)},
-			Resource: res2, // the zero scope: no scope written
-		},
-		{
-			Name: "unspecified kind", SpanContext: sc(3, 6, 0, trace.TraceState{}, false),
-			SpanKind: trace.SpanKindUnspecified, StartTime: time.Unix(-1, 0), EndTime: time.Unix(1, 0),
-			Resource: res1, InstrumentationScope: scopeB,
-		},
-		{
-			Name: "unknown kind, no resource", SpanContext: sc(4, 7, 0, trace.TraceState{}, false),
-			SpanKind: trace.SpanKind(42), InstrumentationScope: scopeNoName,
-		},
-		{
-			Name: "zero ids", Resource: res2, InstrumentationScope: scopeNoName,
-		},
-	}
+// quietExporter queues spans and never sends them.
+func quietExporter(version string, env map[string]string) *Exporter {
+	return &Exporter{workspace: "/home/ann/shop", resource: resourceAttrs(version, func(k string) string { return env[k] }),
+		queue: make(chan *span, 1024)}
 }
 
-// withScope is a span of another instrumentation scope.
-type withScope struct {
-	sdktrace.ReadOnlySpan
-	scope instrumentation.Scope
-}
-
-func (s withScope) InstrumentationScope() instrumentation.Scope { return s.scope }
-
+// TestTraceRequestIsOfficial: the spans of calls, made by the Exporter's own API (a call that
+// ends well, one that fails, decisions with every piece of provenance and with none, asks),
+// encode to the request the official exporter sends for the same spans made by the SDK.
 func TestTraceRequestIsOfficial(t *testing.T) {
+	e := quietExporter("1.2.3", map[string]string{"OTEL_RESOURCE_ATTRIBUTES": "team=pay%20ments, deployment.environment=ci,broken", "OTEL_SERVICE_NAME": "toolsd-ci"})
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	asked := at.Add(time.Second)
+	remembered := at.Add(-time.Hour)
+	c := e.StartCall(CallInfo{SessionID: "s1", MessageID: "m1", CallID: "call_1", Tool: "bash", Agent: "build"}, at)
+	c.Decision(protocol.Decision{Permission: "bash", Patterns: []string{"git push --force", "rm -rf build"}, Action: "deny", By: "rule", At: at,
+		Provenance: &protocol.Provenance{Kind: "rule", Text: "rule …", Rule: `bash "git push --force*": deny`, Layer: "managed",
+			File: "/etc/toolsd/config.json", Line: 3, Column: 14, RememberedAt: &remembered, RememberedBy: "editor",
+			Hook: "pre", Reason: "why", Reasons: []string{"a", "b"}, Untrusted: "project rule"}})
+	c.Decision(protocol.Decision{Permission: "edit", Action: "allow", By: "person", At: asked.Add(2 * time.Second), AskedAt: &asked, WaitedMs: 2000,
+		Reply: "always", Scope: "session", AnsweredBy: "Visual Studio Code", Message: ""})
+	c.Decision(protocol.Decision{Permission: "read", Action: "allow", By: "rule", At: at}) // no provenance, no patterns
+	c.End("bash", protocol.StatusError, "exit status 1: permission denied", at.Add(5*time.Second))
+	ok := e.StartCall(CallInfo{SessionID: "s1", MessageID: "m2", CallID: "call_2", Tool: "read"}, at)
+	ok.End("read", protocol.StatusCompleted, "", at.Add(time.Millisecond))
+	spans := recorded(e)
+	if len(spans) != 7 {
+		t.Fatalf("%d spans, want 7", len(spans))
+	}
 	o := newOfficialEncoder(t)
-	stubs := everyField()
-	spans := stubs.Snapshots()
-	compareWithOfficial(t, o, spans)
-
-	// A nil span is skipped, as the transform skips it.
-	compareWithOfficial(t, o, slices.Insert(slices.Clone(spans), 3, sdktrace.ReadOnlySpan(nil)))
-
-	// A scope of nothing but an empty attribute set is not the zero scope: the transform
-	// writes it, empty. (A SpanStub would make it the zero scope, hence withScope.)
-	empty := instrumentation.Scope{Attributes: *attribute.EmptySet()}
-	compareWithOfficial(t, o, []sdktrace.ReadOnlySpan{withScope{spans[0], empty}, withScope{spans[1], empty}, spans[2]})
-
-	// One span of each, alone.
-	for i, s := range spans {
-		t.Run(stubs[i].Name, func(t *testing.T) { compareWithOfficial(t, o, []sdktrace.ReadOnlySpan{s}) })
+	compareWithOfficial(t, o, e.resource, spans)
+	for _, s := range spans {
+		compareWithOfficial(t, o, e.resource, []*span{s})
 	}
-
-	// Spans of the real SDK, not stubs: a tracer provider with a resource, two tracers and
-	// a span with events, links, a status and an error recorded.
-	rec := tracetest.NewSpanRecorder()
-	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", "toolsd"))))
-	ctx, parent := tp.Tracer("a", trace.WithInstrumentationVersion("1"), trace.WithInstrumentationAttributes(attribute.Bool("x", true))).
-		Start(context.Background(), "parent", trace.WithSpanKind(trace.SpanKindServer), trace.WithAttributes(everyAttribute()...))
-	_, child := tp.Tracer("b").Start(ctx, "child", trace.WithLinks(trace.Link{SpanContext: parent.SpanContext(), Attributes: everyAttribute()[:3]}))
-	child.AddEvent("event", trace.WithAttributes(attribute.String("k", "v")))
-	child.RecordError(fmt.Errorf("boom"))
-	child.SetStatus(codes.Error, "failed")
-	child.End()
-	parent.SetStatus(codes.Ok, "dropped by the SDK")
-	parent.End()
-	if err := tp.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	compareWithOfficial(t, o, rec.Ended())
 }
 
-// TestTraceRequestIsOfficialRandom compares random batches: attributes of random types and
-// strings of lengths around the bounds of one-, two- and three-byte varints, so that
-// messages of every level cross them.
+// TestTraceRequestIsOfficialRandom compares random batches: strings of lengths around the
+// bounds of one-, two- and three-byte varints, so that messages of every level cross them.
 func TestTraceRequestIsOfficialRandom(t *testing.T) {
-	o := newOfficialEncoder(t)
 	r := rand.New(rand.NewPCG(1, 2))
-	lengths := []int{0, 1, 60, 100, 110, 120, 125, 126, 127, 128, 129, 200, 16370, 16380, 16383, 16384, 16390}
-	str := func() string { return strings.Repeat("s", lengths[r.IntN(len(lengths))]) }
-	var value func(depth int) attribute.Value
-	value = func(depth int) attribute.Value {
-		switch r.IntN(12) {
-		case 0:
-			return attribute.BoolValue(r.IntN(2) == 0)
-		case 1:
-			return attribute.Int64Value(r.Int64() - r.Int64())
-		case 2:
-			return attribute.Float64Value(r.NormFloat64())
-		case 3:
-			return attribute.BoolSliceValue(make([]bool, r.IntN(4)))
-		case 4:
-			return attribute.Int64SliceValue(make([]int64, r.IntN(8)))
-		case 5:
-			return attribute.Float64SliceValue(make([]float64, r.IntN(20)))
-		case 6:
-			ss := make([]string, r.IntN(3))
-			for i := range ss {
-				ss[i] = str()
-			}
-			return attribute.StringSliceValue(ss)
-		case 7:
-			return attribute.ByteSliceValue([]byte(str()))
-		case 8:
-			if depth < 2 {
-				vs := make([]attribute.Value, r.IntN(4))
-				for i := range vs {
-					vs[i] = value(depth + 1)
-				}
-				return attribute.SliceValue(vs...)
-			}
-		case 9:
-			if depth < 2 {
-				kvs := make([]attribute.KeyValue, r.IntN(4))
-				for i := range kvs {
-					kvs[i] = attribute.KeyValue{Key: attribute.Key(fmt.Sprint("k", i)), Value: value(depth + 1)}
-				}
-				return attribute.MapValue(kvs...)
-			}
-		case 10:
-			return attribute.Value{}
-		}
-		return attribute.StringValue(str())
+	text := func() string {
+		n := []int{0, 1, 100, 127, 128, 200, 16000, 16383, 16384, 17000}[r.IntN(10)]
+		return strings.Repeat(string(rune('a'+r.IntN(26))), n)
 	}
-	attrs := func(n int) []attribute.KeyValue {
-		kvs := make([]attribute.KeyValue, r.IntN(n))
-		for i := range kvs {
-			kvs[i] = attribute.KeyValue{Key: attribute.Key(str()), Value: value(0)}
-		}
-		return kvs
-	}
-	resources := []*resource.Resource{nil, resource.NewSchemaless(attrs(4)...), resource.NewWithAttributes("s", attrs(4)...)}
-	scopes := []instrumentation.Scope{{}, {Name: str()}, {Name: "n", Version: str(), SchemaURL: str(), Attributes: attribute.NewSet(attrs(4)...)}}
+	key := func() string { return "k" + text() } // the SDK leaves out an attribute without a key
+	o := newOfficialEncoder(t)
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	for range 100 {
-		stubs := make(tracetest.SpanStubs, 1+r.IntN(6))
-		for i := range stubs {
-			s := &stubs[i]
-			s.Name = str()
-			s.SpanContext = trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID(byte(r.Uint32())), SpanID: spanID(byte(r.Uint32())), TraceFlags: trace.TraceFlags(r.Uint32())})
-			s.StartTime = time.Unix(0, r.Int64N(1<<62))
-			s.Attributes = attrs(12)
-			for range r.IntN(3) {
-				s.Events = append(s.Events, sdktrace.Event{Name: str(), Attributes: attrs(4)})
+		var spans []*span
+		for range 1 + r.IntN(6) {
+			s := &span{name: text(), trace: newTraceID(), id: newSpanID(), start: at, end: at.Add(time.Duration(r.IntN(1e9)))}
+			if r.IntN(2) == 0 {
+				s.parent = newSpanID()
 			}
-			s.Status = sdktrace.Status{Code: codes.Code(r.IntN(3)), Description: str()}
-			s.Resource = resources[r.IntN(len(resources))]
-			s.InstrumentationScope = scopes[r.IntN(len(scopes))]
+			if r.IntN(3) == 0 {
+				s.failed, s.errText = true, text()
+			}
+			for range r.IntN(8) {
+				switch r.IntN(3) {
+				case 0:
+					s.attrs = append(s.attrs, str(key(), text()))
+				case 1:
+					s.attrs = append(s.attrs, num(key(), r.Int64()-r.Int64()))
+				default:
+					var ss []string
+					for range r.IntN(4) {
+						ss = append(ss, text())
+					}
+					s.attrs = append(s.attrs, strs(key(), ss))
+				}
+			}
+			spans = append(spans, s)
 		}
-		compareWithOfficial(t, o, stubs.Snapshots())
-		if t.Failed() {
-			break
+		// A resource is a set: sorted by key, one value per key, as resourceAttrs makes it.
+		res := []attr{str("service.name", text()), str(key(), text()), str(key(), text())}
+		slices.SortStableFunc(res, func(a, b attr) int { return strings.Compare(a.key, b.key) })
+		res = slices.CompactFunc(res, func(a, b attr) bool { return a.key == b.key })
+		compareWithOfficial(t, o, res, spans)
+	}
+}
+
+// TestSDKSpansAreInternalSampledLocal checks what sdkSpans assumes of the spans the SDK made
+// for audit: kind internal, sampled, the parent local.
+func TestSDKSpansAreInternalSampledLocal(t *testing.T) {
+	rec := tracetest.NewSpanRecorder()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSpanProcessor(rec), sdktrace.WithSampler(sdktrace.AlwaysSample()))
+	defer tp.Shutdown(context.Background())
+	tr := tp.Tracer(scopeName)
+	ctx, parent := tr.Start(context.Background(), "toolsd.call")
+	_, child := tr.Start(ctx, "toolsd.permission")
+	child.End()
+	parent.SetStatus(codes.Error, "failed")
+	parent.End()
+	for _, s := range rec.Ended() {
+		if s.SpanKind() != trace.SpanKindInternal || !s.SpanContext().IsSampled() || s.Parent().IsRemote() ||
+			s.InstrumentationScope() != (instrumentation.Scope{Name: scopeName}) {
+			t.Errorf("%s: kind %v, sampled %v, remote parent %v, scope %+v", s.Name(), s.SpanKind(), s.SpanContext().IsSampled(), s.Parent().IsRemote(), s.InstrumentationScope())
 		}
 	}
 }
 
-// TestTraceRequestEmpty: no spans (or only nil ones) are an empty request, no bytes; the
-// official exporter sends nothing then, since its transform gives no resource spans.
+// TestTraceRequestEmpty: no spans are an empty request, no bytes; the official exporter
+// sends nothing then.
 func TestTraceRequestEmpty(t *testing.T) {
-	for _, spans := range [][]sdktrace.ReadOnlySpan{nil, {}, {nil, nil}} {
-		if b := appendTraceRequest(nil, spans); len(b) != 0 {
-			t.Errorf("appendTraceRequest(nil, %v) = %x, want nothing", spans, b)
-		}
-		if b := appendTraceRequest([]byte("prefix"), spans); string(b) != "prefix" {
-			t.Errorf("appendTraceRequest(prefix, %v) = %q, want prefix", spans, b)
-		}
+	if b := appendTraceRequest([]byte("prefix"), nil, nil); string(b) != "prefix" {
+		t.Errorf("appendTraceRequest(prefix, nil) = %q, want prefix", b)
 	}
 	o := newOfficialEncoder(t)
-	if bodies := o.encode(t, []sdktrace.ReadOnlySpan{nil}); len(bodies) != 0 {
+	if bodies := o.encode(t, nil); len(bodies) != 0 {
 		t.Errorf("the official exporter sent %d requests for no spans", len(bodies))
-	}
-}
-
-// TestAppendTraceRequestAppends: what is already in dst stays, and the encoding after it
-// is the same as on its own.
-func TestAppendTraceRequestAppends(t *testing.T) {
-	spans := everyField().Snapshots()
-	alone := appendTraceRequest(nil, spans)
-	prefix := []byte("already there")
-	got := appendTraceRequest(slices.Clip(prefix), spans)
-	if !bytes.HasPrefix(got, prefix) || !bytes.Equal(got[len(prefix):], alone) {
-		t.Error("appendTraceRequest(prefix, spans) is not prefix + appendTraceRequest(nil, spans)")
 	}
 }
 
@@ -436,54 +326,36 @@ func TestAppendLengthPrefix(t *testing.T) {
 	}
 }
 
-// typicalBatch is a batch of 64 spans like toolsd's: one resource, one scope, 5 to 20
-// string attributes each, a parent for most.
-func typicalBatch() []sdktrace.ReadOnlySpan {
-	res := resource.NewSchemaless(attribute.String("service.name", "toolsd"), attribute.String("service.version", "1.0.0"),
-		attribute.String("host.name", "workstation"), attribute.Int("process.pid", 4242))
-	scope := instrumentation.Scope{Name: "github.com/toolsd/toolsd/audit", Version: "1.0.0"}
-	start := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	stubs := make(tracetest.SpanStubs, 64)
-	for i := range stubs {
-		attrs := make([]attribute.KeyValue, 5+i%16)
-		for j := range attrs {
-			attrs[j] = attribute.String(fmt.Sprintf("toolsd.attr%d", j), strings.Repeat("v", 8+(i*j)%40))
-		}
-		var parent trace.SpanContext
-		if i%4 != 0 {
-			parent = trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID(byte(i / 4)), SpanID: spanID(byte(i &^ 3))})
-		}
-		stubs[i] = tracetest.SpanStub{
-			Name:        "toolsd.call",
-			SpanContext: trace.NewSpanContext(trace.SpanContextConfig{TraceID: traceID(byte(i / 4)), SpanID: spanID(byte(i)), TraceFlags: trace.FlagsSampled}),
-			Parent:      parent, SpanKind: trace.SpanKindInternal,
-			StartTime: start.Add(time.Duration(i) * time.Millisecond), EndTime: start.Add(time.Duration(i+3) * time.Millisecond),
-			Attributes: attrs, Status: sdktrace.Status{Code: codes.Ok},
-			Resource: res, InstrumentationScope: scope,
-		}
+// typicalBatch is a batch of 64 spans like toolsd's: a call, its start and two decisions
+// per call.
+func typicalBatch() ([]attr, []*span) {
+	e := quietExporter("1.0.0", nil)
+	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+	for i := range 16 {
+		c := e.StartCall(CallInfo{SessionID: "ses_1", MessageID: fmt.Sprintf("msg_%d", i), CallID: fmt.Sprintf("call_%d", i), Tool: "bash", Agent: "build"}, at)
+		d := protocol.Decision{Permission: "bash", Patterns: []string{"go test ./..."}, Action: "allow", By: "rule", At: at,
+			Provenance: &protocol.Provenance{Kind: "rule", Rule: `bash "go test *": allow`, Layer: "user", File: "/home/ann/.config/toolsd/config.json", Line: 4, Column: 7}}
+		c.Decision(d)
+		c.Decision(d)
+		c.End("bash", protocol.StatusCompleted, "", at.Add(time.Second))
 	}
-	return stubs.Snapshots()
+	return e.resource, recorded(e)
 }
 
 func TestTraceRequestTypicalBatch(t *testing.T) {
-	compareWithOfficial(t, newOfficialEncoder(t), typicalBatch())
+	res, spans := typicalBatch()
+	if len(spans) != 64 {
+		t.Fatalf("%d spans", len(spans))
+	}
+	compareWithOfficial(t, newOfficialEncoder(t), res, spans)
 }
 
 func BenchmarkAppendTraceRequest(b *testing.B) {
-	spans := typicalBatch()
-	buf := appendTraceRequest(nil, spans)
+	res, spans := typicalBatch()
+	buf := appendTraceRequest(nil, res, spans)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendTraceRequest(buf[:0], spans)
-	}
-}
-
-// BenchmarkAppendTraceRequestFresh is the same into a nil buffer, growing it as it goes.
-func BenchmarkAppendTraceRequestFresh(b *testing.B) {
-	spans := typicalBatch()
-	b.ReportAllocs()
-	for b.Loop() {
-		_ = appendTraceRequest(nil, spans)
+		buf = appendTraceRequest(buf[:0], res, spans)
 	}
 }
