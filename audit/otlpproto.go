@@ -159,15 +159,6 @@ func pbBytes(b []byte, field int, p []byte) []byte {
 	return append(b, p...)
 }
 
-// pbBoolAlways appends a bool field even if v is false (a oneof member).
-func pbBoolAlways(b []byte, field int, v bool) []byte {
-	b = pbTag(b, field, pbWireVarint)
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
 // pbOpen appends the tag of a length-delimited field and one byte of room for its length,
 // and returns where that byte is; the caller appends the body and then calls pbClose.
 func pbOpen(b []byte, field int) ([]byte, int) {

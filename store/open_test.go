@@ -153,20 +153,22 @@ func TestOpenOfACleanStoreWritesNothing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	txid := func(s *Store) (id int) {
-		_ = s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
-		return id
-	}
 	s1 := openAt(t, path, &Options{Retention: -1})
-	before := txid(s1)
+	before := txid(s1.db)
 	if err := s1.Close(); err != nil {
 		t.Fatal(err)
 	}
 	s2 := openAt(t, path, &Options{Retention: -1})
 	defer s2.Close()
-	if after := txid(s2); after != before {
+	if after := txid(s2.db); after != before {
 		t.Fatalf("an open of a clean store committed: txid %d -> %d", before, after)
 	}
+}
+
+// txid is the id of db's last committed transaction.
+func txid(db *bolt.DB) (id int) {
+	_ = db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
+	return id
 }
 
 // TestPruneOfNothingWritesNothing: the pruner's pass at open, which finds nothing old enough
@@ -191,16 +193,11 @@ func TestPruneOfNothingWritesNothing(t *testing.T) {
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
-	txid := func(s *Store) (id int) {
-		_ = s.db.View(func(tx *bolt.Tx) error { id = tx.ID(); return nil })
-		return id
-	}
 	db, err := bolt.Open(path, 0o600, &bolt.Options{ReadOnly: true})
 	if err != nil {
 		t.Fatal(err)
 	}
-	var before int
-	_ = db.View(func(tx *bolt.Tx) error { before = tx.ID(); return nil })
+	before := txid(db)
 	db.Close()
 	passed := make(chan struct{})
 	var once sync.Once
@@ -211,7 +208,7 @@ func TestPruneOfNothingWritesNothing(t *testing.T) {
 	case <-time.After(10 * time.Second):
 		t.Fatal("the pruner did not run at open")
 	}
-	if after := txid(s2); after != before {
+	if after := txid(s2.db); after != before {
 		t.Fatalf("a pruning pass with nothing to prune committed: txid %d -> %d", before, after)
 	}
 }
