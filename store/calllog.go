@@ -9,17 +9,19 @@ package store
 // made one after another, and a third under 64 concurrent callers.
 //
 // Without Options.Sync, CreateCall and UpdateCall append the call's encoded record to a log
-// file next to the store (one pwrite) and return: the record is then in the kernel, which is
-// what survives kill -9, the promise the store makes without Sync. The entries are
-// committed to bbolt later, many in one transaction: by the next write transaction of any
-// kind (ahead of its own work, so the order of writes holds), before any read of the call
-// buckets, logFlushDelay after the first entry waiting, and at Close. Once every entry is
-// committed the log is emptied; under a load that never pauses, a log past maxLogBytes is
-// retired instead (renamed, removed once its entries are committed). Open replays what a
-// dead daemon left, the retired log first, before anything else reads the store. Replaying an entry twice is harmless: each sets a call's value and
-// indexes to what they are after it, entries are applied in order, and while the log is on
-// every change of a call goes through it. A torn last entry (the process died in the
-// middle of a write) fails its checksum and ends the replay; the call it would have
+// file next to the store and return. The file is mapped shared (logfile.go), so the copy
+// puts the record in the kernel's page cache, which is what survives kill -9, the promise
+// the store makes without Sync. The entries are committed to bbolt later, many in one
+// transaction: by the next write transaction of any kind (ahead of its own work, so the
+// order of writes holds), before any read of the call buckets, logFlushDelay after the
+// first entry waiting, and at Close. Once every entry is committed the log is emptied;
+// under a load that never pauses, a log past maxLogBytes is retired instead: it goes to
+// OldLogPath, and is emptied once its entries are committed, to be swapped back in at the
+// next retirement. Open replays what a dead daemon left, the retired log first, before
+// anything else reads the store. Replaying an entry twice is harmless: each sets a call's
+// value and indexes to what they are after it, entries are applied in order, and while the
+// log is on every change of a call goes through it. A torn last entry (the process died in
+// the middle of a write) fails its checksum and ends the replay; the call it would have
 // recorded never got an answer.
 //
 // With Options.Sync every write is a commit fsynced before it returns, as before: a log
@@ -57,11 +59,12 @@ const logMagic = "toolsd call log 1\n"
 // written, so this only trades commits for memory.
 const logFlushDelay = 10 * time.Millisecond
 
-// maxLogBytes is the size past which the next commit retires the log: it is renamed to
-// OldLogPath, new entries go to a fresh one, and the retired file is removed once the
+// maxLogBytes is the size past which the next commit retires the log: it goes to
+// OldLogPath, new entries go to the other file, and the retired one is emptied once the
 // commit that holds all its entries is done. Without it the log would only be emptied when
-// nothing waits, which a load that never pauses never allows.
-const maxLogBytes = 4 << 20
+// nothing waits, which a load that never pauses never allows. A retirement is one rename,
+// so the bound is small: the two files' pages stay in the daemon's resident memory.
+const maxLogBytes = 1 << 20
 
 // castagnoli is the CRC-32C table, made on first use: making it (the hardware variant's
 // tables too) took 0.16 ms of every start of the binary as a package variable.
@@ -111,37 +114,11 @@ func (e *logEntry) frame() []byte {
 	return b
 }
 
-// pwritev writes bufs at off, all of them or an error.
-func pwritev(f *os.File, bufs [][]byte, off int64) (int, error) {
-	fd := int(f.Fd()) // a regular file: blocking already, never in the poller
-	total := 0
-	for len(bufs) > 0 {
-		n, err := unix.Pwritev(fd, bufs, off)
-		switch {
-		case err == unix.EINTR:
-			continue
-		case err != nil:
-			return total, err
-		case n == 0 && len(bufs[0]) > 0:
-			return total, io.ErrShortWrite
-		}
-		total += n
-		off += int64(n)
-		for len(bufs) > 0 && n >= len(bufs[0]) {
-			n -= len(bufs[0])
-			bufs = bufs[1:]
-		}
-		if len(bufs) > 0 {
-			bufs[0] = bufs[0][n:]
-		}
-	}
-	return total, nil
-}
-
 var errTorn = errors.New("torn or damaged entry")
 
 // parseLog returns the entries of a log's contents, and how many bytes at its end were not
-// a whole entry (a write the process did not finish, or damage).
+// a whole entry (a write the process did not finish, or damage); the zeros that follow the
+// last entry in a log file do not count.
 func parseLog(data []byte) (entries []*logEntry, rest int) {
 	if !bytes.HasPrefix(data, []byte(logMagic)) {
 		return nil, len(data)
@@ -154,6 +131,9 @@ func parseLog(data []byte) (entries []*logEntry, rest int) {
 		}
 		entries = append(entries, e)
 		p = p[n:]
+	}
+	if len(bytes.TrimRight(p, "\x00")) == 0 {
+		return entries, 0
 	}
 	return entries, len(p)
 }
@@ -230,8 +210,8 @@ type callLog struct {
 	path string
 
 	mu     sync.Mutex // guards everything below, and orders writes to the file
-	f      *os.File
-	size   int64
+	cur    *logFile   // the file at path
+	size   int        // where cur's entries end
 	closed bool
 	// queue holds the entries written and not yet committed, in the order written.
 	queue []*logEntry
@@ -242,31 +222,35 @@ type callLog struct {
 	timer   *time.Timer
 	armed   bool // timer will fire
 	delay   time.Duration
-	max     int64
+	max     int
 	// written counts the entries written (the last one's n).
 	written uint64
-	// retired is the n of the last entry in the retired log at OldLogPath, 0 when there is
-	// none.
+	// old is the file at oldPath: the retired log, or, once its entries are committed, an
+	// empty one that the next retirement makes the log again (nil when there is none).
+	old *logFile
+	// retired is the n of the last entry in the retired log, 0 when old holds none
+	// waiting; oldEnd is where its entries end.
 	retired uint64
+	oldEnd  int
 	oldPath string
 	log     *slog.Logger
-	// writeAt writes an entry's parts (tests replace it to make writes fail).
-	writeAt func(f *os.File, bufs [][]byte, off int64) (int, error)
+	// alloc sizes the log files (allocate; tests replace it).
+	alloc func(fd int, size int64) error
 }
 
 // openLog replays the log a previous daemon left (committing its entries) and starts an empty
 // one. It runs in Open, before anything reads the calls.
 func (s *Store) openLog() error {
 	l := &callLog{path: LogPath(s.path), oldPath: OldLogPath(s.path), latest: map[string]*logEntry{}, delay: logFlushDelay, max: maxLogBytes, log: s.log,
-		writeAt: pwritev}
-	if s.opts.logWrite != nil {
-		l.writeAt = s.opts.logWrite
+		alloc: allocate}
+	if s.opts.logAlloc != nil {
+		l.alloc = s.opts.logAlloc
 	}
 	if s.opts.logDelay > 0 {
 		l.delay = s.opts.logDelay
 	}
 	if s.opts.logMax > 0 {
-		l.max = s.opts.logMax
+		l.max = int(s.opts.logMax)
 	}
 	var entries []*logEntry
 	old, err := readLog(l.oldPath)
@@ -296,15 +280,16 @@ func (s *Store) openLog() error {
 		f.Close()
 		return fmt.Errorf("store: remove the replayed call log: %w", err)
 	}
-	if err := l.reset(f); err != nil {
+	if l.cur, err = mapLogFile(f, l.alloc); err != nil {
 		f.Close()
-		return err
+		return fmt.Errorf("store: start the call log %s: %w", l.path, err)
 	}
+	l.size = len(logMagic)
 	if err := s.db.View(func(tx *bolt.Tx) error {
 		l.lastSeq = tx.Bucket(bucketCalls).Sequence()
 		return nil
 	}); err != nil {
-		f.Close()
+		l.cur.close()
 		return err
 	}
 	l.timer = time.AfterFunc(time.Hour, s.flushLog)
@@ -353,34 +338,16 @@ func readLog(path string) (logRead, error) {
 	return r, nil
 }
 
-// reset empties the file (f, which becomes the log's) down to its magic.
-func (l *callLog) reset(f *os.File) error {
-	if err := f.Truncate(0); err != nil {
-		return fmt.Errorf("store: empty the call log %s: %w", l.path, err)
-	}
-	if _, err := f.WriteAt([]byte(logMagic), 0); err != nil {
-		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
-	}
-	l.f, l.size = f, int64(len(logMagic))
-	return nil
-}
-
 // write appends e to the file and queues it. l.mu is held.
 func (l *callLog) write(e *logEntry) error {
 	if l.closed {
 		return ErrClosed
 	}
 	head := e.frame()
-	if _, err := l.writeAt(l.f, [][]byte{head, e.val}, l.size); err != nil {
-		// A part of the entry may be in the file: cut it, or the entries after it would
-		// be lost at replay.
-		if terr := l.f.Truncate(l.size); terr != nil {
-			l.closed = true
-			return fmt.Errorf("store: write the call log %s: %v; cutting the partial entry: %v (calls can no longer be recorded: restart the daemon)", l.path, err, terr)
-		}
+	if err := l.cur.put(l.size, head, e.val); err != nil {
 		return fmt.Errorf("store: write the call log %s: %w", l.path, err)
 	}
-	l.size += int64(len(head) + len(e.val))
+	l.size += len(head) + len(e.val)
 	l.written++
 	e.n = l.written
 	l.queue = append(l.queue, e)
@@ -410,14 +377,29 @@ func (l *callLog) waiting() []*logEntry {
 	return l.queue[:len(l.queue):len(l.queue)]
 }
 
-// retire renames the log to oldPath and starts a fresh one. l.mu is held.
+// retire makes the log the retired one, at oldPath, and starts a new one at path: the empty
+// file a retirement left at oldPath, swapped in with one rename (RENAME_EXCHANGE), so that
+// the two files' pages are written again and again rather than faulted in fresh; or, where
+// the file system cannot swap, a new file. l.mu is held.
 func (l *callLog) retire() error {
+	if l.old != nil {
+		if err := unix.Renameat2(unix.AT_FDCWD, l.path, unix.AT_FDCWD, l.oldPath, unix.RENAME_EXCHANGE); err == nil {
+			l.cur, l.old = l.old, l.cur
+			l.size, l.oldEnd = len(logMagic), l.size
+			l.retired = l.written
+			return nil
+		}
+		// The rename below replaces it.
+		l.old.close()
+		l.old = nil
+	}
 	if err := os.Rename(l.path, l.oldPath); err != nil {
 		return fmt.Errorf("store: retire the call log: %w", err)
 	}
+	var lf *logFile
 	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
 	if err == nil {
-		if _, err = f.WriteAt([]byte(logMagic), 0); err != nil {
+		if lf, err = mapLogFile(f, l.alloc); err != nil {
 			f.Close()
 		}
 	}
@@ -426,16 +408,16 @@ func (l *callLog) retire() error {
 		_ = os.Rename(l.oldPath, l.path)
 		return fmt.Errorf("store: start a new call log: %w", err)
 	}
-	l.f.Close()
-	l.f, l.size = f, int64(len(logMagic))
+	l.cur, l.old = lf, l.cur
+	l.size, l.oldEnd = len(logMagic), l.size
 	l.retired = l.written
 	return nil
 }
 
 // committed drops from the queue the entries a commit has just written to bbolt: those up to
 // the last of done, a snapshot that waiting returned (another commit may have dropped some of
-// them already). It removes the retired log once all its entries are committed, and empties
-// the current one once nothing waits.
+// them already). It empties the retired log once all its entries are committed, and the
+// current one once nothing waits.
 func (l *callLog) committed(done []*logEntry) error {
 	if l == nil || len(done) == 0 {
 		return nil
@@ -455,13 +437,24 @@ func (l *callLog) committed(done []*logEntry) error {
 	var err error
 	if l.retired != 0 && l.retired <= upTo {
 		l.retired = 0
-		if rerr := os.Remove(l.oldPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = fmt.Errorf("store: remove the retired call log: %w", rerr)
+		if rerr := l.old.empty(l.oldEnd); rerr != nil {
+			// Not to be used again; its entries are committed, so it may go.
+			l.old.close()
+			l.old = nil
+			err = fmt.Errorf("store: empty the retired call log: %w", rerr)
+			if rerr := os.Remove(l.oldPath); rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = fmt.Errorf("store: remove the retired call log: %w", rerr)
+			}
 		}
 	}
 	if len(l.queue) == 0 {
-		if rerr := l.reset(l.f); err == nil {
-			err = rerr
+		if rerr := l.cur.empty(l.size); rerr != nil {
+			// The committed entries stay: replaying them again is harmless.
+			if err == nil {
+				err = fmt.Errorf("store: empty the call log %s: %w", l.path, rerr)
+			}
+		} else {
+			l.size = len(logMagic)
 		}
 		return err
 	}
@@ -520,10 +513,19 @@ func (s *Store) closeLog() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil && len(l.queue) == 0 {
+		// Every entry is committed, those of a retired log too: both files go.
 		err = os.Remove(l.path)
+		if rerr := os.Remove(l.oldPath); err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+			err = rerr
+		}
 	}
-	if cerr := l.f.Close(); err == nil {
-		err = cerr
+	for _, lf := range []*logFile{l.cur, l.old} {
+		if lf == nil {
+			continue
+		}
+		if cerr := lf.close(); err == nil {
+			err = cerr
+		}
 	}
 	return err
 }

@@ -20,7 +20,8 @@ import (
 
 // crashCopy copies the store's file and its call log into a fresh folder, as they would be
 // if the process died now (kill -9 leaves the files as the kernel has them), and returns the
-// copy's path.
+// copy's path. A cut above zero takes that many bytes off the end of the log's last entry,
+// and what follows it.
 func crashCopy(t *testing.T, s *Store, cut int) string {
 	t.Helper()
 	dst := filepath.Join(t.TempDir(), "copy.db")
@@ -32,8 +33,8 @@ func crashCopy(t *testing.T, s *Store, cut int) string {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if p[0] == LogPath(s.Path()) {
-			b = b[:len(b)-cut]
+		if p[0] == LogPath(s.Path()) && cut > 0 {
+			b = b[:logEnd(t, p[0])-int64(cut)] // the last entry torn
 		}
 		if err := os.WriteFile(p[1], b, 0o600); err != nil {
 			t.Fatal(err)
@@ -59,13 +60,30 @@ func openQuiet(t *testing.T, opts *Options) *Store {
 	return s
 }
 
+// logSize is where the entries of the store's call log end (the file itself is larger:
+// its size is its capacity).
 func logSize(t *testing.T, s *Store) int64 {
 	t.Helper()
-	fi, err := os.Stat(LogPath(s.Path()))
+	return logEnd(t, LogPath(s.Path()))
+}
+
+func logEnd(t *testing.T, path string) int64 {
+	t.Helper()
+	b, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}
-	return fi.Size()
+	if !bytes.HasPrefix(b, []byte(logMagic)) {
+		t.Fatalf("%s is not a call log", path)
+	}
+	end := len(logMagic)
+	for {
+		_, n, err := parseEntry(b[end:])
+		if err != nil {
+			return int64(end)
+		}
+		end += n
+	}
 }
 
 // logCalls records what the crash tests check: c1 created running then completed, c2 left
@@ -257,11 +275,56 @@ func TestCallLogRetire(t *testing.T) {
 	if err := s.clog.committed(snap); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(OldLogPath(s.Path())); !errors.Is(err, os.ErrNotExist) {
-		t.Fatalf("the retired log after its commit: %v, want it removed", err)
+	if n := logEnd(t, OldLogPath(s.Path())); n != int64(len(logMagic)) {
+		t.Fatalf("the retired log holds %d bytes after its commit, want it emptied", n)
 	}
 	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "c b a" {
 		t.Fatalf("after a crash past the commit: %q", got)
+	}
+
+	// The next retirement swaps the emptied file back in: the same two files, written
+	// again.
+	spare, err := os.Stat(OldLogPath(s.Path()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateCall(newRec("s", "d")); err != nil {
+		t.Fatal(err)
+	}
+	snap = s.clog.waiting()
+	if err := s.CreateCall(newRec("s", "e")); err != nil {
+		t.Fatal(err)
+	}
+	if cur, err := os.Stat(LogPath(s.Path())); err != nil || !os.SameFile(cur, spare) {
+		t.Fatalf("the log after the second retirement: %v, want the file emptied before", err)
+	}
+	for _, f := range []struct {
+		path string
+		want string
+	}{{OldLogPath(s.Path()), "c d"}, {LogPath(s.Path()), "e"}} {
+		b, err := os.ReadFile(f.path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		entries, rest := parseLog(b)
+		var got []string
+		for _, e := range entries {
+			got = append(got, e.call)
+		}
+		if strings.Join(got, " ") != f.want || rest != 0 {
+			t.Fatalf("%s holds %v (%d bytes left over), want %v", filepath.Base(f.path), got, rest, f.want)
+		}
+	}
+	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "e d c b a" {
+		t.Fatalf("after a crash in the second retirement: %q", got)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{LogPath(s.Path()), OldLogPath(s.Path())} {
+		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
+			t.Fatalf("%s after Close: %v, want it removed", filepath.Base(p), err)
+		}
 	}
 }
 
@@ -399,38 +462,69 @@ func TestCallLogNotALog(t *testing.T) {
 	}
 }
 
-// TestCallLogFailedWrite: a write of the log that fails half way (a full disk) fails its
-// call and leaves no partial entry behind, so the entries written after it are not lost at
-// the next replay.
+// TestCallLogFailedWrite: an entry the log has no room for (a full disk) fails its call and
+// leaves the log as it was, so the entries written after it are not lost at the next
+// replay.
 func TestCallLogFailedWrite(t *testing.T) {
 	var fail atomic.Bool
-	s := openQuiet(t, &Options{logWrite: func(f *os.File, bufs [][]byte, off int64) (int, error) {
-		b := bytes.Join(bufs, nil)
+	s := openQuiet(t, &Options{logAlloc: func(fd int, size int64) error {
 		if fail.Load() {
-			n, _ := f.WriteAt(b[:len(b)/2], off)
-			return n, syscall.ENOSPC
+			return syscall.ENOSPC
 		}
-		return f.WriteAt(b, off)
+		return allocate(fd, size)
 	}})
 	if err := s.CreateCall(newRec("s", "a")); err != nil {
 		t.Fatal(err)
 	}
 	before := logSize(t, s)
 	fail.Store(true)
-	if err := s.CreateCall(newRec("s", "b")); err == nil || !strings.Contains(err.Error(), "call log") {
+	big := newRec("s", "b")
+	big.Output = strings.Repeat("x", logInitialBytes)
+	if err := s.CreateCall(big); err == nil || !strings.Contains(err.Error(), "call log") || !errors.Is(err, syscall.ENOSPC) {
 		t.Fatalf("CreateCall on a full disk: %v, want an error about the call log", err)
 	}
-	fail.Store(false)
 	if n := logSize(t, s); n != before {
-		t.Fatalf("the call log is %d bytes after the failed write, want %d: a partial entry was left", n, before)
+		t.Fatalf("the call log's entries end at %d after the failed write, want %d", n, before)
 	}
-	if err := s.CreateCall(newRec("s", "c")); err != nil {
+	if err := s.CreateCall(newRec("s", "c")); err != nil { // room enough for this one
+		t.Fatal(err)
+	}
+	fail.Store(false)
+	if err := s.CreateCall(big); err != nil {
 		t.Fatal(err)
 	}
 	c := openAt(t, crashCopy(t, s, 0), nil)
-	if got := listIDs(t, c, "s"); got != "c a" {
-		t.Fatalf("after a crash: %q, want c and a", got)
+	if got := listIDs(t, c, "s"); got != "b c a" {
+		t.Fatalf("after a crash: %q, want b, c and a", got)
 	}
+}
+
+// TestCallLogFileCutShort: a log file cut short behind the daemon's back makes a write into
+// the missing pages fault; the call fails with an error instead of the daemon crashing, and
+// the store goes on serving.
+func TestCallLogFileCutShort(t *testing.T) {
+	s := openQuiet(t, &Options{})
+	if err := s.CreateCall(newRec("s", "a")); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Truncate(LogPath(s.Path()), 4096); err != nil {
+		t.Fatal(err)
+	}
+	big := newRec("s", "b")
+	big.Output = strings.Repeat("x", 3*4096)
+	if err := s.CreateCall(big); err == nil || !strings.Contains(err.Error(), "call log") || !strings.Contains(err.Error(), "could not be written") {
+		t.Fatalf("CreateCall into pages cut off: %v, want an error about the call log", err)
+	}
+	if got := listIDs(t, s, "s"); got != "a" {
+		t.Fatalf("the store lists %q, want a", got)
+	}
+	if err := os.Truncate(LogPath(s.Path()), logInitialBytes); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CreateCall(big); err != nil {
+		t.Fatalf("CreateCall once the file has its pages again: %v", err)
+	}
+	wantStatus(t, s, "s", "b", protocol.StatusPending)
 }
 
 // TestSyncStoreHasNoLog: with Sync every write is its own fsynced commit; no log.
@@ -441,24 +535,4 @@ func TestSyncStoreHasNoLog(t *testing.T) {
 		t.Fatalf("a Sync store's call log: %v, want none", err)
 	}
 	wantStatus(t, s, "s1", "c1", protocol.StatusCompleted)
-}
-
-// TestPwritev: the parts land in order at the offset, empty parts included.
-func TestPwritev(t *testing.T) {
-	f, err := os.Create(filepath.Join(t.TempDir(), "f"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	if _, err := f.WriteString("0123456789"); err != nil {
-		t.Fatal(err)
-	}
-	n, err := pwritev(f, [][]byte{[]byte("ab"), nil, []byte("cde"), {}}, 3)
-	if err != nil || n != 5 {
-		t.Fatalf("pwritev: %d, %v", n, err)
-	}
-	got, _ := os.ReadFile(f.Name())
-	if string(got) != "012abcde89" {
-		t.Fatalf("file holds %q", got)
-	}
 }

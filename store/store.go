@@ -81,9 +81,8 @@ type Options struct {
 	logMax   int64
 	// logFlushed, if set (by tests), is called after each flush of the call log by its timer.
 	logFlushed func()
-	// logWrite, if set (by tests), writes the call log's entries (the parts of one) instead
-	// of pwritev.
-	logWrite func(f *os.File, bufs [][]byte, off int64) (int, error)
+	// logAlloc, if set (by tests), sizes the call log's files instead of allocate.
+	logAlloc func(fd int, size int64) error
 }
 
 // Store is the durable record of toolsd: calls, full outputs, per-session values and the
