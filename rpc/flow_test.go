@@ -196,7 +196,9 @@ func TestClientGoneWhilePaused(t *testing.T) {
 	}
 	next(t, answers) // and no answer after it
 	go func() {
-		for i := 1; i <= 2*(maxInFlight+maxHeld); i++ {
+		// Until the daemon stops reading: after maxInFlight+maxHeld requests and as many
+		// answers as its output buffer holds (outBound bytes). Closing in ends the write.
+		for i := 1; ; i++ {
 			if writeFrame(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"calls/get","params":{"callID":"c"}}`, i)) != nil {
 				return
 			}

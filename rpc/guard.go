@@ -13,7 +13,8 @@ import (
 // Flow control: the bounds of one connection.
 const (
 	// maxInFlight is how many requests one connection may have in flight: read, and not yet
-	// answered (the answer written). initialize, shutdown, permission/reply and
+	// answered (the answer handed to the output buffer, which holds at most outBound bytes
+	// besides the write in progress). initialize, shutdown, permission/reply and
 	// permission/list, which are answered on the read loop before the next frame is read,
 	// do not count.
 	maxInFlight = 64
@@ -29,25 +30,33 @@ const (
 // flow control:
 //
 //   - At most maxInFlight requests are in flight. The next request is held back until an
-//     answer has been written; so a client that sends requests without reading the answers
-//     makes the daemon stop reading, and neither the answers nor the work waiting to be
-//     answered grow past the bound.
+//     answer has been handed to the output buffer (outBuf). The buffer takes answers while
+//     less than outBound bytes wait to be written; past that, writing an answer waits, with
+//     the library's write lock held, so no answer is handed over and no slot is freed. So a
+//     client that sends requests without reading the answers makes the daemon stop reading,
+//     and neither the answers (at most outBound bytes and a frame waiting, besides the write
+//     in progress) nor the work waiting to be answered grow past the bound.
 //   - While requests are held back the guard reads on, and lets through what must not wait
 //     behind them: $/cancelRequest (a request it names that is still held back is answered
 //     -32800 here and dropped), exit (unless a shutdown is held back: it then keeps its
 //     place behind it), permission/reply and permission/list (which free the calls that
 //     wait for a person), and other notifications.
 //   - It holds back at most maxHeld requests (maxHeldBytes). Past that it stops reading
-//     until an answer is written.
-//   - Once an answer cannot be written, nothing more will be: it holds nothing back any
-//     more, so the input is read to its end (the library refuses the requests without
-//     running them), which ends the server.
+//     until an answer is handed over.
+//   - Once a write to the output has failed, nothing more will be written (the buffer drops
+//     what it holds, and every later Write fails): it holds nothing back any more, so the
+//     input is read to its end (the library, told of the failure first by onWriteFailed,
+//     refuses the requests without running them), which ends the server.
 //
 // Read is called by the library's read loop, one call at a time. Write is the library's
-// stream output; the frameReader's error frames go through the library's stream too, so
-// they never interleave with its own frames.
+// stream output, one whole frame per call (under the library's write lock); it appends the
+// frame to the output buffer, whose flusher goroutine writes what is pending to the output
+// in one write. The frameReader's error frames go through the library's stream too, so they
+// never interleave with its own frames. Close, which the library calls once the connection
+// is idle and closing, writes what is pending and stops the flusher before it closes the
+// streams.
 type guard struct {
-	out   io.Writer
+	out   *outBuf
 	close func() error
 	limit atomic.Int64 // the message limit in bytes; the settings may change it after initialize
 	done  <-chan struct{}
@@ -66,19 +75,28 @@ type guard struct {
 	readErr   error
 
 	slots slots
-	// writeFailed is closed when a write to the output has failed.
+	// writeFailed is closed when a write to the output has failed (and when a frame was
+	// written after Close).
 	writeFailed chan struct{}
 	failOnce    sync.Once
+	// onWriteFailed, if set, is called once on the read loop after a write has failed,
+	// before anything is handed out past the bound. A write that fails in the output
+	// buffer's flusher is not returned to the library (the frames it wrote were taken
+	// earlier); onWriteFailed makes the library see the failure, so that, as when the write
+	// of an answer fails, it refuses the requests it is handed from then on.
+	onWriteFailed func()
 
 	// Owned by Read.
 	pending   []byte   // a frame being handed out
 	held      []*frame // requests held back, in wire order
 	heldBytes int
 	paused    bool // reading stopped: the held requests are at their bound
+	told      bool // onWriteFailed was called
 }
 
 func newGuard(ctx context.Context, in io.Reader, out io.Writer, closeFn func() error, limit int, log *slog.Logger) *guard {
-	g := &guard{out: out, close: closeFn, done: ctx.Done(), log: log, frames: make(chan *frame), inputDone: make(chan struct{}), writeFailed: make(chan struct{})}
+	g := &guard{close: closeFn, done: ctx.Done(), log: log, frames: make(chan *frame), inputDone: make(chan struct{}), writeFailed: make(chan struct{})}
+	g.out = newOutBuf(out, outBound, g.fail)
 	g.limit.Store(int64(limit))
 	g.slots.max = maxInFlight
 	g.slots.freed = make(chan struct{}, 1)
@@ -90,15 +108,27 @@ func newGuard(ctx context.Context, in io.Reader, out io.Writer, closeFn func() e
 	return g
 }
 
+// Write takes one whole frame for the output. It returns once the frame is in the output
+// buffer; it waits while the buffer is full, and fails once a write has failed.
 func (g *guard) Write(p []byte) (int, error) {
 	n, err := g.out.Write(p)
 	if err != nil {
-		g.failOnce.Do(func() { close(g.writeFailed) })
+		g.fail()
 	}
 	return n, err
 }
 
-func (g *guard) Close() error { return g.close() }
+// fail records that a write to the output has failed.
+func (g *guard) fail() { g.failOnce.Do(func() { close(g.writeFailed) }) }
+
+// Close writes what the output buffer holds (waiting for it) and stops its flusher, then
+// closes the streams.
+func (g *guard) Close() error {
+	if err := g.out.close(); err != nil {
+		g.log.Debug("writing to the client failed", "err", err)
+	}
+	return g.close()
+}
 
 // writesFailed reports whether a write to the output has failed.
 func (g *guard) writesFailed() bool {
@@ -113,7 +143,24 @@ func (g *guard) writesFailed() bool {
 // acquire takes an in-flight slot; once writes have failed it always succeeds (and may
 // exceed the bound), which keeps the count balanced for requests still handled.
 func (g *guard) acquire() bool {
-	return g.slots.tryAcquire() || g.writesFailed() && g.slots.force()
+	if g.slots.tryAcquire() {
+		return true
+	}
+	if !g.writesFailed() {
+		return false
+	}
+	g.tellFailed()
+	return g.slots.force()
+}
+
+// tellFailed calls onWriteFailed, once; writes have failed.
+func (g *guard) tellFailed() {
+	if !g.told {
+		g.told = true
+		if g.onWriteFailed != nil {
+			g.onWriteFailed()
+		}
+	}
 }
 
 // readLoop is the reader goroutine: it hands good frames to Read until the input ends.
@@ -175,6 +222,9 @@ func (g *guard) next() ([]byte, error) {
 		if len(g.held) > 0 {
 			freed, failed = g.slots.freed, g.writeFailed
 		}
+		if !g.told {
+			failed = g.writeFailed
+		}
 		select {
 		case f := <-frames:
 			if g.paused {
@@ -186,6 +236,7 @@ func (g *guard) next() ([]byte, error) {
 			}
 		case <-freed:
 		case <-failed:
+			g.tellFailed()
 		case <-g.inputDone:
 			// End of input: everything is cancelled; what is held back is dropped.
 			return nil, g.readErr
@@ -262,7 +313,7 @@ func (g *guard) send(body []byte) {
 }
 
 // release ends one request's hold on an in-flight slot; the server calls it once the answer
-// is written.
+// is handed to the output buffer.
 func (g *guard) release() { g.slots.release() }
 
 // slots counts a connection's requests in flight. Safe for concurrent use.

@@ -79,6 +79,10 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
+// methodWriteFailed is the notification that tells the library a write to the client has
+// failed; it is never written (guard.onWriteFailed).
+const methodWriteFailed = "$/toolsd/writeFailed"
+
 // closeTimeout bounds how long teardown waits for calls to end and be recorded.
 const closeTimeout = 5 * time.Second
 
@@ -171,6 +175,10 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 			}
 		}
 	}
+	g.onWriteFailed = func() {
+		// Nothing is written: every write fails once one has (see guard.onWriteFailed).
+		_ = s.conn.Notify(ctx, methodWriteFailed, nil)
+	}
 	g.start()
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
 	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
@@ -227,7 +235,9 @@ func (s *server) teardown() {
 		s.log.Warn("connection did not close in time; exiting anyway")
 		return
 	}
-	// Closing the connection closed the input: the guard's reader ends.
+	// Closing the connection closed the guard: it wrote what its output buffer held and
+	// stopped the buffer's flusher, then closed the input and the output; the guard's
+	// reader ends.
 	select {
 	case <-s.guard.inputDone:
 	case <-time.After(2 * time.Second):
@@ -324,7 +334,10 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 	// A request answered on the read loop holds it until its answer is written; every
 	// other request runs concurrently with the ones after it, and holds one of the
 	// connection's in-flight slots until its answer is written. The library writes the
-	// answer after the handler returns, then cancels the request's context.
+	// answer after the handler returns, then cancels the request's context. "Written"
+	// means handed to the guard's output buffer, which its flusher writes out; the buffer
+	// is bounded (outBound), and a write waits while it is full, so a client that does
+	// not read still stops the daemon (see guard).
 	if !inline(method) {
 		answered := ctx.Done()
 		go func() {
