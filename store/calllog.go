@@ -258,7 +258,7 @@ func (s *Store) openLog() error {
 		return err
 	}
 	entries = append(entries, old.entries...)
-	f, cur, err := openLogFile(l.path)
+	cur, err := readLog(l.path)
 	if err != nil {
 		return err
 	}
@@ -266,7 +266,6 @@ func (s *Store) openLog() error {
 	if len(entries) > 0 {
 		err := s.db.Update(func(tx *bolt.Tx) error { return applyEntries(tx, entries) })
 		if err != nil {
-			f.Close()
 			return fmt.Errorf("store: replay the call log %s: %w", l.path, err)
 		}
 		s.log.Info("replayed the call log of a daemon that stopped", "entries", len(entries))
@@ -276,20 +275,18 @@ func (s *Store) openLog() error {
 			s.log.Warn("ignored the end of a call log: a write that did not finish, or damage", "file", r.path, "bytes", r.rest)
 		}
 	}
-	if err := os.Remove(l.oldPath); err != nil && !errors.Is(err, os.ErrNotExist) {
-		f.Close()
-		return fmt.Errorf("store: remove the replayed call log: %w", err)
+	// The retired log first, as the replay read them. The log file is made by the first
+	// entry (start), not here: making and mapping it is a tenth of a millisecond that the
+	// daemon's start need not wait for.
+	for _, p := range []string{l.oldPath, l.path} {
+		if err := os.Remove(p); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return fmt.Errorf("store: remove the replayed call log: %w", err)
+		}
 	}
-	if l.cur, err = mapLogFile(f, l.alloc); err != nil {
-		f.Close()
-		return fmt.Errorf("store: start the call log %s: %w", l.path, err)
-	}
-	l.size = len(logMagic)
 	if err := s.db.View(func(tx *bolt.Tx) error {
 		l.lastSeq = tx.Bucket(bucketCalls).Sequence()
 		return nil
 	}); err != nil {
-		l.cur.close()
 		return err
 	}
 	l.timer = time.AfterFunc(time.Hour, s.flushLog)
@@ -306,42 +303,54 @@ type logRead struct {
 	size    int64 // the file's size
 }
 
-// openLogFile opens (creating) the call log at path and reads it.
-func openLogFile(path string) (*os.File, logRead, error) {
-	f, err := fsopen.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-	if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
-		return nil, logRead{}, fmt.Errorf("%w: the call log %v: move it away", ErrCorrupt, te)
-	}
-	if err != nil {
-		return nil, logRead{}, fmt.Errorf("store: open the call log: %w", err)
-	}
-	data, err := io.ReadAll(f)
-	if err != nil {
-		f.Close()
-		return nil, logRead{}, fmt.Errorf("store: read the call log %s: %w", path, err)
-	}
-	r := logRead{path: path, size: int64(len(data))}
-	r.entries, r.rest = parseLog(data)
-	return f, r, nil
-}
-
 // readLog reads the call log at path, if there is one.
 func readLog(path string) (logRead, error) {
+	r := logRead{path: path}
 	if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-		return logRead{path: path}, nil
+		return r, nil
 	}
-	f, r, err := openLogFile(path)
+	f, err := fsopen.OpenFile(path, os.O_RDONLY, 0)
+	if te := (*fsopen.TypeError)(nil); errors.As(err, &te) {
+		return r, fmt.Errorf("%w: the call log %v: move it away", ErrCorrupt, te)
+	}
 	if err != nil {
-		return r, err
+		return r, fmt.Errorf("store: open the call log: %w", err)
 	}
-	f.Close()
+	defer f.Close()
+	data, err := io.ReadAll(f)
+	if err != nil {
+		return r, fmt.Errorf("store: read the call log %s: %w", path, err)
+	}
+	r.size = int64(len(data))
+	r.entries, r.rest = parseLog(data)
 	return r, nil
+}
+
+// start makes the log file, empty, at path. l.mu is held.
+func (l *callLog) start() (*logFile, error) {
+	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
+	if err != nil {
+		return nil, err
+	}
+	lf, err := mapLogFile(f, l.alloc)
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	return lf, nil
 }
 
 // write appends e to the file and queues it. l.mu is held.
 func (l *callLog) write(e *logEntry) error {
 	if l.closed {
 		return ErrClosed
+	}
+	if l.cur == nil {
+		lf, err := l.start()
+		if err != nil {
+			return fmt.Errorf("store: start the call log %s: %w", l.path, err)
+		}
+		l.cur, l.size = lf, len(logMagic)
 	}
 	head := e.frame()
 	if err := l.cur.put(l.size, head, e.val); err != nil {
@@ -396,13 +405,7 @@ func (l *callLog) retire() error {
 	if err := os.Rename(l.path, l.oldPath); err != nil {
 		return fmt.Errorf("store: retire the call log: %w", err)
 	}
-	var lf *logFile
-	f, err := fsopen.OpenFile(l.path, os.O_RDWR|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err == nil {
-		if lf, err = mapLogFile(f, l.alloc); err != nil {
-			f.Close()
-		}
-	}
+	lf, err := l.start()
 	if err != nil {
 		// Back to the old file: appends go on where they were.
 		_ = os.Rename(l.oldPath, l.path)
@@ -513,10 +516,12 @@ func (s *Store) closeLog() error {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	if err == nil && len(l.queue) == 0 {
-		// Every entry is committed, those of a retired log too: both files go.
-		err = os.Remove(l.path)
-		if rerr := os.Remove(l.oldPath); err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
-			err = rerr
+		// Every entry is committed, those of a retired log too: both files go (if the
+		// log was ever started).
+		for _, p := range []string{l.path, l.oldPath} {
+			if rerr := os.Remove(p); err == nil && rerr != nil && !errors.Is(rerr, os.ErrNotExist) {
+				err = rerr
+			}
 		}
 	}
 	for _, lf := range []*logFile{l.cur, l.old} {

@@ -145,6 +145,10 @@ func TestCallLogSurvivesCrash(t *testing.T) {
 		t.Fatalf("the call log holds %d bytes: the calls were committed, not logged", n)
 	}
 	c := openAt(t, crashCopy(t, s, 0), nil)
+	// The replayed log is gone; the next one is made by the next entry.
+	if _, err := os.Stat(LogPath(c.Path())); !errors.Is(err, os.ErrNotExist) {
+		t.Fatalf("the call log after its replay: %v, want none until a call is logged", err)
+	}
 	if got := wantStatus(t, c, "s1", "c1", protocol.StatusCompleted); got.Output != "hello\n" {
 		t.Fatalf("c1's output %q", got.Output)
 	}
