@@ -111,7 +111,16 @@ type Engine struct {
 	session   map[string]Ruleset // remembered for a session, by session id
 	workspace Ruleset            // remembered for the workspace (mirrors the store)
 	loops     map[string]*loop   // doom-loop state by session id
+	// hidden caches Hidden's answers, by permission and agent; emptied when the layers or
+	// the trust change (which also counts layersGen up), and when it holds maxHidden answers.
+	hidden    map[hiddenKey]bool
+	layersGen uint64
 }
+
+type hiddenKey struct{ permission, agent string }
+
+// maxHidden bounds the cache of Hidden's answers (agent names come from clients).
+const maxHidden = 1024
 
 type loop struct {
 	key   [32]byte
@@ -195,6 +204,8 @@ func (e *Engine) SetLayer(name string, rs Ruleset) error {
 	} else {
 		e.layers[name] = cp
 	}
+	clear(e.hidden)
+	e.layersGen++
 	return nil
 }
 
@@ -221,6 +232,8 @@ func (e *Engine) SetTrusted(trusted bool) error {
 	}
 	e.mu.Lock()
 	e.trusted = trusted
+	clear(e.hidden)
+	e.layersGen++
 	e.mu.Unlock()
 	return nil
 }
@@ -482,7 +495,32 @@ func (e *Engine) EndSession(sessionID string) {
 // agent: the last rule for the permission in the config layers (defaults, user, editor,
 // project, the agent's) is a deny for pattern "*". An untrusted project's "*" deny hides the
 // tool too (it tightens); its later allows do not bring it back.
+//
+// It is asked for every call (is the tool still there for the caller?), so its answers are
+// kept until the config layers or the trust change.
 func (e *Engine) Hidden(permission, agent string) bool {
+	k := hiddenKey{permission, agent}
+	e.mu.Lock()
+	h, ok := e.hidden[k]
+	gen := e.layersGen
+	e.mu.Unlock()
+	if ok {
+		return h
+	}
+	h = e.hiddenNow(permission, agent)
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	if e.layersGen == gen { // no layer or trust changed meanwhile
+		if e.hidden == nil || len(e.hidden) >= maxHidden {
+			e.hidden = map[hiddenKey]bool{}
+		}
+		e.hidden[k] = h
+	}
+	return h
+}
+
+// hiddenNow is Hidden, computed.
+func (e *Engine) hiddenNow(permission, agent string) bool {
 	v := e.view("", agent)
 	plain, project, _ := v.split(Rule{}, false)
 	last := func(sets []Ruleset) *Rule {

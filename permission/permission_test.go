@@ -467,6 +467,42 @@ func TestHidden(t *testing.T) {
 	}
 }
 
+// TestHiddenFollowsChanges: Hidden's answers are kept, but a change of a layer or of the
+// trust is seen at once, and agents are kept apart.
+func TestHiddenFollowsChanges(t *testing.T) {
+	e := newEngine(t, &fakeStore{}, nil)
+	want := func(agent string, hidden bool, when string) {
+		t.Helper()
+		for range 2 { // computed, then from the cache
+			if got := e.Hidden("bash", agent); got != hidden {
+				t.Fatalf("%s: Hidden(bash, %q) = %v, want %v", when, agent, got, hidden)
+			}
+		}
+	}
+	want("", false, "at first")
+	if err := e.SetLayer(LayerUser, mustParse(t, `{"bash": "deny"}`, "")); err != nil {
+		t.Fatal(err)
+	}
+	want("", true, "after a user deny")
+	if err := e.SetLayer(LayerProject, mustParse(t, `{"bash": "allow"}`, "")); err != nil {
+		t.Fatal(err)
+	}
+	want("", true, "untrusted project allow")
+	if err := e.SetTrusted(true); err != nil {
+		t.Fatal(err)
+	}
+	want("", false, "once trusted")
+	if err := e.SetLayer(LayerAgentPrefix+"plan", mustParse(t, `{"bash": "deny"}`, "")); err != nil {
+		t.Fatal(err)
+	}
+	want("plan", true, "agent plan")
+	want("build", false, "agent build")
+	if err := e.SetLayer(LayerAgentPrefix+"plan", nil); err != nil {
+		t.Fatal(err)
+	}
+	want("plan", false, "agent plan's layer removed")
+}
+
 func TestObserveDoomLoop(t *testing.T) {
 	e := newEngine(t, nil, nil)
 	seq := []struct {
