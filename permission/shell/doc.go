@@ -51,6 +51,10 @@
 // allow it — "sed *" never allows sed's e command, "tar *" never --to-command, "git *" never
 // -c. A rule naming the command exactly still does.
 //
+// The tables (grammars, arities, wrappers, builtins, escapes) are built on first use, by
+// sync.OnceValue or loadGrammars: as package maps they were built at every start of the
+// binary, which every guard and sandbox stage is too.
+//
 // # Paths, and the folders they are resolved from
 //
 // Path words (arguments and option values a grammar calls paths, redirection targets, cd

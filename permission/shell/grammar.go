@@ -3,6 +3,7 @@ package shell
 import (
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // A grammar is what toolsd knows to be safe in a command's arguments: the options that run
@@ -83,11 +84,13 @@ const (
 	vOptNum                // make -j [N]: an optional number as the next word
 )
 
-var kinds = map[string]vkind{
-	"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
-	"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
-	"text2": vText2, "namepath": vNamePath, "optnum": vOptNum,
-}
+var kinds = sync.OnceValue(func() map[string]vkind {
+	return map[string]vkind{
+		"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
+		"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
+		"text2": vText2, "namepath": vNamePath, "optnum": vOptNum,
+	}
+})
 
 // parseGrammar reads the notation of grammars.go: words separated by spaces.
 //
@@ -193,7 +196,7 @@ func option(tok string, marked bool) (string, optSpec, bool) {
 }
 
 func kind(s string) vkind {
-	k, ok := kinds[strings.TrimSuffix(s, "!")]
+	k, ok := kinds()[strings.TrimSuffix(s, "!")]
 	if !ok {
 		panic("shell: unknown grammar kind " + s)
 	}
@@ -464,12 +467,12 @@ func (c *argCheck) unknown(opt, alt string) {
 		if o == "" {
 			continue
 		}
-		if why, ok := escapes[c.name+" "+o]; ok {
+		if why, ok := escapes()[c.name+" "+o]; ok {
 			c.fail("%s %s %s", c.name, o, why)
 			return
 		}
 		if sp := strings.IndexByte(c.name, ' '); sp > 0 {
-			if why, ok := escapes[c.name[:sp]+" "+o]; ok {
+			if why, ok := escapes()[c.name[:sp]+" "+o]; ok {
 				c.fail("%s %s %s", c.name[:sp], o, why)
 				return
 			}
