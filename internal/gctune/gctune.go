@@ -42,20 +42,29 @@ func Start() {
 		if os.Getenv("GOGC") != "" || os.Getenv("GOMEMLIMIT") != "" {
 			return
 		}
-		retune()
+		// Before the first collection the live heap is not known (the metric reads 0):
+		// the first reading is the first collection's. Not reading it here also spares the
+		// process's start the runtime's building of its metrics table.
+		tune(0)
 	})
 }
 
 var live = []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 
-// retune sets GOGC and the memory limit for the live heap of the last collection and arms the next retune. It
-// runs once from Start, then on the runtime's cleanup goroutine, one at a time.
+// retune sets GOGC and the memory limit for the live heap of the last collection and arms
+// the next retune. It runs on the runtime's cleanup goroutine, one at a time.
 func retune() {
 	metrics.Read(live)
 	var n uint64
 	if live[0].Value.Kind() == metrics.KindUint64 {
 		n = live[0].Value.Uint64()
 	}
+	tune(n)
+}
+
+// tune sets GOGC and the memory limit for a live heap of n bytes, and arms a retune after
+// the next collection.
+func tune(n uint64) {
 	debug.SetGCPercent(Percent(n))
 	debug.SetMemoryLimit(Limit(n))
 	sentinel := new([16]byte) // not a tiny allocation: those are freed in batches
