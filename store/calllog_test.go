@@ -253,23 +253,8 @@ func TestCallLogRetire(t *testing.T) {
 	if err := s.CreateCall(newRec("s", "c")); err != nil { // while it runs
 		t.Fatal(err)
 	}
-	for _, f := range []struct {
-		path string
-		want []string
-	}{{OldLogPath(s.Path()), []string{"a", "b"}}, {LogPath(s.Path()), []string{"c"}}} {
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries, rest := parseLog(b)
-		var got []string
-		for _, e := range entries {
-			got = append(got, e.call)
-		}
-		if strings.Join(got, " ") != strings.Join(f.want, " ") || rest != 0 {
-			t.Fatalf("%s holds %v (%d bytes left over), want %v", filepath.Base(f.path), got, rest, f.want)
-		}
-	}
+	wantLogged(t, OldLogPath(s.Path()), "a b")
+	wantLogged(t, LogPath(s.Path()), "c")
 	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "c b a" {
 		t.Fatalf("after a crash mid-commit: %q", got)
 	}
@@ -302,23 +287,8 @@ func TestCallLogRetire(t *testing.T) {
 	if cur, err := os.Stat(LogPath(s.Path())); err != nil || !os.SameFile(cur, spare) {
 		t.Fatalf("the log after the second retirement: %v, want the file emptied before", err)
 	}
-	for _, f := range []struct {
-		path string
-		want string
-	}{{OldLogPath(s.Path()), "c d"}, {LogPath(s.Path()), "e"}} {
-		b, err := os.ReadFile(f.path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		entries, rest := parseLog(b)
-		var got []string
-		for _, e := range entries {
-			got = append(got, e.call)
-		}
-		if strings.Join(got, " ") != f.want || rest != 0 {
-			t.Fatalf("%s holds %v (%d bytes left over), want %v", filepath.Base(f.path), got, rest, f.want)
-		}
-	}
+	wantLogged(t, OldLogPath(s.Path()), "c d")
+	wantLogged(t, LogPath(s.Path()), "e")
 	if got := listIDs(t, openAt(t, crashCopy(t, s, 0), nil), "s"); got != "e d c b a" {
 		t.Fatalf("after a crash in the second retirement: %q", got)
 	}
@@ -329,6 +299,24 @@ func TestCallLogRetire(t *testing.T) {
 		if _, err := os.Stat(p); !errors.Is(err, os.ErrNotExist) {
 			t.Fatalf("%s after Close: %v, want it removed", filepath.Base(p), err)
 		}
+	}
+}
+
+// wantLogged checks that the call log file at path holds entries of the calls want (ids
+// separated by spaces), in that order, and nothing else but zeros after them.
+func wantLogged(t *testing.T, path, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	entries, rest := parseLog(b)
+	var got []string
+	for _, e := range entries {
+		got = append(got, e.call)
+	}
+	if strings.Join(got, " ") != want || rest != 0 {
+		t.Fatalf("%s holds %v (%d bytes left over), want %v", filepath.Base(path), got, rest, want)
 	}
 }
 
