@@ -187,6 +187,9 @@ func (p *flatProp) fits(v jsontext.Value) bool {
 		if p.kind != 's' {
 			return false
 		}
+		if p.minLen < 0 && p.maxLen < 0 {
+			return true // a string, whatever it holds (a file's content: not copied to count it)
+		}
 		s, err := jsontext.AppendUnquote(nil, v)
 		if err != nil || !utf8.Valid(s) {
 			return false
