@@ -138,6 +138,9 @@ func (f *flatSchema) accepts(args []byte) bool {
 			return false // the library copes with many; the pass stays linear
 		}
 		name := tok.String()
+		if !utf8.ValidString(name) {
+			return false // encoding/json would name it with U+FFFD, which a property may be called
+		}
 		for _, s := range seen {
 			if s == name {
 				return false // a duplicate: encoding/json keeps the last, the library sees that

@@ -17,6 +17,7 @@ var flatSchemas = []struct {
 	{`{"type":"object","properties":{"i":{"type":"integer","exclusiveMaximum":5,"minimum":-9223372036854775808}}}`, true},
 	{`{"type":"object","properties":{"i":{"type":"integer","minimum":0.5}}}`, true}, // a bound the pass leaves to the library
 	{`{"type":"object"}`, true},
+	{`{"type":"object","properties":{"\ufffd":{"type":"boolean"}}}`, true},
 	{`{"type":"object","properties":{"e":{"type":"string","enum":["x","y"]}}}`, false},
 	{`{"type":"object","properties":{"p":{"type":"string","pattern":"^a"}}}`, false},
 	{`{"type":"object","properties":{"f":{"type":"string","format":"uri"}}}`, false},
@@ -44,6 +45,7 @@ var flatArgs = []string{
 	`{"a":"x","b":true,"c":1}`, `{"i":4}`, `{"i":5}`, `{"i":-9223372036854775808}`, `{"i":-9223372036854775809}`,
 	`{"i":99999999999999999999}`, `{"i":1}`, `{"i":0}`, `{"a":"x"}`, `{"a":1}`, `{"x":1,"x":2}`,
 	`{"filePath":"a","limit":-0}`, `{"filePath":"a","limit":01}`, `{"filePath":"a",}`,
+	"{\"\xff\":1}", `{"\ufffd":1}`, `{"\ufffd":true}`,
 }
 
 func compileFlat(t testing.TB, schema string) (*compiledSchema, bool) {
