@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/registry"
 )
 
 // Claude Code's names of the built-in tools, by toolsd id. apply_patch, which GPT-family
@@ -43,7 +44,7 @@ func ClaudeName(tool, source string) string {
 	}
 	if server, ok := strings.CutPrefix(source, "mcp:"); ok {
 		name := tool
-		for _, p := range []string{server + "_", sanitize(server) + "_"} {
+		for _, p := range []string{server + "_", registry.SanitizeID(server) + "_"} {
 			if n, ok := strings.CutPrefix(tool, p); ok {
 				name = n
 				break
@@ -52,15 +53,6 @@ func ClaudeName(tool, source string) string {
 		return "mcp__" + server + "__" + name
 	}
 	return tool
-}
-
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 128 && (r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
-			return r
-		}
-		return '_'
-	}, s)
 }
 
 // claudeInput is a call's arguments as Claude Code's tool_input: its argument names

@@ -5,23 +5,13 @@ import (
 	"encoding/hex"
 	"fmt"
 	"sort"
-	"strings"
 
 	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/registry"
 )
 
 // maxID is providers' limit on a tool name (OpenAI, Anthropic: 64 characters).
 const maxID = 64
-
-// sanitize maps every character outside [A-Za-z0-9_-] to '_'.
-func sanitize(s string) string {
-	return strings.Map(func(r rune) rune {
-		if r < 128 && (r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
-			return r
-		}
-		return '_'
-	}, s)
-}
 
 // hashSuffix is a stable 8-hex-digit digest of the server and the tool's own name.
 func hashSuffix(server, tool string) string {
@@ -34,7 +24,7 @@ func hashSuffix(server, tool string) string {
 // 55 and ended with '_' and a stable 8-digit hash of the original names, so that long names
 // never exceed the providers' limit and stay the same across restarts.
 func ToolID(server, tool string) string {
-	id := sanitize(server) + "_" + sanitize(tool)
+	id := registry.SanitizeID(server) + "_" + registry.SanitizeID(tool)
 	if len(id) <= maxID {
 		return id
 	}
@@ -42,7 +32,7 @@ func ToolID(server, tool string) string {
 }
 
 func hashed(server, tool string) string {
-	id := sanitize(server) + "_" + sanitize(tool)
+	id := registry.SanitizeID(server) + "_" + registry.SanitizeID(tool)
 	h := hashSuffix(server, tool)
 	return id[:min(len(id), maxID-len(h)-1)] + "_" + h
 }

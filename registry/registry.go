@@ -30,6 +30,17 @@ func ValidID(id string) bool {
 	return true
 }
 
+// SanitizeID maps every character that ValidID refuses to '_' (the length is the caller's):
+// how a tool of an MCP server gets its id, and how a hook finds the server's name in one.
+func SanitizeID(s string) string {
+	return strings.Map(func(r rune) rune {
+		if r < 128 && (r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+			return r
+		}
+		return '_'
+	}, s)
+}
+
 // Entry is a tool of a Catalog with its compiled schema.
 type Entry struct {
 	*Tool

@@ -37,7 +37,7 @@ var allowed = map[string][]string{
 	"policy":            {"protocol", "config", "permission", "builtin", "registry", "store", "internal/jsonpos"},
 	"audit":             {"protocol"},
 	"checkpoint":        {"protocol", "store", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen"},
-	"hook":              {"protocol", "permission", "internal/proc", "internal/sandbox"},
+	"hook":              {"protocol", "permission", "registry", "internal/proc", "internal/sandbox"},
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc", "policy", "audit", "checkpoint", "internal/sandbox", "hook", "internal/jsonw"},
 	"mcp":               {"protocol", "registry", "internal/proc", "internal/sandbox"},
 	"mcpserver":         {"protocol", "session", "registry", "store"},
