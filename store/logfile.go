@@ -32,16 +32,9 @@ type logFile struct {
 	alloc func(fd int, size int64) error
 }
 
-// allocate gives the file at fd the size size with its blocks reserved, or, where the file
-// system cannot reserve them, just the size.
+// allocate grows the file at fd to size with its blocks reserved, or, where the file system
+// cannot reserve them, just to the size.
 func allocate(fd int, size int64) error {
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		return err
-	}
-	if st.Size > size {
-		return unix.Ftruncate(fd, size)
-	}
 	err := unix.Fallocate(fd, 0, 0, size)
 	if errors.Is(err, unix.EOPNOTSUPP) || errors.Is(err, unix.ENOSYS) {
 		err = unix.Ftruncate(fd, size)
@@ -49,12 +42,8 @@ func allocate(fd int, size int64) error {
 	return err
 }
 
-// mapLogFile empties f (already a call log, or new) and maps it, with the magic at its start.
+// mapLogFile maps f, new and empty, with the magic at its start.
 func mapLogFile(f *os.File, alloc func(fd int, size int64) error) (*logFile, error) {
-	fd := int(f.Fd())
-	if err := unix.Ftruncate(fd, 0); err != nil {
-		return nil, err
-	}
 	lf := &logFile{f: f, alloc: alloc}
 	if err := lf.resize(logInitialBytes); err != nil {
 		return nil, err
@@ -87,7 +76,7 @@ func (lf *logFile) resize(size int) error {
 	shrunk := size < len(lf.m)
 	lf.m = m
 	if shrunk {
-		return lf.alloc(fd, int64(size))
+		return unix.Ftruncate(fd, int64(size))
 	}
 	return nil
 }
