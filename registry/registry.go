@@ -21,20 +21,23 @@ func ValidID(id string) bool {
 		return false
 	}
 	for i := 0; i < len(id); i++ {
-		switch c := id[i]; {
-		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '-':
-		default:
+		if !idByte(id[i]) {
 			return false
 		}
 	}
 	return true
 }
 
+// idByte reports whether c may stand in a tool id.
+func idByte(c byte) bool {
+	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '_' || c == '-'
+}
+
 // SanitizeID maps every character that ValidID refuses to '_' (the length is the caller's):
 // how a tool of an MCP server gets its id, and how a hook finds the server's name in one.
 func SanitizeID(s string) string {
 	return strings.Map(func(r rune) rune {
-		if r < 128 && (r == '-' || r == '_' || ('a' <= r && r <= 'z') || ('A' <= r && r <= 'Z') || ('0' <= r && r <= '9')) {
+		if r < 128 && idByte(byte(r)) {
 			return r
 		}
 		return '_'
