@@ -11,7 +11,7 @@
 //                       [--concurrent-calls 20000] [--only spawn,read,concurrent]
 
 import { spawn } from 'node:child_process';
-import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { appendFileSync, closeSync, mkdirSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -99,16 +99,39 @@ function summary(lat) {
   return { n: s.length, p50_us: pct(50), p99_us: pct(99), mean_us: mean };
 }
 
-// cpuUs is the user plus system CPU time a process has used so far, in µs, from
-// /proc/<pid>/stat (clock ticks of 10 ms: only meaningful over many calls).
-function cpuUs(pid) {
+// cpuNow is what a process has used of the CPU so far, in µs, read two ways (as in the Go
+// harness's bench_test.go): ticks from /proc/<pid>/stat, every thread the process ever had
+// in clock ticks of 10 ms; run, the sum of its threads' run time from
+// /proc/<pid>/task/*/schedstat, precise but missing the threads that have exited.
+function cpuNow(pid) {
+  const u = { ticks: NaN, run: 0 };
   try {
     const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
     const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
-    return (Number(f[11]) + Number(f[12])) * 10_000;
+    u.ticks = (Number(f[11]) + Number(f[12])) * 10_000;
   } catch {
-    return NaN;
+    return u;
   }
+  let tasks = [];
+  try {
+    tasks = readdirSync(`/proc/${pid}/task`);
+  } catch {}
+  for (const t of tasks) {
+    try {
+      u.run += Number(readFileSync(`/proc/${pid}/task/${t}/schedstat`, 'utf8').split(' ')[0]) / 1e3;
+    } catch {} // the thread has exited
+  }
+  return u;
+}
+
+// cpuSince is the CPU time in µs the process has used since u0: the threads' run time,
+// unless that fell more than the ticks' rounding short of the ticks (a thread exited
+// meanwhile, or there is no schedstat), when the ticks are all there is.
+function cpuSince(pid, u0) {
+  const u = cpuNow(pid);
+  const run = u.run - u0.run;
+  const ticks = u.ticks - u0.ticks;
+  return !(u0.run > 0) || run < ticks - 30_000 ? ticks : run;
 }
 
 function emit(rec) {
@@ -307,11 +330,11 @@ async function benchConcurrent() {
         await r.call();
       }
     };
-    const cpu0 = r.pid ? cpuUs(r.pid) : NaN;
+    const cpu0 = r.pid ? cpuNow(r.pid) : undefined;
     const t0 = now();
     await Promise.all(Array.from({ length: CALLERS }, worker));
     const secs = Number(now() - t0) / 1e9;
-    const cpu = r.pid ? (cpuUs(r.pid) - cpu0) / CONC_CALLS : undefined;
+    const cpu = r.pid ? cpuSince(r.pid, cpu0) / CONC_CALLS : undefined;
     await t.stop(r);
     emit({ bench: 'concurrent', client: t.client, server: t.server, n: CONC_CALLS, callers: CALLERS, calls_per_s: CONC_CALLS / secs, resp_bytes: r.size, server_cpu_us_per_call: cpu });
   }
