@@ -104,13 +104,12 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 	hp := getReadBuf()
 	defer readBufs.Put(hp)
 	head := (*hp)[:headBytes]
-	n, err := io.ReadFull(f, head)
-	if err != nil && err != io.EOF && err != io.ErrUnexpectedEOF {
+	n, whole, err := readHead(f, head, fi.Size())
+	if err != nil {
 		return nil, fmt.Errorf("cannot read %s: %w", t.Display(), unwrapPathErr(err))
 	}
 	// A file that ended within the head (most source files) is paged from it, without
 	// reading it again.
-	whole := err != nil
 	head = head[:n]
 	if mime := attachmentMime(t.Abs, head); mime != "" {
 		return r.attachment(f, t, fi.Size(), mime)
@@ -862,6 +861,27 @@ func appendLineNumber(dst []byte, n int) []byte {
 	}
 	dst = append(dst, d...)
 	return append(dst, '\t')
+}
+
+// readHead reads f, a regular file whose size was size when it was opened, into head until
+// the file ends (whole) or head is full. A read that returns less than asked and brings the
+// count to size is taken as the end, which saves the read that would return nothing: a
+// regular file's read is short only at its end. A size of 0 (as /proc's files have) or one
+// the count does not meet (the file changed) is read on until a read returns nothing.
+func readHead(f io.Reader, head []byte, size int64) (n int, whole bool, err error) {
+	for n < len(head) {
+		m, err := f.Read(head[n:])
+		n += m
+		switch {
+		case err == io.EOF:
+			return n, true, nil
+		case err != nil:
+			return n, false, err
+		case n < len(head) && size > 0 && int64(n) == size:
+			return n, true, nil
+		}
+	}
+	return n, false, nil
 }
 
 // headBytes is how much of a file read looks at to tell text from images and binaries.

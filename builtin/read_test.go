@@ -3,6 +3,7 @@ package builtin
 import (
 	"bytes"
 	"fmt"
+	"io"
 	"os"
 	"path/filepath"
 	"strings"
@@ -424,5 +425,53 @@ func TestAppendLineNumber(t *testing.T) {
 		if got, want := string(appendLineNumber([]byte("x"), n)), "x"+fmt.Sprintf("%6d\t", n); got != want {
 			t.Errorf("appendLineNumber(%d) = %q, want %q", n, got, want)
 		}
+	}
+}
+
+// chunks is a file that returns at most step bytes per read, and counts the reads.
+type chunks struct {
+	data  []byte
+	step  int
+	reads int
+}
+
+func (c *chunks) Read(p []byte) (int, error) {
+	c.reads++
+	if len(c.data) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p[:min(len(p), c.step)], c.data)
+	c.data = c.data[n:]
+	return n, nil
+}
+
+func TestReadHead(t *testing.T) {
+	text := bytes.Repeat([]byte("0123456789abcdef"), 64) // 1 KiB
+	for _, tc := range []struct {
+		name      string
+		data      []byte
+		step      int
+		size      int64 // the size the stat said
+		head      int
+		wantN     int
+		wantWhole bool
+		wantReads int
+	}{
+		{"the size met by one read", text, 1 << 20, 1024, 8192, 1024, true, 1},
+		{"the size met in pieces", text, 300, 1024, 8192, 1024, true, 4},
+		{"no size (/proc): read to the end", text, 300, 0, 8192, 1024, true, 5},
+		{"shorter than the size said", text[:1000], 1 << 20, 1024, 8192, 1000, true, 2},
+		{"longer than the size said", text, 1 << 20, 512, 8192, 1024, true, 2},
+		{"exactly the head", text, 1 << 20, 1024, 1024, 1024, false, 1},
+		{"more than the head", text, 1 << 20, 1024, 100, 100, false, 1},
+		{"empty", nil, 1 << 20, 0, 8192, 0, true, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f := &chunks{data: tc.data, step: tc.step}
+			n, whole, err := readHead(f, make([]byte, tc.head), tc.size)
+			if err != nil || n != tc.wantN || whole != tc.wantWhole || f.reads != tc.wantReads {
+				t.Fatalf("readHead = %d, whole %v, %v after %d reads; want %d, whole %v after %d reads", n, whole, err, f.reads, tc.wantN, tc.wantWhole, tc.wantReads)
+			}
+		})
 	}
 }
