@@ -13,7 +13,10 @@ import (
 // byte for byte as json.Marshal writes them (TestEncodeCallIsJSONMarshal), in one buffer.
 func encodeCall(rec *protocol.CallRecord) ([]byte, error) {
 	const room = binary.MaxVarintLen32
-	v := make([]byte, room, room+768+2*len(rec.Output)+len(rec.Args)+len(rec.Metadata)+len(rec.ModelArgs))
+	// Room for the fields around the output and for its escapes: text escapes to a little
+	// more than itself (a newline or a tab to two bytes). A record that needs more (an
+	// output of control characters) grows once.
+	v := make([]byte, room, room+1024+len(rec.Output)+len(rec.Output)/8+len(rec.Error)+len(rec.Args)+len(rec.Metadata)+len(rec.ModelArgs))
 	sum := summaryOf(rec)
 	v, err := appendSummary(v, &sum)
 	if err != nil {
