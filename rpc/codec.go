@@ -33,6 +33,11 @@ func (codec) Marshal(v any) ([]byte, error) {
 		if m != nil {
 			return appendExecuteResult(make([]byte, 0, 256+len(m.Output)+len(m.Metadata)+len(m.Error)), m)
 		}
+	case *protocol.ProgressParams:
+		// Every call's tools/progress: written field by field (TestProgressEncoding).
+		if m != nil {
+			return appendProgress(make([]byte, 0, 256+len(m.Title)+len(m.Metadata)), m)
+		}
 	}
 	return jsonw.Value(nil, v, false)
 }
@@ -50,6 +55,23 @@ func appendExecuteResult(b []byte, r *protocol.ExecuteResult) ([]byte, error) {
 	o.Bool("truncated", r.Truncated)
 	o.StringOmit("outputID", r.OutputID)
 	o.StringOmit("error", r.Error)
+	return o.End()
+}
+
+// appendProgress appends p as the codec's encoding/json writes it.
+func appendProgress(b []byte, p *protocol.ProgressParams) ([]byte, error) {
+	o := jsonw.Object{B: b}
+	o.Begin()
+	o.String("sessionID", p.SessionID)
+	o.StringOmit("messageID", p.MessageID)
+	o.String("callID", p.CallID)
+	o.String("tool", p.Tool)
+	o.String("status", p.Status)
+	o.StringOmit("title", p.Title)
+	o.RawOmit("metadata", p.Metadata)
+	if p.Client != nil {
+		o.Value("client", p.Client)
+	}
 	return o.End()
 }
 

@@ -182,7 +182,7 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 	g.start()
 	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
 	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
-		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, p)
+		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, &p)
 	}, progressHold)
 	s.conn.Go(ctx, s.handle)
 
@@ -323,12 +323,12 @@ func rawIDKey(raw json.RawMessage) string {
 // handle dispatches one request. It never panics and never returns an error for a
 // notification (either would end the connection).
 func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
-	// Method and params point into the read buffer, which the read loop reuses as soon as
-	// jsonrpc2.Async releases it: copy them first (see the design's JSONRPC.md).
-	method := strings.Clone(req.Method())
-	params := json.RawMessage(bytes.Clone(req.Params()))
+	// Method and params point into the read buffer, which the read loop reuses once the
+	// handler returns, or once jsonrpc2.Async has handed the reading on. Async first makes
+	// them the request's own copies (see the design's JSONRPC.md); the handlers that run on
+	// the read loop copy them, since what they keep outlives the frame.
 	if !req.IsCall() {
-		s.notification(ctx, method, params)
+		s.notification(ctx, strings.Clone(req.Method()), json.RawMessage(bytes.Clone(req.Params())))
 		return nil, nil
 	}
 	// A request answered on the read loop holds it until its answer is written; every
@@ -338,13 +338,17 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 	// means handed to the guard's output buffer, which its flusher writes out; the buffer
 	// is bounded (outBound), and a write waits while it is full, so a client that does
 	// not read still stops the daemon (see guard).
-	if !inline(method) {
+	method, params := req.Method(), json.RawMessage(req.Params())
+	if inline(method) {
+		method, params = strings.Clone(method), bytes.Clone(params)
+	} else {
 		answered := ctx.Done()
 		go func() {
 			<-answered
 			s.guard.release()
 		}()
 		jsonrpc2.Async(ctx)
+		method, params = req.Method(), json.RawMessage(req.Params()) // the request's own copies now
 		growStack()
 	}
 	// The library pools the request context and recycles it when the handler returns, so
