@@ -696,6 +696,26 @@ func TestCanonicalJSON(t *testing.T) {
 	}
 }
 
+// TestCanonicalFlat: the arguments of most calls take canonicalFlat's scan, in any order of
+// their members; nested or escaped ones are left to the formatting.
+func TestCanonicalFlat(t *testing.T) {
+	for in, want := range map[string]string{
+		`{"filePath":"/w/a.go","limit":2001}`:            `{"filePath":"/w/a.go","limit":2001}`,
+		`{"filePath":"/w/a.go","offset":3,"limit":20}`:   `{"filePath":"/w/a.go","limit":20,"offset":3}`,
+		`{"command":"go test ./...","timeout":1.5e3}`:    `{"command":"go test ./...","timeout":1.5e3}`,
+		`{"z":null,"y":false,"x":true,"w":"","v":-0.5}`: `{"v":-0.5,"w":"","x":true,"y":false,"z":null}`,
+	} {
+		if got, ok := canonicalFlat([]byte(in)); !ok || string(got) != want {
+			t.Errorf("canonicalFlat(%s) = %s, %v; want %s", in, got, ok, want)
+		}
+	}
+	for _, in := range []string{`{"a":{"b":1}}`, `{"a":[1]}`, `{ "a":1}`, `{"a":"\u00e9"}`, `{"a":"é"}`, `{"b":1,"a":2,"b":3}`, `[1]`} {
+		if got, ok := canonicalFlat([]byte(in)); ok {
+			t.Errorf("canonicalFlat(%s) = %s, want it left to the formatting", in, got)
+		}
+	}
+}
+
 func BenchmarkCanonicalJSON(b *testing.B) {
 	args := []byte(`{"filePath":"/tmp/ws/src/main.go","offset":120,"limit":2000}`)
 	b.ReportAllocs()
