@@ -69,8 +69,13 @@ func appendProgress(b []byte, p *protocol.ProgressParams) ([]byte, error) {
 	o.String("status", p.Status)
 	o.StringOmit("title", p.Title)
 	o.RawOmit("metadata", p.Metadata)
-	if p.Client != nil {
-		o.Value("client", p.Client)
+	if c := p.Client; c != nil {
+		outer := o.Open("client")
+		o.String("id", c.ID)
+		o.String("name", c.Name)
+		o.StringOmit("version", c.Version)
+		o.StringOmit("kind", c.Kind)
+		o.Close(outer)
 	}
 	return o.End()
 }

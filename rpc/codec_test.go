@@ -27,7 +27,9 @@ func fillFields(t *testing.T, v reflect.Value) {
 		case []protocol.Attachment:
 			f.Set(reflect.ValueOf([]protocol.Attachment{{ID: text, Mime: "image/png", Data: "AAAA"}, {}}))
 		case *protocol.ClientRef:
-			f.Set(reflect.ValueOf(&protocol.ClientRef{ID: text, Name: "<b>", Kind: "mcp"}))
+			c := &protocol.ClientRef{}
+			fillFields(t, reflect.ValueOf(c))
+			f.Set(reflect.ValueOf(c))
 		default:
 			t.Fatalf("field %s: no test value for %s", v.Type().Field(i).Name, f.Type())
 		}
@@ -81,6 +83,7 @@ func TestProgressEncoding(t *testing.T) {
 		"zero":        {},
 		"a read":      {SessionID: "s", CallID: "c1", Tool: "read", Status: "completed", Title: "a.txt"},
 		"no client":   {SessionID: "s", CallID: "c1", Tool: "read", Status: "running", Metadata: json.RawMessage(`{"n":1}`)},
+		"a client":    {SessionID: "s", CallID: "c1", Tool: "read", Status: "completed", Client: &protocol.ClientRef{ID: "c-1", Name: "Claude Code"}},
 	} {
 		wantCodec(t, name, p)
 	}
