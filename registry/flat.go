@@ -5,6 +5,7 @@ import (
 	"io"
 	"math/big"
 	"strconv"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -123,7 +124,11 @@ func flatPropOf(s *jsonschema.Schema) *flatProp {
 // accepts reports whether args, a JSON object (already trimmed, not empty), surely fits f.
 // false means "ask the library", not "invalid".
 func (f *flatSchema) accepts(args []byte) bool {
-	dec := jsontext.NewDecoder(bytes.NewBuffer(args), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	r := flatReaders.Get().(*flatReader)
+	defer r.release()
+	r.buf = *bytes.NewBuffer(args)
+	r.dec.Reset(&r.buf, jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+	dec := &r.dec
 	if tok, err := dec.ReadToken(); err != nil || tok.Kind() != '{' {
 		return false
 	}
@@ -181,6 +186,21 @@ func (f *flatSchema) accepts(args []byte) bool {
 		}
 	}
 	return true
+}
+
+// flatReader is the pass's decoder, pooled: making one cost a third of the pass.
+type flatReader struct {
+	buf bytes.Buffer
+	dec jsontext.Decoder
+}
+
+var flatReaders = sync.Pool{New: func() any { return new(flatReader) }}
+
+// release drops the arguments the reader points at and pools it.
+func (r *flatReader) release() {
+	r.buf = bytes.Buffer{}
+	r.dec.Reset(&r.buf)
+	flatReaders.Put(r)
 }
 
 // fits reports whether the raw JSON value v surely fits p.
