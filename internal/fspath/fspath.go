@@ -149,11 +149,36 @@ func Within(dir, p string) (string, bool) {
 	if dir == "" {
 		return "", false
 	}
+	// Most answers are dir itself, or dir, a slash and a plain relative path (no empty,
+	// "." or ".." names): those need no filepath.Rel, which cleans both paths first.
+	if p == dir {
+		return ".", true
+	}
+	if rest, ok := strings.CutPrefix(p, dir); ok && (strings.HasSuffix(dir, "/") || strings.HasPrefix(rest, "/")) {
+		rel := strings.TrimPrefix(rest, "/")
+		if plainRel(rel) {
+			return rel, true
+		}
+	}
 	rel, err := filepath.Rel(dir, p)
 	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
 		return "", false
 	}
 	return filepath.ToSlash(rel), true
+}
+
+// plainRel reports whether rel is a relative path that filepath.Clean leaves as it is and
+// that does not leave its folder: names joined by single slashes, none of them "." or "..".
+func plainRel(rel string) bool {
+	if rel == "" {
+		return false
+	}
+	for name := range strings.SplitSeq(rel, "/") {
+		if name == "" || name == "." || name == ".." {
+			return false
+		}
+	}
+	return true
 }
 
 // kernelPath asks the kernel where abs leads when it exists: a path-only open resolves every

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"strings"
 	"syscall"
 	"testing"
 
@@ -269,4 +270,34 @@ func TestFileInfo(t *testing.T) {
 		}
 		sameInfo(t, p, got, want)
 	}
+}
+
+// withinRel is Within by filepath.Rel alone, as it was before its shortcut.
+func withinRel(dir, p string) (string, bool) {
+	if dir == "" {
+		return "", false
+	}
+	rel, err := filepath.Rel(dir, p)
+	if err != nil || rel == ".." || strings.HasPrefix(rel, ".."+string(filepath.Separator)) || filepath.IsAbs(rel) {
+		return "", false
+	}
+	return filepath.ToSlash(rel), true
+}
+
+// FuzzWithin: Within's shortcut answers as filepath.Rel does, clean paths or not.
+func FuzzWithin(f *testing.F) {
+	for _, c := range [][2]string{
+		{"/ws", "/ws"}, {"/ws", "/ws/a/b"}, {"/ws", "/ws2/a"}, {"/ws", "/ws/../etc"}, {"/ws/", "/ws/a"},
+		{"/", "/a"}, {"/", "/"}, {"/ws", "/ws/"}, {"/ws", "/ws//a"}, {"/ws", "/ws/./a"}, {"/ws", "/ws/a/.."},
+		{"/a/../b", "/a/../b/c"}, {"ws", "ws/a"}, {"/ws", "/ws/..a"}, {"", "/x"},
+	} {
+		f.Add(c[0], c[1])
+	}
+	f.Fuzz(func(t *testing.T, dir, p string) {
+		rel, ok := Within(dir, p)
+		wrel, wok := withinRel(dir, p)
+		if rel != wrel || ok != wok {
+			t.Fatalf("Within(%q, %q) = %q, %v; filepath.Rel says %q, %v", dir, p, rel, ok, wrel, wok)
+		}
+	})
 }
