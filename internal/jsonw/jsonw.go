@@ -6,6 +6,7 @@ package jsonw
 
 import (
 	"bytes"
+	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"math/bits"
@@ -401,6 +402,18 @@ var errInvalid = errors.New("jsonw: a raw value is not valid JSON")
 // white space at all (not even in strings, to keep this a scan of bytes) and nothing to
 // escape.
 func compact(raw []byte, html bool) bool {
+	// Eight bytes at a time: a word passes when none of its bytes is one of those below.
+	for len(raw) >= 8 {
+		w := binary.LittleEndian.Uint64(raw)
+		m := eq(w, ' ') | eq(w, '\t') | eq(w, '\n') | eq(w, '\r') | eq(w, 0xE2)
+		if html {
+			m |= eq(w, '<') | eq(w, '>') | eq(w, '&')
+		}
+		if m != 0 {
+			return false
+		}
+		raw = raw[8:]
+	}
 	for _, c := range raw {
 		switch c {
 		case ' ', '\t', '\n', '\r', 0xE2:

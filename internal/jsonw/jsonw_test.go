@@ -231,3 +231,25 @@ func BenchmarkRaw(b *testing.B) {
 		buf, _ = Raw(buf[:0], raw, true)
 	}
 }
+
+// FuzzCompact: compact's eight bytes at a time answer as a byte at a time does.
+func FuzzCompact(f *testing.F) {
+	for _, s := range []string{`{"a":1}`, `{"a": 1}`, "{\"a\":\"\u2028\"}", `{"a":"<b>"}`, `[1,2,3,4,5,6,7,8,9]`, "{\"k\":\"\t\"}"} {
+		f.Add([]byte(s), true)
+		f.Add([]byte(s), false)
+	}
+	f.Fuzz(func(t *testing.T, raw []byte, html bool) {
+		want := true
+		for _, c := range raw {
+			switch c {
+			case ' ', '\t', '\n', '\r', 0xE2:
+				want = false
+			case '<', '>', '&':
+				want = want && !html
+			}
+		}
+		if got := compact(raw, html); got != want {
+			t.Fatalf("compact(%q, %v) = %v, want %v", raw, html, got, want)
+		}
+	})
+}
