@@ -28,6 +28,7 @@ import (
 
 	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/protocol"
+	"github.com/toolsd/toolsd/session"
 )
 
 // Backend is the workspace the server fronts; session.Workspace implements it. Its methods
@@ -582,6 +583,12 @@ func (n *notifier) Progress(p protocol.ProgressParams) {
 		n.progress.push(p)
 	}
 }
+
+var _ session.QueuingProgress = (*notifier)(nil)
+
+// ProgressQueues says that Progress only queues (session.QueuingProgress): the progress
+// queue keeps each call's newest state, and its own goroutine sends them.
+func (n *notifier) ProgressQueues() {}
 
 func (n *notifier) Asked(p protocol.AskedParams) {
 	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAsked, p); err != nil {

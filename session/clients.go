@@ -34,6 +34,16 @@ type ClientSink interface {
 	Clients(p protocol.ClientsParams)
 }
 
+// QueuingProgress is a ClientSink whose Progress only queues, never waiting on its client
+// (rpc's, which keeps each call's newest state for its own sender). The workspace calls it on
+// the call's goroutine rather than through the client's delivery queue: each state of each
+// call is then one hand-off between goroutines fewer. Its Progress may run concurrently with
+// itself and with the sink's other methods.
+type QueuingProgress interface {
+	ClientSink
+	ProgressQueues()
+}
+
 // ClientOptions describe a client attaching to a workspace.
 type ClientOptions struct {
 	// Name and Version come from the client's initialize (clientInfo).
@@ -70,6 +80,8 @@ type Client struct {
 	wg     sync.WaitGroup // calls in flight
 
 	out *pump // delivers to sink, so that a client slow to read holds up only itself
+	// queuing: the sink is a QueuingProgress, given progress directly rather than through out.
+	queuing bool
 }
 
 // maxQueued bounds a client's undelivered notifications; past it, progress is dropped for
@@ -169,7 +181,7 @@ type hub struct {
 	prefix string // random per workspace, so connection ids differ across daemon restarts
 
 	mu       sync.Mutex // guards clients, seq, closed and announcing
-	clients  []*Client  // in the order they attached
+	clients  []*Client  // in the order they attached; replaced, never changed in place (snapshot)
 	seq      uint64
 	closed   bool
 	announce *time.Timer // pending clients/changed, nil when none is
@@ -186,10 +198,12 @@ func (h *hub) init() {
 	h.prefix = hex.EncodeToString(b[:])
 }
 
+// snapshot is the clients attached now. The slice is shared (every notification of every
+// call takes one): it must not be changed.
 func (h *hub) snapshot() []*Client {
 	h.mu.Lock()
 	defer h.mu.Unlock()
-	return slices.Clone(h.clients)
+	return h.clients
 }
 
 func (h *hub) byID(ids []string) []*Client {
@@ -238,6 +252,10 @@ func (h *hub) Answered(targets []string, p protocol.AnsweredParams) {
 // Progress implements Notifier: every client hears of every call (its sink filters).
 func (h *hub) Progress(p protocol.ProgressParams) {
 	for _, c := range h.snapshot() {
+		if c.queuing {
+			c.sink.Progress(p)
+			continue
+		}
 		c.out.push(func() { c.sink.Progress(p) }, true)
 	}
 }
@@ -313,6 +331,7 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
 		ID: w.hub.prefix + "-" + strconv.FormatUint(w.hub.seq, 10), Name: o.Name, Version: o.Version, Kind: o.Kind,
 	}}
+	_, c.queuing = o.Sink.(QueuingProgress)
 	var bad []string
 	if len(o.Hooks) > 0 && o.Kind == protocol.ClientEditor {
 		var subs []protocol.HookSubscription
@@ -323,7 +342,7 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 		}
 		c.hooks, c.requester = subs, r
 	}
-	w.hub.clients = append(w.hub.clients, c)
+	w.hub.clients = append(slices.Clip(w.hub.clients), c) // a new array: snapshots share the old
 	w.hub.mu.Unlock()
 	if len(bad) > 0 {
 		w.log.Warn("hook subscriptions refused", "client", c.ref.ID, "name", c.ref.Name, "why", strings.Join(bad, "; "))
@@ -382,7 +401,7 @@ func (c *Client) Close() error {
 	c.mu.Unlock()
 	h := &c.w.hub
 	h.mu.Lock()
-	h.clients = slices.DeleteFunc(h.clients, func(x *Client) bool { return x == c })
+	h.clients = slices.DeleteFunc(slices.Clone(h.clients), func(x *Client) bool { return x == c })
 	h.mu.Unlock()
 	if len(c.hooks) > 0 {
 		c.w.clientHooksChanged()

@@ -210,3 +210,43 @@ func TestProgressAndClientsFanOut(t *testing.T) {
 	}
 	_ = ed.Close()
 }
+
+// queuingSink is a fakeSink whose Progress only queues (QueuingProgress).
+type queuingSink struct{ *fakeSink }
+
+func (queuingSink) ProgressQueues() {}
+
+// A sink whose Progress only queues is given each call's progress on the call's own
+// goroutine, in the order of its states, before the call returns; another sink gets it
+// through its client's delivery queue, in the same order.
+func TestQueuingProgress(t *testing.T) {
+	w := openTestWorkspace(t)
+	q := queuingSink{newSink()}
+	c, err := w.Attach(ClientOptions{Name: "editor", Kind: protocol.ClientEditor, Sink: q})
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, plain := attach(t, w, "other", protocol.ClientEditor, false)
+	p := protocol.ExecuteParams{SessionID: "s", MessageID: "m", CallID: "c1", Tool: "glob", Args: json.RawMessage(`{"pattern":"*"}`)}
+	if r, err := c.Execute(context.Background(), p); err != nil || r.Status != protocol.StatusCompleted {
+		t.Fatalf("glob: %+v %v", r, err)
+	}
+	states := func(s *fakeSink) string {
+		var b strings.Builder
+		for _, p := range s.progress {
+			b.WriteString(p.Status + " ")
+		}
+		return b.String()
+	}
+	want := "pending running completed "
+	q.mu.Lock()
+	got := states(q.fakeSink)
+	q.mu.Unlock()
+	if got != want {
+		t.Errorf("the queuing sink had %q when the call returned; want %q", got, want)
+	}
+	plain.waitFor(t, "the other sink's progress", func(s *fakeSink) bool { return len(s.progress) == 3 })
+	if got := states(plain); got != want {
+		t.Errorf("the other sink got %q; want %q", got, want)
+	}
+}
