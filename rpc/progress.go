@@ -55,6 +55,7 @@ func (q *progressQueue) push(p protocol.ProgressParams) {
 		q.mu.Unlock()
 		return
 	}
+	first := len(q.order) == 0
 	e, ok := q.latest[k]
 	if !ok {
 		e = &progressEntry{queued: time.Now()}
@@ -63,8 +64,10 @@ func (q *progressQueue) push(p protocol.ProgressParams) {
 	}
 	e.p = p
 	q.mu.Unlock()
-	// A new held entry needs the sender to arm its timer; a final one is sent now.
-	if !ok || final(p) {
+	// A final entry is sent now. A new held entry needs the sender to arm its timer, unless
+	// others wait already: the sender then has its timer armed for the first of them, due
+	// before this one, or is about to look at them all.
+	if first || final(p) {
 		select {
 		case q.wake <- struct{}{}:
 		default:

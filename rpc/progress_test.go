@@ -111,3 +111,29 @@ func TestProgressQueueHoldsShortLivedStates(t *testing.T) {
 	default:
 	}
 }
+
+// A call's held state goes out after its own hold, when another call's was held first (and
+// the sender was not woken for it): in queue order, each once its hold is over.
+func TestProgressQueueHoldsEachCall(t *testing.T) {
+	const hold = 100 * time.Millisecond
+	sent := make(chan protocol.ProgressParams, 16)
+	q := newProgressQueue(func(p protocol.ProgressParams) { sent <- p }, hold)
+	defer q.close()
+	startA := time.Now()
+	q.push(protocol.ProgressParams{CallID: "a", Status: protocol.StatusRunning})
+	time.Sleep(hold / 2) // b is queued half a hold after a
+	startB := time.Now()
+	q.push(protocol.ProgressParams{CallID: "b", Status: protocol.StatusRunning})
+	for _, c := range []struct {
+		id    string
+		start time.Time
+	}{{"a", startA}, {"b", startB}} {
+		p := nextProgress(t, sent)
+		if p.CallID != c.id {
+			t.Fatalf("got %s's state, want %s's", p.CallID, c.id)
+		}
+		if el := time.Since(c.start); el < hold {
+			t.Fatalf("%s's running state went after %v, before its hold of %v", c.id, el, hold)
+		}
+	}
+}
