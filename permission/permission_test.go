@@ -700,9 +700,9 @@ func TestCanonicalJSON(t *testing.T) {
 // their members; nested or escaped ones are left to the formatting.
 func TestCanonicalFlat(t *testing.T) {
 	for in, want := range map[string]string{
-		`{"filePath":"/w/a.go","limit":2001}`:            `{"filePath":"/w/a.go","limit":2001}`,
-		`{"filePath":"/w/a.go","offset":3,"limit":20}`:   `{"filePath":"/w/a.go","limit":20,"offset":3}`,
-		`{"command":"go test ./...","timeout":1.5e3}`:    `{"command":"go test ./...","timeout":1.5e3}`,
+		`{"filePath":"/w/a.go","limit":2001}`:           `{"filePath":"/w/a.go","limit":2001}`,
+		`{"filePath":"/w/a.go","offset":3,"limit":20}`:  `{"filePath":"/w/a.go","limit":20,"offset":3}`,
+		`{"command":"go test ./...","timeout":1.5e3}`:   `{"command":"go test ./...","timeout":1.5e3}`,
 		`{"z":null,"y":false,"x":true,"w":"","v":-0.5}`: `{"v":-0.5,"w":"","x":true,"y":false,"z":null}`,
 	} {
 		if got, ok := canonicalFlat([]byte(in)); !ok || string(got) != want {
