@@ -580,8 +580,8 @@ func canonicalJSON(b []byte) []byte {
 
 // canonicalFlat is canonicalJSON(b) for the arguments most calls have, found in one scan
 // instead of formatting them: an object with no white space and up to 16 members of
-// distinct names, each value a string or a number or literal (kept as written, as
-// canonicalJSON keeps them or refuses them), and every string printable ASCII without a
+// distinct names, each value a string, a number (kept as written, as the formatting keeps
+// it) or true, false or null, and every string printable ASCII without a
 // backslash, so that it is written as it is and names sort by their bytes. ok is false for
 // anything else. FuzzCanonicalFlat holds it to the formatting.
 func canonicalFlat(b []byte) (c []byte, ok bool) {
@@ -611,8 +611,8 @@ func canonicalFlat(b []byte) (c []byte, ok bool) {
 			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z' || b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'E') {
 				j++
 			}
-			if j == i {
-				return nil, false
+			if !scalar(b[i:j]) {
+				return nil, false // not JSON: left to the formatting, which gives b back
 			}
 			i = j
 		}
@@ -645,6 +645,47 @@ func canonicalFlat(b []byte) (c []byte, ok bool) {
 		c = append(c, m.all...)
 	}
 	return append(c, '}'), true
+}
+
+// scalar reports whether v is true, false, null or a JSON number.
+func scalar(v []byte) bool {
+	switch string(v) {
+	case "true", "false", "null":
+		return true
+	}
+	i := 0
+	digits := func() bool {
+		j := i
+		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
+			i++
+		}
+		return i > j
+	}
+	if i < len(v) && v[i] == '-' {
+		i++
+	}
+	switch {
+	case i < len(v) && v[i] == '0':
+		i++
+	case !digits():
+		return false
+	}
+	if i < len(v) && v[i] == '.' {
+		i++
+		if !digits() {
+			return false
+		}
+	}
+	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
+		i++
+		if i < len(v) && (v[i] == '+' || v[i] == '-') {
+			i++
+		}
+		if !digits() {
+			return false
+		}
+	}
+	return i == len(v)
 }
 
 // flatString is the content of the string b starts with and its length with the quotes, or

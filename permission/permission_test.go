@@ -709,7 +709,8 @@ func TestCanonicalFlat(t *testing.T) {
 			t.Errorf("canonicalFlat(%s) = %s, %v; want %s", in, got, ok, want)
 		}
 	}
-	for _, in := range []string{`{"a":{"b":1}}`, `{"a":[1]}`, `{ "a":1}`, `{"a":"\u00e9"}`, `{"a":"é"}`, `{"b":1,"a":2,"b":3}`, `[1]`} {
+	for _, in := range []string{`{"a":{"b":1}}`, `{"a":[1]}`, `{ "a":1}`, `{"a":"\u00e9"}`, `{"a":"é"}`, `{"b":1,"a":2,"b":3}`, `[1]`,
+		`{"b":01,"a":1}`, `{"b":tru,"a":1}`, `{"b":1e,"a":1}`} {
 		if got, ok := canonicalFlat([]byte(in)); ok {
 			t.Errorf("canonicalFlat(%s) = %s, want it left to the formatting", in, got)
 		}
