@@ -8,6 +8,7 @@
 #   SPAWNS=30             spawns per server in benchmark 1
 #   CALLS=2000            sequential calls per server and client in benchmark 2
 #   CONC_CALLS=20000      calls per server and client in benchmark 3
+#   CONC_RUNS=3           runs of benchmark 3 (the servers take turns; the table shows medians)
 #   ONLY="spawn read concurrent big attach"   which benchmarks to run
 #   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint, hooks), if present
 #
@@ -20,6 +21,7 @@ BIG_BYTES=${BIG_BYTES:-1073741824}
 SPAWNS=${SPAWNS:-30}
 CALLS=${CALLS:-2000}
 CONC_CALLS=${CONC_CALLS:-20000}
+CONC_RUNS=${CONC_RUNS:-3}
 ONLY=${ONLY:-spawn read concurrent big attach}
 ATTACH_ITERS=${ATTACH_ITERS:-30}
 OTHERS=${OTHERS:-1}
@@ -69,18 +71,33 @@ gobench() {
 	grep -E '^Benchmark' "$log" >&2 || true
 }
 
+# nodebench NAMES: runs the Node clients' benchmarks NAMES (comma-separated).
+nodebench() {
+	step "Node clients (vscode-jsonrpc, MCP TypeScript client): $1"
+	node bench/rpc/node/bench.mjs --toolsd "$tmp/toolsd" --echo "$tmp/echo" --out "$out" \
+		--spawns "$SPAWNS" --calls "$CALLS" --concurrent-calls "$CONC_CALLS" --only "$1" >&2
+}
+
 node_only=()
-for b in spawn read concurrent; do
+for b in spawn read; do
 	want "$b" && node_only+=("$b")
 done
 if ((${#node_only[@]})); then
-	step "Node clients (vscode-jsonrpc, MCP TypeScript client): ${node_only[*]}"
-	(IFS=,; node bench/rpc/node/bench.mjs --toolsd "$tmp/toolsd" --echo "$tmp/echo" --out "$out" \
-		--spawns "$SPAWNS" --calls "$CALLS" --concurrent-calls "$CONC_CALLS" --only "${node_only[*]}") >&2
+	nodebench "$(IFS=,; echo "${node_only[*]}")"
+fi
+if want concurrent; then
+	for ((i = 1; i <= CONC_RUNS; i++)); do
+		nodebench concurrent
+	done
 fi
 want spawn && gobench Spawn "${SPAWNS}x"
 want read && gobench ReadRoundTrip "${CALLS}x"
-want concurrent && gobench Concurrent64 "${CONC_CALLS}x"
+if want concurrent; then
+	# Each run has every server in turn (go test -count would run one server's repeats in a row).
+	for ((i = 1; i <= CONC_RUNS; i++)); do
+		gobench Concurrent64 "${CONC_CALLS}x"
+	done
+fi
 want big && gobench BigOutput 1x
 
 if want attach; then

@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -70,5 +71,35 @@ func TestLoadNamesTheBadLine(t *testing.T) {
 	_, err := load(path)
 	if err == nil || !strings.Contains(err.Error(), "r.jsonl:3:") {
 		t.Fatalf("load: got %v, want an error naming line 3", err)
+	}
+}
+
+// TestMedians: repeated runs of the concurrency benchmark are folded into their medians, each
+// metric its own, and the other benchmarks are left as they are.
+func TestMedians(t *testing.T) {
+	rs := results{
+		{Bench: "concurrent", Client: goC, Server: "toolsd", CallsPerSec: 100, ServerCPUus: 50},
+		{Bench: "concurrent", Client: goC, Server: "echo", CallsPerSec: 300, ServerCPUus: 8.5},
+		{Bench: "spawn", Client: nodeC, Server: "toolsd", P50us: 4000},
+		{Bench: "concurrent", Client: goC, Server: "toolsd", CallsPerSec: 120, ServerCPUus: 46},
+		{Bench: "concurrent", Client: goC, Server: "echo", CallsPerSec: 320, ServerCPUus: 5.6},
+		{Bench: "concurrent", Client: goC, Server: "toolsd", CallsPerSec: 90, ServerCPUus: 48},
+		{Bench: "concurrent", Client: goC, Server: "echo", CallsPerSec: 310, ServerCPUus: 6.1},
+		{Bench: "concurrent", Client: nodeC, Server: "toolsd", CallsPerSec: 200, ServerCPUus: 40},
+	}
+	got := medians(rs)
+	want := results{
+		{Bench: "spawn", Client: nodeC, Server: "toolsd", P50us: 4000},
+		{Bench: "concurrent", Client: goC, Server: "toolsd", CallsPerSec: 100, ServerCPUus: 48, Runs: 3},
+		{Bench: "concurrent", Client: goC, Server: "echo", CallsPerSec: 310, ServerCPUus: 6.1, Runs: 3},
+		{Bench: "concurrent", Client: nodeC, Server: "toolsd", CallsPerSec: 200, ServerCPUus: 40, Runs: 1},
+	}
+	if !slices.Equal(got, want) {
+		t.Fatalf("medians:\n got %+v\nwant %+v", got, want)
+	}
+	var buf bytes.Buffer
+	printReport(&buf, "", rs)
+	if !strings.Contains(buf.String(), "medians of 3 runs") || !regexp.MustCompile(`CPU per call guard \(go-harness\).*48 µs vs 6 µs = 7\.87×`).MatchString(buf.String()) {
+		t.Fatalf("the report does not use the medians:\n%s", buf.String())
 	}
 }
