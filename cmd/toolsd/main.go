@@ -266,12 +266,15 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 
 	// The folder is known once initialize arrives: read that frame, attach, pass it on.
 	var in io.Reader = stdin
+	if f, ok := stdin.(*os.File); ok {
+		in = newHotReader(f)
+	}
 	if !df.isStandalone() {
 		limit := *df.maxMessage
 		if limit <= 0 {
 			limit = rpc.DefaultMaxMessage
 		}
-		br := bufio.NewReaderSize(stdin, 64<<10)
+		br := bufio.NewReaderSize(in, 64<<10)
 		raw, folder := attach.FirstFrame(br, limit)
 		in = io.MultiReader(bytes.NewReader(raw), br)
 		if folder != "" {
