@@ -30,6 +30,7 @@ import (
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
 	"github.com/toolsd/toolsd/internal/sandbox"
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -898,7 +899,7 @@ func (s *Settings) AgentEnabled(agent, toolID string) bool {
 	}
 	best, enabled := -1, true
 	for pat, v := range a.Tools {
-		if !strings.ContainsAny(pat, "*?") || !Match(pat, toolID) {
+		if !strings.ContainsAny(pat, "*?") || !permission.Match(pat, toolID) {
 			continue
 		}
 		if len(pat) > best || (len(pat) == best && !v) {
@@ -915,46 +916,10 @@ func (s *Settings) UsePatch(m *protocol.Model) bool {
 		return false
 	}
 	for _, p := range s.PatchModels {
-		if Match(p, m.ModelID) || Match(p, m.ProviderID+"/"+m.ModelID) {
+		if permission.Match(p, m.ModelID) || permission.Match(p, m.ProviderID+"/"+m.ModelID) {
 			return true
 		}
 	}
 	return false
 }
 
-// Match reports whether s matches the wildcard pattern p: "*" matches any run of
-// characters, "?" one character; nothing else is special.
-func Match(p, s string) bool {
-	for len(p) > 0 {
-		switch p[0] {
-		case '*':
-			for i := len(s); i >= 0; i-- {
-				if Match(p[1:], s[i:]) {
-					return true
-				}
-			}
-			return false
-		case '?':
-			if s == "" {
-				return false
-			}
-			_, n := firstRune(s)
-			p, s = p[1:], s[n:]
-		default:
-			if s == "" || s[0] != p[0] {
-				return false
-			}
-			p, s = p[1:], s[1:]
-		}
-	}
-	return s == ""
-}
-
-func firstRune(s string) (rune, int) {
-	for i, r := range s {
-		if i == 0 {
-			return r, len(string(r))
-		}
-	}
-	return 0, 0
-}

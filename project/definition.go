@@ -273,31 +273,11 @@ func ParseDefinition(name, path string, data []byte) (*Definition, []protocol.Di
 func closest(s string, cands []string) string {
 	best, bestD := "", 3
 	for _, c := range cands {
-		if d := editDistance(strings.ToLower(s), c); d < bestD {
+		if d := registry.EditDistance(strings.ToLower(s), c); d < bestD {
 			best, bestD = c, d
 		}
 	}
 	return best
-}
-
-func editDistance(a, b string) int {
-	prev := make([]int, len(b)+1)
-	cur := make([]int, len(b)+1)
-	for j := range prev {
-		prev[j] = j
-	}
-	for i := 1; i <= len(a); i++ {
-		cur[0] = i
-		for j := 1; j <= len(b); j++ {
-			cost := 1
-			if a[i-1] == b[j-1] {
-				cost = 0
-			}
-			cur[j] = min(prev[j]+1, cur[j-1]+1, prev[j-1]+cost)
-		}
-		prev, cur = cur, prev
-	}
-	return prev[len(b)]
 }
 
 // sortDiagnostics orders diagnostics by path, line and column.

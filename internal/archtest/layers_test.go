@@ -32,7 +32,7 @@ var allowed = map[string][]string{
 	"permission":        {"protocol", "permission/shell", "internal/fspath", "internal/fsopen", "internal/jsonpos", "internal/protect"},
 	"registry":          {"protocol"},
 	"watcher":           {},
-	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
+	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen", "internal/sandbox", "permission"},
 	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/sandbox", "internal/jsondec", "internal/jsonw", "internal/protect"},
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
 	"policy":            {"protocol", "config", "permission", "builtin", "registry", "store", "internal/jsonpos"},
