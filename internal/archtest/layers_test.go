@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc", "policy", "audit", "checkpoint", "internal/sandbox", "hook", "internal/jsonw"},
 	"mcp":               {"protocol", "registry", "internal/proc", "internal/sandbox"},
 	"mcpserver":         {"protocol", "session", "registry", "store"},
-	"rpc":               {"protocol", "session", "internal/jsonw", "internal/jsondec"},
+	"rpc":               {"protocol", "session", "internal/jsondec"},
 	"attach":            {"protocol", "rpc", "mcpserver", "session", "store"},
 	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach"},
 	"internal/harness":  {"protocol"},
