@@ -296,8 +296,7 @@ func idKey(id jsonrpc2.ID) string {
 }
 
 func rawIDKey(raw json.RawMessage) string {
-	var n int64
-	if json.Unmarshal(raw, &n) == nil {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil { // a JSON integer
 		return "n:" + strconv.FormatInt(n, 10)
 	}
 	var v string

@@ -538,9 +538,36 @@ func (s *stream) write(frame []byte) (int, error) {
 func (s *stream) Close() error { return s.closeIO() }
 
 // answerKey reports whether a message body is an answer, and the idKey of the request it
-// answers. It reads the members in order until it knows: the library writes an answer's id
-// first, so it stops within the first few bytes.
+// answers. The library writes what a message is first: an answer starts with its id, a
+// request or a notification with its method, and that prefix decides at once; a message
+// written in another order is read member by member.
 func answerKey(body []byte) (key string, answer bool) {
+	const answerPrefix, requestPrefix = `{"jsonrpc":"2.0","id":`, `{"jsonrpc":"2.0","method":`
+	if bytes.HasPrefix(body, []byte(requestPrefix)) {
+		return "", false
+	}
+	if rest, ok := bytes.CutPrefix(body, []byte(answerPrefix)); ok && len(rest) > 0 {
+		end := bytes.IndexByte(rest, ',') // after a number
+		if rest[0] == '"' {
+			end = -1
+			for i := 1; i < len(rest); i++ {
+				if rest[i] == '\\' {
+					i++
+				} else if rest[i] == '"' {
+					end = i + 1
+					break
+				}
+			}
+		}
+		if end > 0 {
+			return rawIDKey(rest[:end]), true
+		}
+	}
+	return answerKeyOf(body)
+}
+
+// answerKeyOf is answerKey for members in any order.
+func answerKeyOf(body []byte) (key string, answer bool) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if t, err := dec.Token(); err != nil || t != json.Delim('{') {
 		return "", false

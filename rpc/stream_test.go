@@ -217,6 +217,8 @@ func TestAnswerKey(t *testing.T) {
 	}{
 		{enc(jsonrpc2.NewResponse(jsonrpc2.NewNumberID(7), jsonrpc2.RawMessage(`{"a":"method"}`), nil)), "n:7", true},
 		{enc(jsonrpc2.NewResponse(jsonrpc2.NewStringID(`a"b`), nil, jsonrpc2.NewError(1, "x"))), `s:a"b`, true},
+		{enc(jsonrpc2.NewResponse(jsonrpc2.NewStringID(`x\`), jsonrpc2.RawMessage(`"\\"`), nil)), `s:x\`, true},
+		{enc(jsonrpc2.NewResponse(jsonrpc2.NewNumberID(-3), jsonrpc2.RawMessage(`1`), nil)), "n:-3", true},
 		{enc(jsonrpc2.NewCall(jsonrpc2.NewNumberID(7), "hooks/run", jsonrpc2.RawMessage(`{}`))), "", false},
 		{enc(jsonrpc2.NewNotification("tools/progress", jsonrpc2.RawMessage(`{"id":1,"result":2}`))), "", false},
 		{`{"result":{"id":2},"jsonrpc":"2.0","id":3}`, "n:3", true},
