@@ -206,8 +206,8 @@ func TestClientGoneWhilePaused(t *testing.T) {
 	}
 	next(t, answers) // and no answer after it
 	go func() {
-		// Until the daemon stops reading: after maxInFlight+maxHeld requests and as many
-		// answers as its output buffer holds (outBound bytes). Closing in ends the write.
+		// Until the daemon stops reading: after maxInFlight+maxHeld requests (the first
+		// answer's write waits for a reader). Closing in ends the write.
 		for i := 1; ; i++ {
 			if writeFrame(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"calls/get","params":{"callID":"c"}}`, i)) != nil {
 				return

@@ -52,7 +52,8 @@ const headerRoom = len("Content-Length: \r\n\r\n") + 20
 // unknown (gopls: "the stream failed, we cannot continue"). A frame whose header is good
 // is answered and skipped when its body is bad: over the message limit (discarded by its
 // declared length, never allocated), not JSON, not a JSON-RPC message, a batch, an id the
-// daemon cannot take. Each good frame is scanned once, into a message that owns its bytes.
+// daemon cannot take. Each good frame is read once, validated, and scanned into a message
+// that owns its bytes.
 //
 // Admission. At most maxInFlight requests are in flight; a request's slot is freed when
 // Write has written its answer. Write is a plain write under a lock, so a client that does
