@@ -13,7 +13,6 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/jsondec"
-	"github.com/toolsd/toolsd/internal/jsonw"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -201,21 +200,22 @@ func (s schema) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = jsonw.String(b, p.name, true)
-		b = append(b, ':')
-		var err error
-		if b, err = jsonw.Map(b, p.def, true); err != nil {
+		name, err := json.Marshal(p.name)
+		if err != nil {
 			return nil, err
 		}
-	}
-	b = append(b, `},"required":[`...)
-	for i, r := range s.required {
-		if i > 0 {
-			b = append(b, ',')
+		def, err := json.Marshal(p.def)
+		if err != nil {
+			return nil, err
 		}
-		b = jsonw.String(b, r, true)
+		b = append(append(append(b, name...), ':'), def...)
 	}
-	return append(b, `],"additionalProperties":false}`...), nil
+	required, err := json.Marshal(append([]string{}, s.required...)) // [] when none
+	if err != nil {
+		return nil, err
+	}
+	b = append(append(append(b, `},"required":`...), required...), `,"additionalProperties":false}`...)
+	return b, nil
 }
 
 // raw is the schema's JSON (static definitions: an error is a bug; TestSchemasGolden

@@ -51,6 +51,9 @@ const (
 
 // Call states.
 const (
+	// StatusQueued is only in tools/progress: the connection holds the call back until
+	// one of its calls in flight is answered (docs/protocol.md, Flow control).
+	StatusQueued      = "queued"
 	StatusPending     = "pending"
 	StatusRunning     = "running"
 	StatusCompleted   = "completed"

@@ -14,12 +14,17 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
 )
 
 // rawResponse is an answer as the client reads it.
 type rawResponse struct {
 	ID     json.RawMessage `json:"id"`
 	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
 	Result json.RawMessage `json:"result"`
 	Error  *struct {
 		Code    int64  `json:"code"`
@@ -34,7 +39,12 @@ func writeFrame(w io.Writer, body string) error {
 
 // readResponses reads frames from r until it fails, sending the answers (not the
 // notifications) on the returned channel, which it closes at the end.
-func readResponses(r io.Reader) <-chan rawResponse {
+func readResponses(r io.Reader) <-chan rawResponse { return readFrom(r, false) }
+
+// readMessages is readResponses with the notifications.
+func readMessages(r io.Reader) <-chan rawResponse { return readFrom(r, true) }
+
+func readFrom(r io.Reader, notifications bool) <-chan rawResponse {
 	ch := make(chan rawResponse, 16)
 	go func() {
 		defer close(ch)
@@ -59,7 +69,7 @@ func readResponses(r io.Reader) <-chan rawResponse {
 				return
 			}
 			var resp rawResponse
-			if json.Unmarshal(body, &resp) == nil && resp.Method == "" {
+			if json.Unmarshal(body, &resp) == nil && (notifications || resp.Method == "") {
 				ch <- resp
 			}
 		}
@@ -196,8 +206,8 @@ func TestClientGoneWhilePaused(t *testing.T) {
 	}
 	next(t, answers) // and no answer after it
 	go func() {
-		// Until the daemon stops reading: after maxInFlight+maxHeld requests and as many
-		// answers as its output buffer holds (outBound bytes). Closing in ends the write.
+		// Until the daemon stops reading: after maxInFlight+maxHeld requests (the first
+		// answer's write waits for a reader). Closing in ends the write.
 		for i := 1; ; i++ {
 			if writeFrame(in, fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"calls/get","params":{"callID":"c"}}`, i)) != nil {
 				return
@@ -344,26 +354,27 @@ func TestHeldRequestsLetControlThrough(t *testing.T) {
 	}
 }
 
-// The routing rules of the flow control, with every slot taken.
+// The routing rules of admission, with every slot taken.
 func TestFlowRouting(t *testing.T) {
-	var replies []string
-	g := newGuard(context.Background(), strings.NewReader(""), io.Discard, func() error { return nil }, 1<<20, slog.New(slog.DiscardHandler))
-	g.reply = func(b []byte) { replies = append(replies, string(b)) }
-	for g.slots.tryAcquire() {
+	s, out := newTestStream("", 1<<20)
+	var held, dropped []string
+	s.onHold = func(c *jsonrpc2.Call) { held = append(held, idKey(c.ID())) }
+	s.onDrop = func(c *jsonrpc2.Call) { dropped = append(dropped, idKey(c.ID())) }
+	for i := int64(1000); s.acquire(idKey(jsonrpc2.NewNumberID(i))); i++ {
 	}
-	mk := func(body string) *frame {
-		f, refusal := classify([]byte(body))
+	mk := func(body string) *message {
+		m, refusal := decode([]byte(body))
 		if refusal != nil {
 			t.Fatalf("%s: %s", body, refusal)
 		}
-		return f
+		return m
 	}
 	call := mk(`{"jsonrpc":"2.0","id":7,"method":"tools/execute"}`)
 	shutdown := mk(`{"jsonrpc":"2.0","id":8,"method":"shutdown"}`)
 	exit := mk(`{"jsonrpc":"2.0","method":"exit"}`)
 	for _, step := range []struct {
 		name string
-		f    *frame
+		m    *message
 		out  bool // handed out at once
 	}{
 		{"a call waits for a slot", call, false},
@@ -375,26 +386,127 @@ func TestFlowRouting(t *testing.T) {
 		{"exit stays behind shutdown", exit, false},
 		{"a cancel of the held call answers it", mk(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":7}}`), false},
 	} {
-		if got := g.route(step.f) != nil; got != step.out {
+		if got := s.route(step.m); got != step.out {
 			t.Fatalf("%s: handed out %v", step.name, got)
 		}
 	}
-	if len(replies) != 1 || !strings.Contains(replies[0], `"id":7`) || !strings.Contains(replies[0], "-32800") {
-		t.Fatalf("replies %q", replies)
+	if got := codeAndID(t, splitFrames(t, out.String())); got != "-32800 7" {
+		t.Fatalf("answers %s, want the held call's cancellation", got)
+	}
+	if strings.Join(held, " ") != "n:7" || strings.Join(dropped, " ") != "n:7" {
+		t.Fatalf("held %q, dropped %q: want the call held, then dropped", held, dropped)
 	}
 	// Behind the cancelled call: shutdown and exit go in order, without a slot.
-	if out := g.admit(); string(out) != string(shutdown.data) {
-		t.Fatalf("first out %q", out)
+	if m := s.admit(); m != shutdown {
+		t.Fatalf("first out %+v", m)
 	}
-	if out := g.admit(); string(out) != string(exit.data) {
-		t.Fatalf("second out %q", out)
+	if m := s.admit(); m != exit {
+		t.Fatalf("second out %+v", m)
 	}
-	// Once nothing is held a call waits for a slot, and takes a freed one.
-	if g.route(call) != nil {
+	// Once nothing is held a call waits for a slot, and takes one freed when an answer of a
+	// request that holds one is written; other writes free none.
+	if s.route(call) {
 		t.Fatal("a call went out with no free slot")
 	}
-	g.release()
-	if out := g.admit(); string(out) != string(call.data) {
-		t.Fatalf("after a release: %q", out)
+	ctx := context.Background()
+	for _, m := range []jsonrpc2.Message{
+		jsonrpc2.NewNotification("tools/progress", jsonrpc2.RawMessage(`{}`)),
+		jsonrpc2.NewResponse(jsonrpc2.NewNumberID(99), jsonrpc2.RawMessage(`{}`), nil),
+		jsonrpc2.NewCall(jsonrpc2.NewNumberID(1000), "hooks/run", nil),
+	} {
+		if _, err := s.Write(ctx, m); err != nil {
+			t.Fatal(err)
+		}
+		if m := s.admit(); m != nil {
+			t.Fatalf("a write that answers no request in flight freed a slot: %+v", m)
+		}
+	}
+	if _, err := s.Write(ctx, jsonrpc2.NewResponse(jsonrpc2.NewNumberID(1000), nil, jsonrpc2.NewError(1, "x"))); err != nil {
+		t.Fatal(err)
+	}
+	if m := s.admit(); m != call {
+		t.Fatalf("after an answer was written: %+v", m)
+	}
+}
+
+// A call held back is not silent: a client with the progress capability gets its
+// tools/progress "queued" (and "cancelled" when it is cancelled while held), and the call
+// runs once a slot is free.
+func TestHeldCallIsQueued(t *testing.T) {
+	fb := &fakeBackend{executing: make(chan struct{}, 2*maxInFlight)}
+	out, in, exit := serveRaw(t, fb, nil)
+	all := readMessages(out)
+	send := func(body string) {
+		t.Helper()
+		if err := writeFrame(in, body); err != nil {
+			t.Fatal(err)
+		}
+	}
+	send(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"workspaceFolder":"/w","capabilities":{"progress":true}}}`)
+	if r := next(t, all); r.Error != nil {
+		t.Fatalf("initialize: %+v", r.Error)
+	}
+	execute := func(i int) string {
+		return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"tools/execute","params":{"sessionID":"s","messageID":"m","callID":"c%d","tool":"t"}}`, i, i)
+	}
+	for i := 1; i <= maxInFlight; i++ {
+		send(execute(i))
+	}
+	for range maxInFlight {
+		select {
+		case <-fb.executing:
+		case <-time.After(20 * time.Second):
+			t.Fatal("the calls did not start")
+		}
+	}
+	queued, cancelled := maxInFlight+1, maxInFlight+2
+	send(execute(queued))
+	send(execute(cancelled))
+	progress := func() protocol.ProgressParams {
+		t.Helper()
+		r := next(t, all)
+		var p protocol.ProgressParams
+		if r.Method != protocol.MethodToolsProgress || json.Unmarshal(r.Params, &p) != nil {
+			t.Fatalf("got %+v, want tools/progress", r)
+		}
+		return p
+	}
+	got := map[string]string{}
+	for range 2 {
+		p := progress()
+		got[p.CallID] = p.Status
+		if p.SessionID != "s" || p.MessageID != "m" || p.Tool != "t" {
+			t.Fatalf("progress of a held call: %+v", p)
+		}
+	}
+	want := map[string]string{fmt.Sprint("c", queued): "queued", fmt.Sprint("c", cancelled): "queued"}
+	if fmt.Sprint(got) != fmt.Sprint(want) {
+		t.Fatalf("progress %v, want %v", got, want)
+	}
+	send(fmt.Sprintf(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":%d}}`, cancelled))
+	if r := next(t, all); string(r.ID) != fmt.Sprint(cancelled) || r.Error == nil || r.Error.Code != -32800 {
+		t.Fatalf("cancelling the held call: %+v", r)
+	}
+	if p := progress(); p.CallID != fmt.Sprint("c", cancelled) || p.Status != protocol.StatusCancelled {
+		t.Fatalf("after the held call was cancelled: %+v", p)
+	}
+	send(`{"jsonrpc":"2.0","method":"$/cancelRequest","params":{"id":1}}`)
+	if r := next(t, all); string(r.ID) != "1" || r.Error == nil || r.Error.Code != -32800 {
+		t.Fatalf("cancelling a running call: %+v", r)
+	}
+	select {
+	case <-fb.executing:
+	case <-time.After(20 * time.Second):
+		t.Fatal("the queued call did not start when a slot was freed")
+	}
+	fb.mu.Lock()
+	last := fb.started[len(fb.started)-1]
+	fb.mu.Unlock()
+	if last != fmt.Sprint("c", queued) {
+		t.Fatalf("the freed slot went to %s, want c%d", last, queued)
+	}
+	_ = in.Close()
+	<-exit
+	for range all {
 	}
 }

@@ -44,7 +44,11 @@ func newProgressQueue(send func(protocol.ProgressParams), hold time.Duration) *p
 }
 
 func final(p protocol.ProgressParams) bool {
-	return p.Status != protocol.StatusPending && p.Status != protocol.StatusRunning
+	switch p.Status {
+	case protocol.StatusQueued, protocol.StatusPending, protocol.StatusRunning:
+		return false
+	}
+	return true
 }
 
 func (q *progressQueue) push(p protocol.ProgressParams) {

@@ -2,16 +2,16 @@
 // streams (the daemon's stdin and stdout).
 //
 // It wraps go.lsp.dev/jsonrpc2 v1.0.1 and fixes what that library leaves to its users (see
-// the design's JSONRPC.md): a guard in front of the framer answers malformed and oversized
-// frames without failing the connection, resynchronises after garbage, and bounds the
-// requests in flight on the connection; end of input cancels every running call and ends
-// the server; $/cancelRequest and tools/cancel cancel a call, which is answered -32800;
-// every error carries a real code; a panic fails only its own request; handlers that wait
-// run concurrently so permission/reply can answer an ask that a tools/execute waits on.
+// the design's JSONRPC.md): its Stream (stream.go) answers bad frames without failing the
+// connection (a malformed header ends it), and bounds the requests in flight on the
+// connection, telling a client of a call it holds back; end of input cancels every running
+// call and ends the server; $/cancelRequest and tools/cancel cancel a call, which is
+// answered -32800; every error carries a real code; a panic fails only its own request;
+// handlers that wait run concurrently so permission/reply can answer an ask that a
+// tools/execute waits on.
 package rpc
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -28,7 +28,6 @@ import (
 
 	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/protocol"
-	"github.com/toolsd/toolsd/session"
 )
 
 // Backend is the workspace the server fronts; session.Workspace implements it. Its methods
@@ -80,10 +79,6 @@ type Options struct {
 	Logger     *slog.Logger
 }
 
-// methodWriteFailed is the notification that tells the library a write to the client has
-// failed; it is never written (guard.onWriteFailed).
-const methodWriteFailed = "$/toolsd/writeFailed"
-
 // closeTimeout bounds how long teardown waits for calls to end and be recorded.
 const closeTimeout = 5 * time.Second
 
@@ -116,7 +111,7 @@ type server struct {
 
 	progress *progressQueue
 
-	guard      *guard
+	stream     *stream
 	fixedLimit bool // --max-message was given: the settings do not change it
 
 	// wantsProgress is the client's progress capability: without it, no tools/progress.
@@ -126,6 +121,11 @@ type server struct {
 // messageLimiter is implemented by backends whose settings name a message limit.
 type messageLimiter interface {
 	MaxMessageBytes() int64
+}
+
+// clientNamer is implemented by backends that name the client in progress (session.Client).
+type clientNamer interface {
+	Ref() protocol.ClientRef
 }
 
 // initializedObserver is implemented by backends that put work off until the client has
@@ -159,29 +159,17 @@ func Serve(ctx context.Context, in io.Reader, out io.Writer, closeFn func() erro
 	s := &server{opts: opts, log: opts.Logger.With("component", "rpc"), ctx: ctx, cancel: cancel, reqs: map[string]*request{}, exit: make(chan int, 1), fixedLimit: fixedLimit}
 
 	ended := make(chan error, 1)
-	g := newGuard(ctx, in, out, closeFn, opts.MaxMessage, s.log)
-	s.guard = g
-	g.onEnd = func(err error) {
+	st := newStream(ctx, in, out, closeFn, opts.MaxMessage, s.log)
+	s.stream = st
+	st.onEnd = func(err error) {
 		// End of stdin: the editor is gone. Cancel everything at once; the read loop
 		// cannot be relied on to do it (JSONRPC.md).
 		cancel()
 		ended <- err
 	}
-	stream := jsonrpc2.NewHeaderStream(g)
-	fw, _ := stream.(frameWriter)
-	g.reply = func(body []byte) {
-		if fw != nil {
-			if _, err := fw.WriteFrame(ctx, body); err != nil {
-				s.log.Debug("writing an error frame failed", "err", err)
-			}
-		}
-	}
-	g.onWriteFailed = func() {
-		// Nothing is written: every write fails once one has (see guard.onWriteFailed).
-		_ = s.conn.Notify(ctx, methodWriteFailed, nil)
-	}
-	g.start()
-	s.conn = jsonrpc2.NewConn(stream, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
+	st.onHold = func(c *jsonrpc2.Call) { s.heldCall(c, protocol.StatusQueued) }
+	st.onDrop = func(c *jsonrpc2.Call) { s.heldCall(c, protocol.StatusCancelled) }
+	s.conn = jsonrpc2.NewConn(st, jsonrpc2.WithCodec(codec{}), jsonrpc2.WithPreempter(s))
 	s.progress = newProgressQueue(func(p protocol.ProgressParams) {
 		_ = s.conn.Notify(s.ctx, protocol.MethodToolsProgress, &p)
 	}, progressHold)
@@ -236,11 +224,9 @@ func (s *server) teardown() {
 		s.log.Warn("connection did not close in time; exiting anyway")
 		return
 	}
-	// Closing the connection closed the guard: it wrote what its output buffer held and
-	// stopped the buffer's flusher, then closed the input and the output; the guard's
-	// reader ends.
+	// Closing the connection closed the stream's input and output: its reader ends.
 	select {
-	case <-s.guard.inputDone:
+	case <-s.stream.inputDone:
 	case <-time.After(2 * time.Second):
 		s.log.Warn("input did not close in time; exiting anyway")
 	}
@@ -310,8 +296,7 @@ func idKey(id jsonrpc2.ID) string {
 }
 
 func rawIDKey(raw json.RawMessage) string {
-	var n int64
-	if json.Unmarshal(raw, &n) == nil {
+	if n, err := strconv.ParseInt(string(raw), 10, 64); err == nil { // a JSON integer
 		return "n:" + strconv.FormatInt(n, 10)
 	}
 	var v string
@@ -324,33 +309,17 @@ func rawIDKey(raw json.RawMessage) string {
 // handle dispatches one request. It never panics and never returns an error for a
 // notification (either would end the connection).
 func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any, err error) {
-	// Method and params point into the read buffer, which the read loop reuses once the
-	// handler returns, or once jsonrpc2.Async has handed the reading on. Async first makes
-	// them the request's own copies (see the design's JSONRPC.md); the handlers that run on
-	// the read loop copy them, since what they keep outlives the frame.
+	// The stream's messages own their bytes, so method and params outlive the read loop.
+	method, params := req.Method(), json.RawMessage(req.Params())
 	if !req.IsCall() {
-		s.notification(ctx, strings.Clone(req.Method()), json.RawMessage(bytes.Clone(req.Params())))
+		s.notification(ctx, method, params)
 		return nil, nil
 	}
 	// A request answered on the read loop holds it until its answer is written; every
 	// other request runs concurrently with the ones after it, and holds one of the
-	// connection's in-flight slots until its answer is written. The library writes the
-	// answer after the handler returns, then cancels the request's context. "Written"
-	// means handed to the guard's output buffer, which its flusher writes out; the buffer
-	// is bounded (outBound), and a write waits while it is full, so a client that does
-	// not read still stops the daemon (see guard).
-	method, params := req.Method(), json.RawMessage(req.Params())
-	if inline(method) {
-		method, params = strings.Clone(method), bytes.Clone(params)
-	} else {
-		answered := ctx.Done()
-		go func() {
-			<-answered
-			s.guard.release()
-		}()
+	// connection's in-flight slots until the stream has written its answer.
+	if !inline(method) {
 		jsonrpc2.Async(ctx)
-		method, params = req.Method(), json.RawMessage(req.Params()) // the request's own copies now
-		growStack()
 	}
 	// The library pools the request context and recycles it when the handler returns, so
 	// nothing may derive from it; the detached context keeps the connection's lifetime,
@@ -368,6 +337,33 @@ func (s *server) handle(ctx context.Context, req *jsonrpc2.Request) (result any,
 		return nil, s.toRPCError(ctx, method, err)
 	}
 	return res, nil
+}
+
+// heldCall tells the client, as its call's progress, of a tools/execute held back for want
+// of a slot (queued) or cancelled while held. It is called on the read loop. A call that
+// will be refused before it runs gets no progress.
+func (s *server) heldCall(c *jsonrpc2.Call, status string) {
+	if c.Method() != protocol.MethodToolsExecute || !s.wantsProgress.Load() {
+		return
+	}
+	var p protocol.ExecuteParams
+	if decodeParams(json.RawMessage(c.Params()), &p) != nil || checkIDs("sessionID", p.SessionID, "messageID", p.MessageID, "callID", p.CallID) != nil {
+		return
+	}
+	for _, v := range []string{p.SessionID, p.MessageID, p.CallID, p.Tool} {
+		if strings.TrimSpace(v) == "" {
+			return
+		}
+	}
+	pp := protocol.ProgressParams{SessionID: p.SessionID, MessageID: p.MessageID, CallID: p.CallID, Tool: p.Tool, Status: status}
+	s.mu.Lock()
+	b := s.backend
+	s.mu.Unlock()
+	if n, ok := b.(clientNamer); ok {
+		ref := n.Ref()
+		pp.Client = &ref
+	}
+	s.progress.push(pp)
 }
 
 func (s *server) notification(ctx context.Context, method string, params json.RawMessage) {
@@ -399,7 +395,7 @@ func (s *server) notification(ctx context.Context, method string, params json.Ra
 
 // inline reports whether a request is answered on the read loop, in wire order, before the
 // next frame is read: the lifecycle, and the quick requests that free calls waiting for a
-// person (the guard lets them overtake requests it holds back).
+// person (the stream lets them overtake requests it holds back).
 func inline(method string) bool {
 	switch method {
 	case protocol.MethodInitialize, protocol.MethodShutdown, protocol.MethodPermissionReply, protocol.MethodPermissionList:
@@ -529,12 +525,12 @@ func (s *server) initialize(ctx context.Context, raw json.RawMessage) (any, erro
 	s.mu.Unlock()
 	s.wantsProgress.Store(p.Capabilities != nil && p.Capabilities.Progress)
 	if ml, ok := b.(messageLimiter); ok && !s.fixedLimit && ml.MaxMessageBytes() > 0 {
-		s.guard.limit.Store(ml.MaxMessageBytes())
+		s.stream.limit.Store(ml.MaxMessageBytes())
 	}
 	return protocol.InitializeResult{
 		ServerInfo: protocol.ServerInfo{Name: "toolsd", Version: s.opts.Version},
 		Capabilities: protocol.ServerCapabilities{
-			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: s.guard.limit.Load(),
+			Cancel: true, Progress: true, Ask: true, HotReload: true, MaxMessage: s.stream.limit.Load(),
 			Permissions: b.Permissions(), Hooks: true,
 		},
 		StorePath: b.StorePath(),
@@ -584,12 +580,6 @@ func (n *notifier) Progress(p protocol.ProgressParams) {
 	}
 }
 
-var _ session.QueuingProgress = (*notifier)(nil)
-
-// ProgressQueues says that Progress only queues (session.QueuingProgress): the progress
-// queue keeps each call's newest state, and its own goroutine sends them.
-func (n *notifier) ProgressQueues() {}
-
 func (n *notifier) Asked(p protocol.AskedParams) {
 	if err := n.conn.Notify(n.ctx, protocol.MethodPermissionAsked, p); err != nil {
 		n.log.Debug("sending permission/asked failed", "err", err)
@@ -633,17 +623,3 @@ func (n *notifier) Changed(p protocol.ChangedParams) {
 		n.log.Debug("sending tools/changed failed", "err", err)
 	}
 }
-
-// growStack grows the calling goroutine's stack to hold a 16 KiB frame (so the stack becomes
-// 32 KiB) in one step, while the stack is shallow.
-//
-// A request runs on the goroutine that was the library's reader until Async handed that
-// role to a new one: its stack starts small and the pipeline (schema validation, the
-// store's commit, encoding/json) is deep, so without this the runtime doubled it four or
-// five times per call, each time copying the stack and adjusting every frame on it. That
-// was about 10% of the daemon's CPU under 64 callers (runtime.newstack and
-// runtime.copystack in its profile); one growth here, with a handful of frames to copy,
-// costs a small fraction of it. It is written in assembly (growstack.s), as CockroachDB's
-// util/growstack is: a frame declared in Go would be zeroed at every call, 16 KiB of
-// stores, 2% of the daemon's CPU.
-func growStack()

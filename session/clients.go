@@ -34,16 +34,6 @@ type ClientSink interface {
 	Clients(p protocol.ClientsParams)
 }
 
-// QueuingProgress is a ClientSink whose Progress only queues, never waiting on its client
-// (rpc's, which keeps each call's newest state for its own sender). The workspace calls it on
-// the call's goroutine rather than through the client's delivery queue: each state of each
-// call is then one hand-off between goroutines fewer. Its Progress may run concurrently with
-// itself and with the sink's other methods.
-type QueuingProgress interface {
-	ClientSink
-	ProgressQueues()
-}
-
 // ClientOptions describe a client attaching to a workspace.
 type ClientOptions struct {
 	// Name and Version come from the client's initialize (clientInfo).
@@ -80,8 +70,6 @@ type Client struct {
 	wg     sync.WaitGroup // calls in flight
 
 	out *pump // delivers to sink, so that a client slow to read holds up only itself
-	// queuing: the sink is a QueuingProgress, given progress directly rather than through out.
-	queuing bool
 }
 
 // maxQueued bounds a client's undelivered notifications; past it, progress is dropped for
@@ -252,10 +240,6 @@ func (h *hub) Answered(targets []string, p protocol.AnsweredParams) {
 // Progress implements Notifier: every client hears of every call (its sink filters).
 func (h *hub) Progress(p protocol.ProgressParams) {
 	for _, c := range h.snapshot() {
-		if c.queuing {
-			c.sink.Progress(p)
-			continue
-		}
 		c.out.push(func() { c.sink.Progress(p) }, true)
 	}
 }
@@ -331,7 +315,6 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
 		ID: w.hub.prefix + "-" + strconv.FormatUint(w.hub.seq, 10), Name: o.Name, Version: o.Version, Kind: o.Kind,
 	}}
-	_, c.queuing = o.Sink.(QueuingProgress)
 	var bad []string
 	if len(o.Hooks) > 0 && o.Kind == protocol.ClientEditor {
 		var subs []protocol.HookSubscription

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/toolsd/toolsd/internal/jsonw"
 	"runtime/debug"
 	"strconv"
 	"strings"
@@ -178,7 +177,7 @@ func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 	if o.metadata == nil {
 		o.metadata = map[string]any{}
 	}
-	if b, err := jsonw.Map(nil, o.metadata, true); err == nil {
+	if b, err := json.Marshal(o.metadata); err == nil {
 		rec.Metadata = b
 	} else {
 		rec.Metadata = json.RawMessage(`{}`)

@@ -3,6 +3,7 @@ package main_test
 import (
 	"bufio"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"os/exec"
@@ -151,8 +152,6 @@ func TestMalformedFramesKeepServing(t *testing.T) {
 		{"not an object", frame(`"hello"`), -32600, "null"},
 		{"bad envelope", frame(`{"jsonrpc":"2.0","id":{"x":1},"method":"permission/list"}`), -32600, "null"},
 		{"over the message limit", frame(huge), -32600, `"big"`},
-		{"Content-Length not a number", "Content-Length: abc\r\n\r\n{}", -32700, "null"},
-		{"header line without colon", "garbage\r\n\r\n", -32700, "null"},
 		{"Content-Length too small", "Content-Length: 5\r\n\r\n" + `{"jsonrpc":"2.0","id":9,"method":"permission/list"}` + "\r\n", -32700, "null"},
 	}
 	for i, tc := range cases {
@@ -192,48 +191,34 @@ func TestMessageLimitFromSettings(t *testing.T) {
 	}
 }
 
-// Garbage of any class before a request never swallows it: the daemon answers the request
-// (and stays up: a garbage header once crashed it).
-func TestGarbageNeverSwallowsTheNextFrame(t *testing.T) {
-	c := startRaw(t, "--max-message", "4096")
-	ws := t.TempDir()
-	c.send(frame(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"workspaceFolder":` + strconv.Quote(ws) + `}}`))
-	if r := c.next(); r.Error != nil {
-		t.Fatalf("initialize: %+v", r)
-	}
-	garbage := map[string]string{
-		"non-ASCII that grows when lower-cased": "garbage\r\n" + strings.Repeat("Ⱥ", 40) + "content-length: 5",
-		"invalid UTF-8":                         "garbage\r\n" + strings.Repeat("\xff", 40) + "Content-Length",
-		"without a newline":                     "garbage",
-		"odd case":                              "cOnTeNt-LeNgTh: x\r\n",
-		"lookalike":                             "Content-Length\u212a: 3\r\n\r\n",
-		"header that never ends":                "Content-Length: 5\r\n" + strings.Repeat("X-A: b\r\n", 1000),
-		"bare CR":                               "Content-Length: 5\r\r",
-		"LF only":                               "garbage\n\n",
-		"a length covering the next frame":      "Content-Length: 200\r\n\r\n",
-		"an oversized length covering it":       "Content-Length: 100000\r\n\r\n\"",
-		"a frame cut short":                     "Content-Length: 300\r\n\r\n" + `{"jsonrpc":"2.0","id":"cut","method":`,
-	}
-	id := 0
-	for name, g := range garbage {
+// A malformed header is answered once, with id null, and ends the connection: the request
+// after it is never read, and the daemon exits with code 1 (and stays up until then: a
+// garbage header once crashed it).
+func TestMalformedHeaderEndsTheConnection(t *testing.T) {
+	for name, header := range map[string]string{
+		"a line without a colon":   "garbage\r\n\r\n",
+		"not a number":             "Content-Length: abc\r\n\r\n{}",
+		"a header that never ends": "Content-Length: 5\r\n" + strings.Repeat("X-A: b\r\n", 1000),
+		"two Content-Length":       "Content-Length: 2\r\nContent-Length: 2\r\n\r\n{}",
+		"non-ASCII":                strings.Repeat("Ⱥ", 40) + "content-length: 5\r\n\r\n",
+	} {
 		t.Run(name, func(t *testing.T) {
-			defer func(parent *testing.T) { c.t = parent }(c.t)
-			c.t = t
-			id++
-			c.send(g + frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"permission/list"}`, id)))
-			for range 5 {
-				r := c.next()
-				if string(r.ID) == strconv.Itoa(id) {
-					if r.Error != nil {
-						t.Fatalf("the request after the garbage failed: %+v", r.Error)
-					}
-					return
-				}
-				if r.Error == nil {
-					t.Fatalf("unexpected answer %+v", r)
-				}
+			c := startRaw(t)
+			c.send(frame(`{"jsonrpc":"2.0","id":0,"method":"initialize","params":{"workspaceFolder":` + strconv.Quote(t.TempDir()) + `}}`))
+			if r := c.next(); r.Error != nil {
+				t.Fatalf("initialize: %+v", r)
 			}
-			t.Fatal("the request after the garbage was not answered")
+			c.send(header + frame(`{"jsonrpc":"2.0","id":1,"method":"permission/list"}`))
+			if r := c.next(); r.Error == nil || r.Error.Code != -32700 || string(r.ID) != "null" || !strings.Contains(r.Error.Message, "connection is closed") {
+				t.Fatalf("got %+v (id %s), want -32700 with id null", r.Error, r.ID)
+			}
+			if rest, err := io.ReadAll(c.out); err != nil || len(rest) != 0 {
+				t.Fatalf("after the malformed header the daemon wrote %q (%v), want nothing more", rest, err)
+			}
+			var exit *exec.ExitError
+			if err := c.cmd.Wait(); !errors.As(err, &exit) || exit.ExitCode() != 1 {
+				t.Fatalf("the daemon ended with %v, want exit code 1", err)
+			}
 		})
 	}
 }

@@ -46,7 +46,7 @@ export class Asks implements vscode.Disposable {
       fd.client.onNotification<AnsweredParams>(Methods.permissionAnswered, (a) => this.drop(a.id)),
       fd.client.onNotification<ProgressParams>(Methods.toolsProgress, (p) => {
         // A call that ended (cancelled, say) withdraws its asks.
-        if (p.status !== 'pending' && p.status !== 'running') this.dropCall(fd, p.callID);
+        if (p.status !== 'queued' && p.status !== 'pending' && p.status !== 'running') this.dropCall(fd, p.callID);
       }),
       fd.client.onDidStart(() => void this.relist(fd)),
       fd.client.onDidChangeState((s) => { if (s !== 'running') this.dropDaemon(fd); }),

@@ -35,7 +35,7 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
 
   private update(fd: FolderDaemon, p: ProgressParams): void {
     const k = this.key(fd, p.callID);
-    if (p.status === 'pending' || p.status === 'running') {
+    if (p.status === 'queued' || p.status === 'pending' || p.status === 'running') {
       const prev = this.calls.get(k);
       this.calls.set(k, { fd, p: { ...prev?.p, ...p, metadata: p.metadata ?? prev?.p.metadata }, since: prev?.since ?? Date.now() });
     } else {
@@ -75,7 +75,7 @@ export class Progress implements vscode.TreeDataProvider<Node>, vscode.Disposabl
     const who = clientLabel(p.client);
     it.description = [p.tool, who, waiting ? 'waiting for your answer' : p.status].filter(Boolean).join(' · ');
     it.tooltip = `${p.tool} ${p.callID} (session ${p.sessionID})${p.client ? `\nby ${p.client.name}${p.client.version ? ` ${p.client.version}` : ''}` : ''}`;
-    it.iconPath = new vscode.ThemeIcon(waiting ? 'bell-dot' : p.status === 'pending' ? 'clock' : 'sync~spin');
+    it.iconPath = new vscode.ThemeIcon(waiting ? 'bell-dot' : p.status === 'queued' || p.status === 'pending' ? 'clock' : 'sync~spin');
     it.contextValue = 'toolsd.runningCall';
     return it;
   }

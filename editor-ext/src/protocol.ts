@@ -33,7 +33,8 @@ export const ErrorCodes = {
   Conflict: -32005,
 } as const;
 
-export type CallStatus = 'pending' | 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
+/** 'queued' is only in tools/progress: the daemon holds the call back until one of the connection's 64 calls in flight is answered. */
+export type CallStatus = 'queued' | 'pending' | 'running' | 'completed' | 'error' | 'cancelled' | 'interrupted';
 
 export interface ClientCapabilities { ask: boolean; progress: boolean }
 
