@@ -359,11 +359,13 @@ func isFD(s string) bool {
 func (s *scope) path(w word, kind UseKind, at []int) {
 	if w.static && !w.glob {
 		switch w.text {
-		case "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom":
+		case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom":
 			return
 		}
-		if fd, ok := strings.CutPrefix(w.text, "/dev/fd/"); ok && fd != "" && isFD(fd) {
-			return // an fd the line opened (with a redirection that was checked) or inherited
+		if inputDevice(w.text) {
+			// Read as data: an fd the line opened (with a redirection that was checked) or
+			// inherited. A grammar asks where it may be a program or a list (vScript, vAuto).
+			return
 		}
 	}
 	if !w.static || braceGlob(w) || w.text == "" {
@@ -375,6 +377,33 @@ func (s *scope) path(w word, kind UseKind, at []int) {
 		return
 	}
 	s.z.a.Uses = append(s.z.a.Uses, Use{Text: w.text, Kind: kind, At: at})
+}
+
+// inputWord reports a word that names the line's standard input to a command that reads a
+// file: "-" or a device (inputDevice).
+func inputWord(t string) bool { return t == "-" || inputDevice(t) }
+
+// inputDevice reports a path to an input of the line — standard input, or a descriptor
+// the line opened (3<<EOF, <(cmd)) — however it is spelled: /dev/stdin, /dev/fd/N,
+// /proc/self/fd/N, /proc/thread-self/fd/N, /proc/PID/fd/N, //dev/./stdin.
+func inputDevice(t string) bool {
+	if !strings.HasPrefix(t, "/") {
+		return false
+	}
+	p := path.Clean(t)
+	if p == "/dev/stdin" {
+		return true
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if fd, ok := strings.CutPrefix(p, dir); ok && isNumber(fd) {
+			return true
+		}
+	}
+	if rest, ok := strings.CutPrefix(p, "/proc/"); ok {
+		pid, fd, ok := strings.Cut(rest, "/fd/")
+		return ok && isNumber(pid) && isNumber(fd)
+	}
+	return false
 }
 
 func (s *scope) dynamic(raw string) {
