@@ -51,6 +51,14 @@
 // allow it — "sed *" never allows sed's e command, "tar *" never --to-command, "git *" never
 // -c. A rule naming the command exactly still does.
 //
+// The line's input is data to a filter (cat -, grep x -, wc -l < f) but never a program, a
+// makefile or a list of files: a script word that is "-", /dev/stdin, /dev/fd/N or
+// /proc/self/fd/N (python3 - <<EOF, make -f /dev/stdin), such a device where a word may be
+// a path (bash /dev/stdin), and every option that reads the names of files from a file
+// (tar -T, --files0-from) make the command unsafe: what runs, or which files are read, is in
+// no line the analysis sees. Neither are options that follow the symlinks inside a tree the
+// command walks (diff -r, zip -r, cp -rL): only the paths of the line are resolved.
+//
 // The tables (grammars, arities, wrappers, builtins, escapes) are built on first use, by
 // sync.OnceValue or loadGrammars: as package maps they were built at every start of the
 // binary, which every guard and sandbox stage is too.
