@@ -866,6 +866,11 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		}
 	}
 	g := grammars[key]
+	if g == nil && len(args) > 0 && args[0].static && grammars[key+" "+args[0].text] != nil {
+		// A command with no grammar of its own whose subcommand has one (poetry run).
+		key, args = key+" "+args[0].text, args[1:]
+		g = grammars[key]
+	}
 	if g == nil {
 		g = defaultGrammar
 	}
@@ -890,6 +895,12 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		if g.runs {
 			// npx tsc --noEmit: tsc's own grammar checks the rest.
 			key = grammarKey(path.Base(sub.text))
+			if shells()[key] {
+				return firstOf(unsafe, name+" runs "+key+", a shell: what it runs is not in the line")
+			}
+			if why := runsCommandsWhy(key, args[next+1:]); why != "" {
+				return firstOf(unsafe, why)
+			}
 			g = grammars[key]
 			if g == nil {
 				g = defaultGrammar
@@ -955,6 +966,12 @@ func runsCommandsWhy(name string, args []word) string {
 	base := path.Base(name)
 	if why, ok := runsCommands()[base]; ok {
 		return base + " " + why
+	}
+	// lua5.4, php8.2, tclsh8.6: a version after the name.
+	if v := strings.TrimRight(base, "0123456789.-"); v != base && v != "" {
+		if why, ok := runsCommands()[v]; ok {
+			return base + " " + why
+		}
 	}
 	for _, a := range args {
 		if a.static && !strings.HasPrefix(a.text, "-") {

@@ -143,6 +143,18 @@ var runsCommands = sync.OnceValue(func() map[string]string {
 		"docker run": "runs a container", "docker exec": "runs a command in a container", "docker cp": "copies to and from containers",
 		"podman run": "runs a container", "podman exec": "runs a command in a container", "kubectl exec": "runs a command in a pod",
 		"kubectl cp": "copies to and from pods", "kubectl debug": "runs a debugging container",
+		"docker-compose run": "runs a container", "docker-compose exec": "runs a command in a container",
+		"elixir": "runs code", "iex": "runs code", "erl": "runs code", "escript": "runs code", "ocaml": "runs code",
+		"racket": "runs code", "sbcl": "runs code", "clisp": "runs code", "swipl": "runs code", "gforth": "runs code",
+		"jshell": "runs code", "groovy": "runs code", "scala": "runs code", "kotlin": "runs code", "octave": "runs code",
+		"m4": "runs shell commands (syscmd, esyscmd)", "gnuplot": "runs shell commands (system, !)",
+		"nano": "runs shell commands (^T)", "pico": "runs shell commands", "emacsclient": "evaluates Lisp and runs commands",
+		"editor": "is an editor, which can run shell commands", "sensible-editor": "is an editor, which can run shell commands",
+		"xdg-open": "opens files with the program the desktop chooses", "open": "opens files with the program the desktop chooses",
+		"rlwrap": "runs the command it is given", "ssh-agent": "runs the command it is given", "dbus-launch": "runs the command it is given",
+		"hyperfine": "runs the shell commands it is given", "watchexec": "runs the command it is given",
+		"nodemon": "runs the command it is given (--exec)", "concurrently": "runs the shell commands it is given",
+		"perf": "runs the command it is given",
 	}
 })
 
@@ -563,6 +575,12 @@ var loadGrammars = sync.OnceFunc(func() {
 		"yarn add": "@npm args:auto", "yarn build": "@npm args:auto", "yarn lint": "@npm args:auto", "yarn why": "@npm args:text",
 		"yarn list": "@npm args:text", "yarn workspace": "@npm sub", "yarn start": "@npm args:auto",
 		"bunx": "runs",
+		// Runners of a project's environment: the program they run is checked with its own
+		// grammar (a shell, an interpreter without a script, a program of runsCommands ask).
+		"yarn exec": "runs", "bundle exec": "runs", "poetry run": "runs", "pipenv run": "runs", "pdm run": "runs",
+		"hatch run": "runs", "rye run": "runs",
+		"uv run": "-q -v --quiet --verbose --frozen --locked --no-sync --offline --all-extras --extra:text --no-dev " +
+			"--package:text --python:auto -p:auto runs",
 		"node": "--test --check -c --version -v --trace-warnings --no-warnings --enable-source-maps " +
 			"--experimental-vm-modules --max-old-space-size:num --stack-size:num --test-reporter:reporter " +
 			"--test-reporter-destination:write --test-name-pattern:text --watch! @jsrun --inspect! --inspect-brk! " +
@@ -642,6 +660,10 @@ var loadGrammars = sync.OnceFunc(func() {
 	}
 	grammars["gmake"] = grammars["make"]
 	grammars["egrep"] = grammars["grep"]
+	grammars["ggrep"] = grammars["grep"]
+	grammars["gsed"] = grammars["sed"]
+	grammars["nawk"] = grammars["awk"]
+	grammars["gtar"] = grammars["tar"]
 	grammars["fgrep"] = grammars["grep"]
 	grammars["git config"].check = gitConfigReadOnly
 	grammars["make"].check = makeVariables
