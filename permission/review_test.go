@@ -14,7 +14,7 @@ import (
 func TestInputAndGrammarGapsAsk(t *testing.T) {
 	prefixes := []string{"python3 *", "python *", "node *", "make *", "sort *", "wc *", "tar *", "git *", "curl *",
 		"find *", "cat *", "grep *", "jq *", "bash *", "sh *", "cp *", "diff *", "zip *", "sed *", "awk *", "xargs *",
-		"tsx *", "npx *", "cmake *", "pytest *", "eslint *", "echo *", "printf *", "head *", "ls *"}
+		"tsx *", "npx *", "cmake *", "pytest *", "eslint *", "echo *", "printf *", "head *", "ls *", "prettier *"}
 	var rules []string
 	for _, p := range prefixes {
 		rules = append(rules, `"`+p+`": "allow"`)
@@ -42,6 +42,9 @@ func TestInputAndGrammarGapsAsk(t *testing.T) {
 		// find: the commands it runs and the files it writes are checked on their own.
 		"find . -exec rm {} \\;", "find . -fprintf " + outside + "/x %p", "find . -execdir cat ../../secret \\;",
 		"find . -files0-from a.txt",
+		// Modules by URL, files by option values.
+		"prettier --plugin=file://" + outside + "/x.mjs --check .", "python3 -X pycache_prefix=" + outside + " x.py",
+		"tar cfT x.tar a.txt",
 	}
 	for _, line := range asks {
 		t.Run(line, func(t *testing.T) {
@@ -59,6 +62,7 @@ func TestInputAndGrammarGapsAsk(t *testing.T) {
 		"git config --local --list", "curl -sS -o a2.txt https://example.com/x", "curl -w '%{http_code}' https://example.com",
 		"diff -r --no-dereference . sub", "zip -ry x.zip .", "cp -r sub sub2", "tar -cf x.tar sub", "python3 -m json.tool a.txt",
 		"python3 -m pytest -x", "find . -name '*.txt' -exec grep -l x {} +", "git -c color.ui=always log --oneline",
+		"prettier --plugin=file://" + ws + "/x.mjs --check .", "python3 -X importtime x.py", "tar cvf x.tar sub",
 	}
 	for _, line := range runs {
 		if d := e.DecideShell("s", "", line, ws, ws); d.Action != Allow {

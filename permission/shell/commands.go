@@ -875,8 +875,7 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		g = defaultGrammar
 	}
 	if name == "tar" && len(args) > 0 && args[0].static && !args[0].glob && oldStyleTar(args[0].text) {
-		// Old-style options: "tar xzf a.tgz" is "tar -x -z -f a.tgz".
-		args = append([]word{withText(args[0], "-"+args[0].text)}, args[1:]...)
+		args = oldStyleTarArgs(g, args)
 	}
 	unsafe := ""
 	for depth := 0; depth < 4; depth++ {
@@ -982,6 +981,23 @@ func runsCommandsWhy(name string, args []word) string {
 		}
 	}
 	return ""
+}
+
+// oldStyleTarArgs rewrites tar's old-style options as options: "tar xzf a.tgz" is "tar -x -z
+// -f a.tgz", and each letter that takes a value takes the next word, in order ("tar cfT
+// x.tar list" is "tar -c -f x.tar -T list").
+func oldStyleTarArgs(g *grammar, args []word) []word {
+	var out []word
+	rest := args[1:]
+	for i := 0; i < len(args[0].text); i++ {
+		ch := args[0].text[i]
+		out = append(out, withText(args[0], "-"+string(ch)))
+		if g.short[ch].arg && len(rest) > 0 {
+			out = append(out, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return append(out, rest...)
 }
 
 // oldStyleTar reports tar's first word as old-style options ("xzf"): letters only.

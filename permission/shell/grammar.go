@@ -241,7 +241,11 @@ func (c *argCheck) value(w word, k vkind) {
 			c.s.path(w, Create, c.at)
 		}
 	case vScript:
-		if w.static && inputWord(w.text) {
+		if !w.static {
+			c.fail("the program %s runs is only known when the line runs (%s)", c.name, w.raw)
+			return
+		}
+		if inputWord(w.text) {
 			c.fail("%s runs a program it reads from the line's input (%s), which no analysis sees", c.name, w.text)
 			return
 		}
@@ -505,8 +509,26 @@ func (c *argCheck) auto(w word) {
 	if name, val, ok := strings.Cut(t, "="); ok && isShellName(name) {
 		t = val
 	}
-	if w.static && inputDevice(t) {
-		c.fail("%s is given the line's input as %s, which it may run as a program or read as a list of files", c.name, t)
+	if w.static && inputDevice(t) || !w.static && (strings.HasPrefix(w.prefix, "/dev/") || strings.HasPrefix(w.prefix, "/proc/")) {
+		c.fail("%s is given the line's input as %s, which it may run as a program or read as a list of files", c.name, w.raw)
+	}
+	// A module a JavaScript tool imports (--plugin, --require, a reporter) may be a URL:
+	// data: is code written in the line, file: a path.
+	switch lower := strings.ToLower(t); {
+	case strings.HasPrefix(lower, "data:"):
+		c.fail("%s is given a data: URL (%s), which is code if it imports it", c.name, w.raw)
+		return
+	case strings.HasPrefix(lower, "file:"):
+		p := strings.TrimPrefix(t[len("file:"):], "//localhost")
+		if strings.HasPrefix(p, "//") {
+			p = p[2:]
+			if !strings.HasPrefix(p, "/") {
+				c.fail("%s is given a file: URL on another host (%s)", c.name, w.raw)
+				return
+			}
+		}
+		c.s.path(withText(w, p), Read, c.at)
+		return
 	}
 	c.s.maybePath(w, c.at)
 }

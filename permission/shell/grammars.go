@@ -601,8 +601,8 @@ var loadGrammars = sync.OnceFunc(func() {
 		"shfmt": "anyopts args:auto", "golangci-lint": "anyopts args:auto", "staticcheck": "anyopts args:auto",
 
 		// Python.
-		"python":  "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:text stop first:script args:text -m:text! -c:text!",
-		"python3": "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:text stop first:script args:text -m:text! -c:text!",
+		"python":  "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:auto stop first:script args:text -m:text! -c:text!",
+		"python3": "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:auto stop first:script args:text -m:text! -c:text!",
 		// The modules python -m may run under a rule with a wildcard (see pyModules).
 		"python -m unittest":  "-vqfcb --locals --durations:num -k:text -s:path -p:text -t:path args:auto",
 		"python -m json.tool": "--sort-keys --no-ensure-ascii --json-lines --indent:num --tab --no-indent --compact first:path args:write max:2",
