@@ -71,3 +71,26 @@ func TestInputAndGrammarGapsAsk(t *testing.T) {
 		}
 	}
 }
+
+// A write through a descriptor of the line (/dev/stdin, /dev/fd/N, or /dev/stdout after
+// 1< f) opens the file behind it again, for writing: bash -c 'echo x < f > /dev/stdin'
+// overwrites f. Under rules that ask for edits, such a line asks; writing to the line's
+// own output does not.
+func TestWriteThroughDescriptorAsks(t *testing.T) {
+	e, ws, _ := classEngine(t, `{"bash": {"*": "ask", "echo *": "allow", "cat *": "allow", "go *": "allow"}, "edit": "ask"}`)
+	for _, line := range []string{
+		"echo x < a.txt > /dev/stdin", "echo x 1< a.txt > /dev/stdout", "echo x 3< a.txt > /dev/fd/3",
+		"echo x < a.txt 1<&0 > /dev/stdout", "echo x < a.txt > /proc/self/fd/0", "cat a.txt > /dev/fd/3",
+	} {
+		if d := e.DecideShell("s", "", line, ws, ws); d.Action == Allow {
+			b, _ := json.MarshalIndent(d, "", "  ")
+			t.Errorf("%q writes a file without an ask:\n%s", line, b)
+		}
+	}
+	for _, line := range []string{"echo x > /dev/stderr", "echo x >&2", "go test ./... 2>&1", "cat a.txt > /dev/null 2>&1", "echo x > /dev/fd/2"} {
+		if d := e.DecideShell("s", "", line, ws, ws); d.Action != Allow {
+			b, _ := json.MarshalIndent(d, "", "  ")
+			t.Errorf("%q asks:\n%s", line, b)
+		}
+	}
+}
