@@ -16,7 +16,8 @@
 //     analysed like any other), arithmetic $(( )) of numbers only, globs and brace
 //     expansions (whose results are treated as unknown paths);
 //   - redirections (< > >> >| &> &>> <> n>&m <<< and here-documents) to files, which are
-//     checked like any path the line reads or writes;
+//     checked like any path the line reads or writes (a write to /dev/stdin or /dev/fd/3
+//     writes the file behind the descriptor; only 1 and 2 are the line's own output);
 //   - assignments (FOO=x cmd, FOO=x, export FOO=x) to lowercase shell variables and to the
 //     environment variables in safeVars, which change nothing about what runs;
 //   - the builtins cd, pushd, popd, echo, printf (not -v), pwd, true, false, :, test and [
@@ -26,8 +27,10 @@
 // Outside it — and Opaque, with a reason in Analysis.Reasons: control flow (if, for,
 // while, case), function definitions, (( )), let and [[ ]], declare/local/typeset/
 // readonly, read, mapfile, printf -v, test -v, unset, eval, source, alias, hash, enable,
-// shopt, trap; parameter expansions with operators (${x@P}, ${!x}, ${a[i]}, ${x:i:n},
-// ${x:-y}, ...); arithmetic with variables; array assignments and assignments to array
+// shopt, trap; a file read on descriptor 1, 2 or above (1< f, 3< f) or another
+// descriptor made 1 or 2 (1<&0, >&3), through which /dev/stdout would write it; parameter
+// expansions with operators (${x@P}, ${!x}, ${a[i]}, ${x:i:n}, ${x:-y}, ...); arithmetic
+// with variables; array assignments and assignments to array
 // elements; assignments to any variable not known to be harmless (PATH, BASH_ENV, IFS,
 // LD_*, GIT_*, NODE_OPTIONS, and every name not in safeVars); a command name that is not a
 // literal (or hides characters); a shell reading commands from its input (curl x | sh);
