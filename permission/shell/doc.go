@@ -46,7 +46,8 @@
 // builtin, sudo, doas, pkexec, runuser, su -c, find -exec, bash/sh -c). Command.Text is
 // what permission patterns match: the words after quote removal joined by single spaces,
 // assignments before the command left out. A command name with a slash is cleaned
-// ("ls/../../bin/rm" becomes "../bin/rm") so that it cannot pass for a bare name.
+// ("ls/../../bin/rm" becomes "../bin/rm", "./bin/server" stays "./bin/server") so that it
+// cannot pass for a bare name.
 //
 // Each command's arguments are checked against its grammar (grammars.go): the options known
 // to be safe, what its positional words are. Command.Unsafe says why they do not fit; a

@@ -88,6 +88,7 @@ const (
 	vReporter               // node's test reporter: a built-in name or a module's path
 	vURL                    // a URL (curl): file:// is a path, other protocols than the web's ask
 	vAtFile                 // a value, or @file to read it from (curl -H, -w)
+	vPyPlugin               // pytest -p: a plugin module to load, or no:NAME to turn one off
 )
 
 var kinds = sync.OnceValue(func() map[string]vkind {
@@ -95,7 +96,7 @@ var kinds = sync.OnceValue(func() map[string]vkind {
 		"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
 		"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
 		"text2": vText2, "namepath": vNamePath, "optnum": vOptNum, "script": vScript, "repo": vRepo,
-		"gitcfg": vGitConfig, "reporter": vReporter, "url": vURL, "atfile": vAtFile,
+		"gitcfg": vGitConfig, "reporter": vReporter, "url": vURL, "atfile": vAtFile, "pyplugin": vPyPlugin,
 	}
 })
 
@@ -258,6 +259,10 @@ func (c *argCheck) value(w word, k vkind) {
 		c.reporter(w)
 	case vURL:
 		c.url(w)
+	case vPyPlugin:
+		if !w.static || !strings.HasPrefix(w.text, "no:") {
+			c.fail("%s -p %s loads a plugin module (-p no:NAME, which turns one off, is known to be safe)", c.name, w.raw)
+		}
 	case vAtFile:
 		if !w.static && (w.prefix == "" || strings.HasPrefix(w.prefix, "@")) {
 			c.fail("a value of %s is only known when the line runs (%s), and may name a file to read (@file)", c.name, w.raw)

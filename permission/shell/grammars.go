@@ -60,8 +60,8 @@ var escapes = sync.OnceValue(func() map[string]string {
 		"npm --script-shell": "names the shell that runs scripts", "npm --node-options": "passes options to node (--require runs code)",
 		"npm --userconfig": "reads another configuration", "npm --globalconfig": "reads another configuration",
 		"npm -g": "installs outside the workspace", "npm --global": "installs outside the workspace",
-		"npm --registry": "fetches packages from another registry", "npm --prefix": "works in another folder",
-		"npm exec": "runs a package, downloading it if needed", "npm x": "runs a package, downloading it if needed",
+		"npm --registry": "fetches packages from another registry",
+		"npm exec":       "runs a package, downloading it if needed", "npm x": "runs a package, downloading it if needed",
 		"npx -c": "runs a shell command", "npx --call": "runs a shell command", "npx -p": "installs another package to run",
 		"npx --package": "installs another package to run",
 		"cargo -Z":      "turns on unstable features", "cargo --config": "sets configuration that can name programs to run",
@@ -213,7 +213,7 @@ var groups = sync.OnceValue(func() map[string]string {
 			"--prefer-offline --prefer-online --package-lock-only --no-package-lock --install-links --depth:num " +
 			"--all --audit-level:text --fix --unicode --no-unicode --frozen-lockfile --immutable --prefer-frozen-lockfile " +
 			"--filter:text -F:text --recursive -r --parallel --stream --reporter:text --watch --coverage --ci " +
-			"--global! -g! --prefix:dir! --script-shell:text! --node-options:text! --userconfig:path! " +
+			"--global! -g! --prefix:dir --script-shell:text! --node-options:text! --userconfig:path! " +
 			"--globalconfig:path! --registry:text!",
 		// cargo build, test, check, run, clippy, doc, bench.
 		"cargo": "-q -v -r --quiet --verbose --release --all-features --no-default-features --features:text " +
@@ -230,7 +230,7 @@ var groups = sync.OnceValue(func() map[string]string {
 			"--cov-fail-under:num --cov-branch --basetemp:out --import-mode:text --strict-markers --runxfail " +
 			"--verbose --quiet --exitfirst --color:text --code-highlight:text --setup-show --setup-only --doctest-modules " +
 			"--ignore:path --ignore-glob:text --deselect:text --count:num --reruns:num --timeout:num --numprocesses:text " +
-			"-p:text! -o:text! --override-ini:text!",
+			"-p:pyplugin -o:text! --override-ini:text!",
 	}
 })
 

@@ -661,7 +661,8 @@ func cleanName(name string) string {
 		return name
 	}
 	c := path.Clean(name)
-	if !strings.Contains(c, "/") {
+	// ./bin/server stays ./bin/server (as the person writes it in a rule); ./../x is ../x.
+	if !strings.Contains(c, "/") || strings.HasPrefix(name, "./") && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/") {
 		c = "./" + c
 	}
 	return c
