@@ -34,7 +34,6 @@ var escapes = sync.OnceValue(func() map[string]string {
 		"sed -f":               "reads its script from a file no analysis sees", "sed --file": "reads its script from a file no analysis sees",
 		"awk -f": "reads its program from a file no analysis sees", "gawk -f": "reads its program from a file no analysis sees",
 		"awk -E":           "reads its program from a file no analysis sees",
-		"git -c":           "sets configuration for the command, which can name programs to run (core.pager, core.sshCommand, alias.*)",
 		"git --config-env": "sets configuration for the command, which can name programs to run",
 		"git --exec-path":  "changes where git finds its programs", "git --git-dir": "points git at another repository, whose configuration can run programs",
 		"git --work-tree": "points git at another folder", "git --namespace": "changes the refs git sees",
