@@ -82,3 +82,56 @@ func why(d ShellDecision) string {
 	}
 	return ""
 }
+
+// TestOrdinaryDay is the counterweight of issue 24: hardening must not make toolsd useless.
+// testdata/corpus/day.txt is a scripted day of ordinary lines (catching up, reading code, a
+// fix, tests, a feature, review, chores). Under the rules people write for such a project
+// (day-rules.json: "git *", "go *", "npm test*", "python3 *", the readers and filters, edits
+// allowed, git push and rm asked) at least 90% of them must be fully understood and run
+// unasked. The figure under the careful rules of rules.json (which name fewer commands, and
+// ask for edits) is logged too. Every line that asks is logged with why.
+func TestOrdinaryDay(t *testing.T) {
+	raw, err := os.ReadFile("testdata/corpus/day.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(raw), "\n") {
+		if l != "" && !strings.HasPrefix(l, "#") {
+			lines = append(lines, strings.ReplaceAll(l, `\n`, "\n"))
+		}
+	}
+	if len(lines) < 150 {
+		t.Fatalf("the day has %d lines, want at least 150", len(lines))
+	}
+	for _, tt := range []struct {
+		rules string
+		want  int // percent
+	}{{"day-rules.json", 90}, {"rules.json", 0}} {
+		rules := tt.rules
+		t.Run(rules, func(t *testing.T) {
+			ws, err := filepath.EvalSymlinks(t.TempDir())
+			if err != nil {
+				t.Fatal(err)
+			}
+			cfg, err := os.ReadFile(filepath.Join("testdata/corpus", rules))
+			if err != nil {
+				t.Fatal(err)
+			}
+			e := newEngine(t, nil, map[string]string{LayerUser: string(cfg)})
+			runs := 0
+			for _, line := range lines {
+				d := e.DecideShell("s", "", line, ws, ws)
+				if d.Action == Allow {
+					runs++
+					continue
+				}
+				t.Logf("asks: %-60q %s", line, why(d))
+			}
+			t.Logf("%d of %d lines of the day run unasked (%.1f%%)", runs, len(lines), 100*float64(runs)/float64(len(lines)))
+			if runs*100 < len(lines)*tt.want {
+				t.Fatalf("only %d of %d ordinary lines run unasked: want at least %d%%", runs, len(lines), tt.want)
+			}
+		})
+	}
+}

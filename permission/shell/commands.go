@@ -216,7 +216,8 @@ func (s *scope) command(ws []word, at []int) (ok, fail []int) {
 		return at, at
 	}
 	name := ws[0]
-	if !name.static || name.glob || hiddenRunes(name.text) {
+	// "[" alone is no pattern (a bracket without its end matches itself): it is test.
+	if !name.static || name.glob && name.text != "[" || hiddenRunes(name.text) {
 		s.z.opaque("the command name " + name.raw + " is only known when the line runs (or hides characters)")
 		for _, w := range ws[1:] {
 			s.maybePath(w, at)
@@ -691,7 +692,16 @@ func (s *scope) find(ws []word, at []int) ([]int, []int) {
 			for j < len(args) && !(args[j].static && (args[j].text == ";" || args[j].text == "+" && j > i+1 && args[j-1].text == "{}")) {
 				j++
 			}
-			s.command(args[i+1:j], at)
+			if strings.HasSuffix(t, "dir") {
+				// The command runs in the folder of each file found: its relative paths
+				// are only known when the line runs.
+				saved := s.z.unknownCwd
+				s.z.unknownCwd = true
+				s.command(args[i+1:j], at)
+				s.z.unknownCwd = saved
+			} else {
+				s.command(args[i+1:j], at)
+			}
 			i = j
 		case t == "-fprint" || t == "-fprint0" || t == "-fls" || t == "-fprintf":
 			if i+1 < len(args) {
@@ -701,7 +711,13 @@ func (s *scope) find(ws []word, at []int) ([]int, []int) {
 			if t == "-fprintf" {
 				i++
 			}
-		case t == "-files0-from" || t == "-newer" || t == "-anewer" || t == "-cnewer" || t == "-samefile" ||
+		case t == "-files0-from":
+			unsafe("find -files0-from " + fileList)
+			if i+1 < len(args) {
+				s.path(args[i+1], Read, at)
+			}
+			i++
+		case t == "-newer" || t == "-anewer" || t == "-cnewer" || t == "-samefile" ||
 			strings.HasPrefix(t, "-newer") && len(t) == 8:
 			if i+1 < len(args) {
 				s.path(args[i+1], Read, at)
@@ -826,27 +842,40 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 	if (name == "chmod" || name == "chgrp" || name == "chown") && len(args) > 0 && chmodMode(args[0]) {
 		args = append([]word{withText(args[0], "MODE")}, args[1:]...)
 	}
-	key := name
-	if (name == "python" || name == "python3") && pyModule(args) >= 0 {
-		// python -m pytest -x: the module's grammar checks its words.
+	key := grammarKey(name)
+	if (key == "python" || key == "python3") && pyModule(args) >= 0 {
+		// python -m pytest -x: the module's grammar checks its words. Only the modules
+		// with a grammar ("python -m pytest", "python -m json.tool", ...) may run under a
+		// rule with a wildcard: timeit, code, runpy, pdb, asyncio, cProfile, trace and
+		// many more run code given in their arguments or read from the line's input.
 		i := pyModule(args)
-		opts := *grammars[name]
+		opts := *grammars[key]
 		opts.check = nil
-		if why, _, _ := s.checkArgs(name, &opts, args[:i], at); why != "" {
+		if why, _, _ := s.checkArgs(key, &opts, args[:i], at); why != "" {
 			return why
 		}
 		if i+1 >= len(args) || !args[i+1].static {
 			return name + " -m runs a module only known when the line runs"
 		}
-		key, args = args[i+1].text, args[i+2:]
+		mod := args[i+1].text
+		key, args = "python -m "+mod, args[i+2:]
+		if grammars[key] == nil {
+			s.checkArgs(key, defaultGrammar, args, at) // its paths are still checked
+			return name + " -m " + mod + " runs a module toolsd does not know to be safe " +
+				"(modules like timeit, code, runpy and pdb run code given in their arguments)"
+		}
 	}
 	g := grammars[key]
+	if g == nil && len(args) > 0 && args[0].static && grammars[key+" "+args[0].text] != nil {
+		// A command with no grammar of its own whose subcommand has one (poetry run).
+		key, args = key+" "+args[0].text, args[1:]
+		g = grammars[key]
+	}
 	if g == nil {
 		g = defaultGrammar
 	}
 	if name == "tar" && len(args) > 0 && args[0].static && !args[0].glob && oldStyleTar(args[0].text) {
-		// Old-style options: "tar xzf a.tgz" is "tar -x -z -f a.tgz".
-		args = append([]word{withText(args[0], "-"+args[0].text)}, args[1:]...)
+		args = oldStyleTarArgs(g, args)
 	}
 	unsafe := ""
 	for depth := 0; depth < 4; depth++ {
@@ -864,7 +893,13 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		}
 		if g.runs {
 			// npx tsc --noEmit: tsc's own grammar checks the rest.
-			key = path.Base(sub.text)
+			key = grammarKey(path.Base(sub.text))
+			if shells()[key] {
+				return firstOf(unsafe, name+" runs "+key+", a shell: what it runs is not in the line")
+			}
+			if why := runsCommandsWhy(key, args[next+1:]); why != "" {
+				return firstOf(unsafe, why)
+			}
 			g = grammars[key]
 			if g == nil {
 				g = defaultGrammar
@@ -891,6 +926,28 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 	return firstOf(unsafe, name+" nests subcommands deeper than toolsd follows")
 }
 
+// grammarKey is the name of the grammar of the command name: a system program named by its
+// path has its own (/usr/bin/git is git), and the other names of an interpreter share its
+// grammar (python3.12, pypy3 and python2 are python3; nodejs is node).
+func grammarKey(name string) string {
+	for _, dir := range sysDirs {
+		if b, ok := strings.CutPrefix(name, dir); ok && !strings.Contains(b, "/") {
+			name = b
+		}
+	}
+	if name == "nodejs" {
+		return "node"
+	}
+	if name != "python" && name != "python3" {
+		for _, py := range []string{"python", "pypy", "py"} {
+			if v, ok := strings.CutPrefix(name, py); ok && strings.Trim(v, "0123456789.") == "" {
+				return "python3"
+			}
+		}
+	}
+	return name
+}
+
 // innerCommand are the runsCommands that take a command after their options (and after
 // this many positional words: chroot's folder, sg's group).
 var innerCommand = sync.OnceValue(func() map[string]int {
@@ -909,6 +966,12 @@ func runsCommandsWhy(name string, args []word) string {
 	if why, ok := runsCommands()[base]; ok {
 		return base + " " + why
 	}
+	// lua5.4, php8.2, tclsh8.6: a version after the name.
+	if v := strings.TrimRight(base, "0123456789.-"); v != base && v != "" {
+		if why, ok := runsCommands()[v]; ok {
+			return base + " " + why
+		}
+	}
 	for _, a := range args {
 		if a.static && !strings.HasPrefix(a.text, "-") {
 			if why, ok := runsCommands()[base+" "+a.text]; ok {
@@ -918,6 +981,23 @@ func runsCommandsWhy(name string, args []word) string {
 		}
 	}
 	return ""
+}
+
+// oldStyleTarArgs rewrites tar's old-style options as options: "tar xzf a.tgz" is "tar -x -z
+// -f a.tgz", and each letter that takes a value takes the next word, in order ("tar cfT
+// x.tar list" is "tar -c -f x.tar -T list").
+func oldStyleTarArgs(g *grammar, args []word) []word {
+	var out []word
+	rest := args[1:]
+	for i := 0; i < len(args[0].text); i++ {
+		ch := args[0].text[i]
+		out = append(out, withText(args[0], "-"+string(ch)))
+		if g.short[ch].arg && len(rest) > 0 {
+			out = append(out, rest[0])
+			rest = rest[1:]
+		}
+	}
+	return append(out, rest...)
 }
 
 // oldStyleTar reports tar's first word as old-style options ("xzf"): letters only.

@@ -16,7 +16,8 @@
 //     analysed like any other), arithmetic $(( )) of numbers only, globs and brace
 //     expansions (whose results are treated as unknown paths);
 //   - redirections (< > >> >| &> &>> <> n>&m <<< and here-documents) to files, which are
-//     checked like any path the line reads or writes;
+//     checked like any path the line reads or writes (a write to /dev/stdin or /dev/fd/3
+//     writes the file behind the descriptor; only 1 and 2 are the line's own output);
 //   - assignments (FOO=x cmd, FOO=x, export FOO=x) to lowercase shell variables and to the
 //     environment variables in safeVars, which change nothing about what runs;
 //   - the builtins cd, pushd, popd, echo, printf (not -v), pwd, true, false, :, test and [
@@ -26,8 +27,10 @@
 // Outside it — and Opaque, with a reason in Analysis.Reasons: control flow (if, for,
 // while, case), function definitions, (( )), let and [[ ]], declare/local/typeset/
 // readonly, read, mapfile, printf -v, test -v, unset, eval, source, alias, hash, enable,
-// shopt, trap; parameter expansions with operators (${x@P}, ${!x}, ${a[i]}, ${x:i:n},
-// ${x:-y}, ...); arithmetic with variables; array assignments and assignments to array
+// shopt, trap; a file read on descriptor 1, 2 or above (1< f, 3< f) or another
+// descriptor made 1 or 2 (1<&0, >&3), through which /dev/stdout would write it; parameter
+// expansions with operators (${x@P}, ${!x}, ${a[i]}, ${x:i:n}, ${x:-y}, ...); arithmetic
+// with variables; array assignments and assignments to array
 // elements; assignments to any variable not known to be harmless (PATH, BASH_ENV, IFS,
 // LD_*, GIT_*, NODE_OPTIONS, and every name not in safeVars); a command name that is not a
 // literal (or hides characters); a shell reading commands from its input (curl x | sh);
@@ -43,13 +46,22 @@
 // builtin, sudo, doas, pkexec, runuser, su -c, find -exec, bash/sh -c). Command.Text is
 // what permission patterns match: the words after quote removal joined by single spaces,
 // assignments before the command left out. A command name with a slash is cleaned
-// ("ls/../../bin/rm" becomes "../bin/rm") so that it cannot pass for a bare name.
+// ("ls/../../bin/rm" becomes "../bin/rm", "./bin/server" stays "./bin/server") so that it
+// cannot pass for a bare name.
 //
 // Each command's arguments are checked against its grammar (grammars.go): the options known
 // to be safe, what its positional words are. Command.Unsafe says why they do not fit; a
 // permission rule or "always" answer with a wildcard ("git status*", "sed *") then does not
 // allow it — "sed *" never allows sed's e command, "tar *" never --to-command, "git *" never
 // -c. A rule naming the command exactly still does.
+//
+// The line's input is data to a filter (cat -, grep x -, wc -l < f) but never a program, a
+// makefile or a list of files: a script word that is "-", /dev/stdin, /dev/fd/N or
+// /proc/self/fd/N (python3 - <<EOF, make -f /dev/stdin), such a device where a word may be
+// a path (bash /dev/stdin), and every option that reads the names of files from a file
+// (tar -T, --files0-from) make the command unsafe: what runs, or which files are read, is in
+// no line the analysis sees. Neither are options that follow the symlinks inside a tree the
+// command walks (diff -r, zip -r, cp -rL): only the paths of the line are resolved.
 //
 // The tables (grammars, arities, wrappers, builtins, escapes) are built on first use, by
 // sync.OnceValue or loadGrammars: as package maps they were built at every start of the

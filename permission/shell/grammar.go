@@ -66,29 +66,37 @@ type optSpec struct {
 type vkind uint8
 
 const (
-	vText     vkind = iota // any text; never a path
-	vAuto                  // a path if it looks like one or names an existing file
-	vPath                  // a path it reads (or lists, or runs)
-	vWrite                 // a path it writes content the line controls into (an edit)
-	vOut                   // a path a tool makes its own output in (a binary, a profile)
-	vDir                   // a folder it works in (cd for the words after it)
-	vNum                   // a number
-	vPat                   // the pattern (the first positional is then a path)
-	vPatFile               // a file holding the pattern
-	vSed                   // a sed script
-	vAwk                   // an awk program
-	vLdflags               // go's -ldflags
-	vNone                  // no positional words at all
-	vText2                 // two words of text (jq --arg name value)
-	vNamePath              // a name then a path (jq --slurpfile name file)
-	vOptNum                // make -j [N]: an optional number as the next word
+	vText      vkind = iota // any text; never a path
+	vAuto                   // a path if it looks like one or names an existing file
+	vPath                   // a path it reads (or lists, or runs)
+	vWrite                  // a path it writes content the line controls into (an edit)
+	vOut                    // a path a tool makes its own output in (a binary, a profile)
+	vDir                    // a folder it works in (cd for the words after it)
+	vNum                    // a number
+	vPat                    // the pattern (the first positional is then a path)
+	vPatFile                // a file holding the pattern
+	vSed                    // a sed script
+	vAwk                    // an awk program
+	vLdflags                // go's -ldflags
+	vNone                   // no positional words at all
+	vText2                  // two words of text (jq --arg name value)
+	vNamePath               // a name then a path (jq --slurpfile name file)
+	vOptNum                 // make -j [N]: an optional number as the next word
+	vScript                 // a file whose content it runs or reads as code (python's script, make -f)
+	vRepo                   // a repository: a remote's name, a network URL or a local path (git fetch)
+	vGitConfig              // a git configuration setting name=value (git -c)
+	vReporter               // node's test reporter: a built-in name or a module's path
+	vURL                    // a URL (curl): file:// is a path, other protocols than the web's ask
+	vAtFile                 // a value, or @file to read it from (curl -H, -w)
+	vPyPlugin               // pytest -p: a plugin module to load, or no:NAME to turn one off
 )
 
 var kinds = sync.OnceValue(func() map[string]vkind {
 	return map[string]vkind{
 		"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
 		"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
-		"text2": vText2, "namepath": vNamePath, "optnum": vOptNum,
+		"text2": vText2, "namepath": vNamePath, "optnum": vOptNum, "script": vScript, "repo": vRepo,
+		"gitcfg": vGitConfig, "reporter": vReporter, "url": vURL, "atfile": vAtFile, "pyplugin": vPyPlugin,
 	}
 })
 
@@ -224,15 +232,52 @@ func (c *argCheck) value(w word, k vkind) {
 	switch k {
 	case vPath, vPatFile:
 		c.s.path(w, Read, c.at)
-	case vWrite:
-		c.s.path(w, Write, c.at)
-	case vOut:
-		c.s.path(w, Create, c.at)
+	case vWrite, vOut:
+		if w.static && w.text == "-" {
+			return // standard output
+		}
+		if k == vWrite {
+			c.s.path(w, Write, c.at)
+		} else {
+			c.s.path(w, Create, c.at)
+		}
+	case vScript:
+		if !w.static {
+			c.fail("the program %s runs is only known when the line runs (%s)", c.name, w.raw)
+			return
+		}
+		if inputWord(w.text) {
+			c.fail("%s runs a program it reads from the line's input (%s), which no analysis sees", c.name, w.text)
+			return
+		}
+		c.s.path(w, Read, c.at)
+	case vRepo:
+		c.repo(w)
+	case vGitConfig:
+		c.gitConfig(w)
+	case vReporter:
+		c.reporter(w)
+	case vURL:
+		c.url(w)
+	case vPyPlugin:
+		if !w.static || !strings.HasPrefix(w.text, "no:") {
+			c.fail("%s -p %s loads a plugin module (-p no:NAME, which turns one off, is known to be safe)", c.name, w.raw)
+		}
+	case vAtFile:
+		if !w.static && (w.prefix == "" || strings.HasPrefix(w.prefix, "@")) {
+			c.fail("a value of %s is only known when the line runs (%s), and may name a file to read (@file)", c.name, w.raw)
+		}
+		if w.static && strings.HasPrefix(w.text, "@") {
+			c.s.path(withText(w, w.text[1:]), Read, c.at)
+		}
+		if strings.Contains(w.text, "%output{") {
+			c.fail("%s's %%output{file} writes a file", c.name)
+		}
 	case vDir:
 		c.s.path(w, Chdir, c.at)
 		c.at = c.s.chdir(w, c.at, true)
 	case vAuto:
-		c.s.maybePath(w, c.at)
+		c.auto(w)
 	case vSed:
 		if !w.static {
 			c.fail("the sed script of %s is only known when the line runs", c.name)
@@ -332,7 +377,7 @@ func (c *argCheck) option(ws []word, i int, firstGiven *bool) int {
 			// Not in the grammar: its value is still checked where it may be a path (a
 			// rule "*" allows the command as it is, but not its paths).
 			if hasVal {
-				c.s.maybePath(withText(w, val), c.at)
+				c.auto(withText(w, val))
 			}
 			if !g.anyOpts {
 				c.unknown("--"+name, "-"+name)
@@ -379,7 +424,7 @@ func (c *argCheck) option(ws []word, i int, firstGiven *bool) int {
 		if !ok {
 			// Not in the grammar: what follows it in the word may be its value (-o/etc/x).
 			if rest := w.text[min(j+1, len(w.text)):]; w.static && looksLikePath(rest) {
-				c.s.maybePath(withText(w, rest), c.at)
+				c.auto(withText(w, rest))
 			}
 			if !g.anyOpts {
 				c.unknown("-"+string(ch), "")
@@ -449,8 +494,9 @@ func (c *argCheck) optValue(ws []word, i int, vw word, o optSpec, firstGiven *bo
 		return i + 1
 	}
 	if !vw.static && o.kind != vText && o.kind != vNum && o.kind != vPat {
-		if o.kind == vPath || o.kind == vWrite || o.kind == vOut || o.kind == vDir || o.kind == vAuto {
-			c.value(vw, o.kind) // recorded as Dynamic
+		switch o.kind {
+		case vPath, vWrite, vOut, vDir, vAuto, vAtFile, vURL, vRepo, vGitConfig, vReporter:
+			c.value(vw, o.kind) // paths recorded as Dynamic; the others check what is known
 			return i
 		}
 		c.fail("a value of %s is only known when the line runs (%s)", c.name, vw.raw)
@@ -458,6 +504,139 @@ func (c *argCheck) optValue(ws []word, i int, vw word, o optSpec, firstGiven *bo
 	}
 	c.value(vw, o.kind)
 	return i
+}
+
+// auto handles a word that is a path if it looks like one or names something that exists
+// (and for NAME=value, its value). The line's input named as a device (/dev/stdin,
+// /dev/fd/3) is not: toolsd cannot tell whether the command reads it as data or runs it.
+func (c *argCheck) auto(w word) {
+	t := w.text
+	if name, val, ok := strings.Cut(t, "="); ok && isShellName(name) {
+		t = val
+	}
+	if w.static && inputDevice(t) || !w.static && (strings.HasPrefix(w.prefix, "/dev/") || strings.HasPrefix(w.prefix, "/proc/")) {
+		c.fail("%s is given the line's input as %s, which it may run as a program or read as a list of files", c.name, w.raw)
+	}
+	// A module a JavaScript tool imports (--plugin, --require, a reporter) may be a URL:
+	// data: is code written in the line, file: a path.
+	switch lower := strings.ToLower(t); {
+	case strings.HasPrefix(lower, "data:"):
+		c.fail("%s is given a data: URL (%s), which is code if it imports it", c.name, w.raw)
+		return
+	case strings.HasPrefix(lower, "file:"):
+		p := strings.TrimPrefix(t[len("file:"):], "//localhost")
+		if strings.HasPrefix(p, "//") {
+			p = p[2:]
+			if !strings.HasPrefix(p, "/") {
+				c.fail("%s is given a file: URL on another host (%s)", c.name, w.raw)
+				return
+			}
+		}
+		c.s.path(withText(w, p), Read, c.at)
+		return
+	}
+	c.s.maybePath(w, c.at)
+}
+
+// repo handles the repository of git fetch, pull, push and clone: a remote's name or a
+// local path (checked as a path), or a URL of a network transport. A remote helper
+// (ext::cmd, fd::3) runs a program; file:// is a local path; other transports ask.
+func (c *argCheck) repo(w word) {
+	t := w.prefix
+	if strings.Contains(t, "::") {
+		c.fail("%s %s names a remote helper, which runs a program", c.name, w.raw)
+		return
+	}
+	if scheme, rest, ok := strings.Cut(t, "://"); ok {
+		switch strings.ToLower(scheme) {
+		case "https", "http", "ssh", "git", "git+ssh", "ssh+git":
+		case "file":
+			if !w.static || !strings.HasPrefix(rest, "/") {
+				c.fail("%s %s names a local repository toolsd cannot place (write its path)", c.name, w.raw)
+				return
+			}
+			c.s.path(withText(w, rest), Read, c.at)
+		default:
+			c.fail("%s uses the %s:// transport, which toolsd does not know to be safe", c.name, scheme)
+		}
+		return
+	}
+	if !w.static {
+		c.fail("the repository of %s is only known when the line runs (%s)", c.name, w.raw)
+		return
+	}
+	if i := strings.IndexByte(t, ':'); i > 0 && !strings.Contains(t[:i], "/") {
+		return // host:path, over ssh
+	}
+	c.s.maybePath(w, c.at) // a remote's name, or a repository on this machine
+}
+
+// safeGitConfig are the git settings (lower case) known to name no program and no file:
+// git -c may set them under a rule with a wildcard. Every other key may (core.pager,
+// core.fsmonitor, core.sshCommand, alias.*, diff.external, credential.helper,
+// include.path, protocol.ext.allow, ...), and no list of those is complete.
+var safeGitConfig = set("user.name user.email color.ui color.diff color.status color.branch color.interactive " +
+	"core.quotepath init.defaultbranch")
+
+// gitConfig handles a setting given to git -c (name=value, or name alone for true).
+func (c *argCheck) gitConfig(w word) {
+	if !w.static {
+		c.fail("%s -c with a setting only known when the line runs (%s)", c.name, w.raw)
+		return
+	}
+	key, _, _ := strings.Cut(w.text, "=")
+	key = strings.ToLower(key)
+	if !safeGitConfig[key] && !strings.HasPrefix(key, "advice.") {
+		c.fail("%s -c %s sets configuration for the command, which can name programs to run "+
+			"(core.pager, core.fsmonitor, core.sshCommand, alias.*): only user.name, user.email, "+
+			"color.*, core.quotePath, init.defaultBranch and advice.* are known to be harmless", c.name, key)
+	}
+}
+
+// nodeReporters are node's built-in test reporters.
+var nodeReporters = set("spec tap dot junit lcov")
+
+// reporter handles node's --test-reporter: a built-in reporter, or a module in a file
+// (checked as a path). Anything else is a module node loads — a package, or a data: URL
+// that is code written in the line.
+func (c *argCheck) reporter(w word) {
+	t := w.text
+	switch {
+	case w.static && nodeReporters[t]:
+	case w.static && (strings.HasPrefix(t, "./") || strings.HasPrefix(t, "../") || strings.HasPrefix(t, "/")) && !strings.Contains(t, ":"):
+		c.s.path(w, Read, c.at)
+	default:
+		c.fail("%s --test-reporter %s loads a module, which runs code (a data: URL is code written in the line): "+
+			"use a built-in reporter (spec, tap, dot, junit, lcov) or a file ./reporter.js", c.name, w.raw)
+	}
+}
+
+// url handles a URL of curl or wget: the web's and ftp's protocols (or none: http) fetch
+// from the network, file: reads a local path (checked as one), any other protocol asks.
+func (c *argCheck) url(w word) {
+	t := strings.ToLower(w.prefix)
+	if rest, ok := strings.CutPrefix(t, "file:"); ok {
+		rest = w.prefix[len("file:"):]
+		rest = strings.TrimPrefix(strings.TrimPrefix(rest, "//localhost"), "//")
+		if !w.static || !strings.HasPrefix(rest, "/") {
+			c.fail("%s %s reads a local file toolsd cannot place (write its path)", c.name, w.raw)
+			return
+		}
+		c.s.path(withText(w, rest), Read, c.at)
+		return
+	}
+	scheme, _, ok := strings.Cut(t, "://")
+	if !ok {
+		if !w.static {
+			c.fail("the URL of %s is only known when the line runs (%s)", c.name, w.raw)
+		}
+		return
+	}
+	switch scheme {
+	case "http", "https", "ftp", "ftps", "ws", "wss":
+	default:
+		c.fail("%s's %s:// protocol is not one toolsd knows to be safe", c.name, scheme)
+	}
 }
 
 // unknown fails on an option the grammar does not list, naming a known escape when there
@@ -479,6 +658,50 @@ func (c *argCheck) unknown(opt, alt string) {
 		}
 	}
 	c.fail("%s is not an option of %s that toolsd knows to be safe", opt, c.name)
+}
+
+// seenOpt is an option found in a command's words: its name as written in the grammar
+// ("-i", "--in-place") and its value, if it has one.
+type seenOpt struct{ name, val string }
+
+// options lists the options of ws as g reads them: clusters split, values taken (attached,
+// after =, or the next word), until "--".
+func options(g *grammar, ws []word) []seenOpt {
+	var out []seenOpt
+	for i := 0; i < len(ws); i++ {
+		t := ws[i].text
+		if t == "--" {
+			break
+		}
+		if len(t) < 2 || t[0] != '-' {
+			continue
+		}
+		if strings.HasPrefix(t, "--") || g.goStyle {
+			name, val, hasVal := strings.Cut(strings.TrimLeft(t, "-"), "=")
+			o := g.long[name]
+			if o.arg && !hasVal && !o.optional && i+1 < len(ws) {
+				i++
+				val = ws[i].text
+			}
+			out = append(out, seenOpt{"--" + name, val})
+			continue
+		}
+		for j := 1; j < len(t); j++ {
+			o := g.short[t[j]]
+			if !o.arg {
+				out = append(out, seenOpt{"-" + t[j:j+1], ""})
+				continue
+			}
+			val := t[j+1:]
+			if val == "" && !o.optional && i+1 < len(ws) {
+				i++
+				val = ws[i].text
+			}
+			out = append(out, seenOpt{"-" + t[j:j+1], val})
+			break
+		}
+	}
+	return out
 }
 
 // withText returns w with another text (an option's value taken from the option word).

@@ -24,7 +24,7 @@ import (
 // escapes name what known escape options do, for the ask and the model ("tar
 // --to-command runs a command for each file").
 var escapes = sync.OnceValue(func() map[string]string {
-	return map[string]string{
+	m := map[string]string{
 		"tar --to-command": "runs a command for each file", "tar --use-compress-program": "runs a program of its choice",
 		"tar -I": "runs a program of its choice", "tar --checkpoint-action": "runs a command at checkpoints",
 		"tar -F": "runs a script at each volume", "tar --info-script": "runs a script at each volume",
@@ -34,7 +34,6 @@ var escapes = sync.OnceValue(func() map[string]string {
 		"sed -f":               "reads its script from a file no analysis sees", "sed --file": "reads its script from a file no analysis sees",
 		"awk -f": "reads its program from a file no analysis sees", "gawk -f": "reads its program from a file no analysis sees",
 		"awk -E":           "reads its program from a file no analysis sees",
-		"git -c":           "sets configuration for the command, which can name programs to run (core.pager, core.sshCommand, alias.*)",
 		"git --config-env": "sets configuration for the command, which can name programs to run",
 		"git --exec-path":  "changes where git finds its programs", "git --git-dir": "points git at another repository, whose configuration can run programs",
 		"git --work-tree": "points git at another folder", "git --namespace": "changes the refs git sees",
@@ -60,18 +59,16 @@ var escapes = sync.OnceValue(func() map[string]string {
 		"npm --script-shell": "names the shell that runs scripts", "npm --node-options": "passes options to node (--require runs code)",
 		"npm --userconfig": "reads another configuration", "npm --globalconfig": "reads another configuration",
 		"npm -g": "installs outside the workspace", "npm --global": "installs outside the workspace",
-		"npm --registry": "fetches packages from another registry", "npm --prefix": "works in another folder",
-		"npm exec": "runs a package, downloading it if needed", "npm x": "runs a package, downloading it if needed",
+		"npm --registry": "fetches packages from another registry",
+		"npm exec":       "runs a package, downloading it if needed", "npm x": "runs a package, downloading it if needed",
 		"npx -c": "runs a shell command", "npx --call": "runs a shell command", "npx -p": "installs another package to run",
 		"npx --package": "installs another package to run",
 		"cargo -Z":      "turns on unstable features", "cargo --config": "sets configuration that can name programs to run",
 		"cargo install": "installs programs outside the workspace",
 		"make --eval":   "evaluates make code", "make -E": "evaluates make code",
-		"python -c": "runs the code given", "python3 -c": "runs the code given", "node -e": "runs the code given",
-		"node --eval": "runs the code given", "node -p": "runs the code given", "node --print": "runs the code given",
-		"node -r": "loads a module first", "node --require": "loads a module first", "node --import": "loads a module first",
-		"node --loader": "loads a module loader", "node --inspect": "opens a debugger on the network",
-		"pytest -p": "loads a plugin module", "pytest -o": "overrides configuration (addopts can load plugins)",
+		"python -c": "runs the code given", "python3 -c": "runs the code given",
+		"node --inspect": "opens a debugger on the network",
+		"pytest -p":      "loads a plugin module", "pytest -o": "overrides configuration (addopts can load plugins)",
 		"sort --compress-program": "runs a program of its choice", "rg --pre": "runs a program on every file",
 		"rg -L": "follows symlinks, which may lead outside the workspace", "rg --follow": "follows symlinks, which may lead outside the workspace",
 		"grep -R": "follows symlinks, which may lead outside the workspace", "grep --dereference-recursive": "follows symlinks, which may lead outside the workspace",
@@ -83,8 +80,32 @@ var escapes = sync.OnceValue(func() map[string]string {
 		"python -m": "runs a module", "python3 -m": "runs a module",
 		"less": "can run commands (!)", "man": "can run commands through its pager", "vim": "can run commands", "vi": "can run commands",
 		"ed": "can run commands (!)", "ssh": "runs commands on another host",
+		"tar -h": "follows symlinks, which may lead outside the workspace", "tar --dereference": "follows symlinks, which may lead outside the workspace",
+		"tar --hard-dereference": "follows hard links, which may lead outside the workspace",
+		"tar -T":                 fileList, "tar --files-from": fileList, "sort --files0-from": fileList, "wc --files0-from": fileList,
+		"du --files0-from": fileList, "file -f": fileList, "file --files-from": fileList, "zip -@": fileList,
+		"git config --global": "reads (and can change) the person's configuration outside the workspace (~/.gitconfig)",
+		"git config --system": "reads (and can change) the machine's configuration outside the workspace (/etc/gitconfig)",
+		"pylint --init-hook":  "runs the Python code given",
 	}
+	for _, sum := range []string{"md5sum", "sha1sum", "sha256sum", "sha512sum"} {
+		m[sum+" -c"], m[sum+" --check"] = fileList, fileList
+	}
+	// node and the TypeScript runners built on it.
+	for _, js := range []string{"node", "tsx", "ts-node"} {
+		for opt, why := range map[string]string{"-e": "runs the code given", "--eval": "runs the code given",
+			"-p": "runs the code given", "--print": "runs the code given", "-r": "loads a module first",
+			"--require": "loads a module first", "--import": "loads a module first", "--loader": "loads a module loader",
+			"-i": "reads code from its input", "--interactive": "reads code from its input"} {
+			m[js+" "+opt] = why
+		}
+	}
+	return m
 })
+
+// fileList is why an option that reads the names of files from a file is an escape: the
+// names (of files outside the workspace, say) are in no line the analysis sees.
+const fileList = "reads the names of the files to work on from a file (or the line's input), which no analysis sees"
 
 // runsCommands are programs that run commands given in their arguments or read from their
 // input — interpreters, editors and pagers with shell escapes, remote shells, and wrappers
@@ -121,6 +142,18 @@ var runsCommands = sync.OnceValue(func() map[string]string {
 		"docker run": "runs a container", "docker exec": "runs a command in a container", "docker cp": "copies to and from containers",
 		"podman run": "runs a container", "podman exec": "runs a command in a container", "kubectl exec": "runs a command in a pod",
 		"kubectl cp": "copies to and from pods", "kubectl debug": "runs a debugging container",
+		"docker-compose run": "runs a container", "docker-compose exec": "runs a command in a container",
+		"elixir": "runs code", "iex": "runs code", "erl": "runs code", "escript": "runs code", "ocaml": "runs code",
+		"racket": "runs code", "sbcl": "runs code", "clisp": "runs code", "swipl": "runs code", "gforth": "runs code",
+		"jshell": "runs code", "groovy": "runs code", "scala": "runs code", "kotlin": "runs code", "octave": "runs code",
+		"m4": "runs shell commands (syscmd, esyscmd)", "gnuplot": "runs shell commands (system, !)",
+		"nano": "runs shell commands (^T)", "pico": "runs shell commands", "emacsclient": "evaluates Lisp and runs commands",
+		"editor": "is an editor, which can run shell commands", "sensible-editor": "is an editor, which can run shell commands",
+		"xdg-open": "opens files with the program the desktop chooses", "open": "opens files with the program the desktop chooses",
+		"rlwrap": "runs the command it is given", "ssh-agent": "runs the command it is given", "dbus-launch": "runs the command it is given",
+		"hyperfine": "runs the shell commands it is given", "watchexec": "runs the command it is given",
+		"nodemon": "runs the command it is given (--exec)", "concurrently": "runs the shell commands it is given",
+		"perf": "runs the command it is given",
 	}
 })
 
@@ -157,6 +190,9 @@ var groups = sync.OnceValue(func() map[string]string {
 			"--decorate-refs:text --decorate-refs-exclude:text --source --use-mailmap --mailmap --no-mailmap " +
 			"--full-diff --log-size -L:text --follow --no-follow -m -c --cc --dd --remerge-diff --diff-merges:text " +
 			"--no-diff-merges --combined-all-paths -t --count --mailmap --clear-decorations --show-pulls",
+		// node, tsx, ts-node: the options that run code given in the line or load a module.
+		"jsrun": "-e:text! --eval:text! -p:text! --print:text! -r:text! --require:text! --import:text! " +
+			"--loader:text! -i! --interactive!",
 		// go build, test, run, list, vet, install: the build flags.
 		"gobuild": "-a -n -p:num -race -msan -asan -cover -covermode:text -coverpkg:text -v -work -x " +
 			"-buildmode:text -buildvcs:text -compiler:text -installsuffix:text -ldflags:ldflags -linkshared " +
@@ -176,7 +212,7 @@ var groups = sync.OnceValue(func() map[string]string {
 			"--prefer-offline --prefer-online --package-lock-only --no-package-lock --install-links --depth:num " +
 			"--all --audit-level:text --fix --unicode --no-unicode --frozen-lockfile --immutable --prefer-frozen-lockfile " +
 			"--filter:text -F:text --recursive -r --parallel --stream --reporter:text --watch --coverage --ci " +
-			"--global! -g! --prefix:dir! --script-shell:text! --node-options:text! --userconfig:path! " +
+			"--global! -g! --prefix:dir --script-shell:text! --node-options:text! --userconfig:path! " +
 			"--globalconfig:path! --registry:text!",
 		// cargo build, test, check, run, clippy, doc, bench.
 		"cargo": "-q -v -r --quiet --verbose --release --all-features --no-default-features --features:text " +
@@ -187,13 +223,13 @@ var groups = sync.OnceValue(func() map[string]string {
 			"--future-incompat-report --ignore-rust-version --unit-graph --config:text! -Z:text!",
 		"pytest": "-x -v -q -s -l -r:text -k:text -m:text -n:text --maxfail:num --tb:text --lf --last-failed --ff " +
 			"--failed-first --nf --new-first --sw --stepwise --co --collect-only --durations:num " +
-			"--durations-min:text --junitxml:out --junit-xml:out --rootdir:dir -c:path --confcutdir:dir " +
+			"--durations-min:text --junitxml:out --junit-xml:out --rootdir:dir -c:script --confcutdir:dir " +
 			"--no-header --no-summary --disable-warnings --disable-pytest-warnings -W:text --pythonwarnings:text " +
 			"--showlocals --capture:text --log-level:text --log-cli-level:text --cov?:text --cov-report:text " +
 			"--cov-fail-under:num --cov-branch --basetemp:out --import-mode:text --strict-markers --runxfail " +
 			"--verbose --quiet --exitfirst --color:text --code-highlight:text --setup-show --setup-only --doctest-modules " +
 			"--ignore:path --ignore-glob:text --deselect:text --count:num --reruns:num --timeout:num --numprocesses:text " +
-			"-p:text! -o:text! --override-ini:text!",
+			"-p:pyplugin -o:text! --override-ini:text!",
 	}
 })
 
@@ -229,11 +265,11 @@ var loadGrammars = sync.OnceFunc(func() {
 		"head": "globsafe -qvz -n:num -c:num --lines:num --bytes:num --quiet --silent --verbose --zero-terminated # args:path",
 		"tail": "globsafe -fFqvz -n:num -c:num -s:num --lines:num --bytes:num --follow?:text --retry --sleep-interval:num " +
 			"--pid:num --max-unchanged-stats:num --quiet --silent --verbose --zero-terminated # args:path",
-		"wc":   "globsafe -cmlLw --bytes --chars --lines --words --max-line-length --total:text --files0-from:path args:path",
+		"wc":   "globsafe -cmlLw --bytes --chars --lines --words --max-line-length --total:text --files0-from:path! args:path",
 		"stat": "globsuffix -fLt -c:text --format:text --printf:text --terse --file-system --dereference --cached:text args:path",
 		"file": "-bcdEhiklLnNprsSvz0 -e:text -F:text -P:text -m:path --brief --mime --mime-type --mime-encoding " +
 			"--dereference --no-dereference --no-buffer --no-pad --preserve-date --raw --special-files " +
-			"--uncompress --exclude:text --separator:text -f:path --files-from:path --magic-file:path args:path",
+			"--uncompress --exclude:text --separator:text -f:path! --files-from:path! --magic-file:path args:path",
 		"du": "globsuffix -0abcDhHklmsSxP -d:num -t:text -B:text --null --all --apparent-size --block-size:text --bytes " +
 			"--total --max-depth:num --human-readable --inodes --count-links --summarize --threshold:text " +
 			"--si --time?:text --time-style:text --exclude:text -X:path --exclude-from:path --one-file-system args:path",
@@ -243,10 +279,10 @@ var loadGrammars = sync.OnceFunc(func() {
 		"realpath":  "-emLPqsz --canonicalize-existing --canonicalize-missing --logical --physical --quiet --strip --no-symlinks --zero --relative-to:path --relative-base:path args:path",
 		"basename":  "-az -s:text --multiple --suffix:text --zero args:text",
 		"dirname":   "-z --zero args:text",
-		"md5sum":    "globsafe -bctwz --binary --check --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
-		"sha1sum":   "globsafe -bctwz --binary --check --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
-		"sha256sum": "globsafe -bctwz --binary --check --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
-		"sha512sum": "globsafe -bctwz --binary --check --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
+		"md5sum":    "globsafe -btwz -c! --check! --binary --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
+		"sha1sum":   "globsafe -btwz -c! --check! --binary --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
+		"sha256sum": "globsafe -btwz -c! --check! --binary --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
+		"sha512sum": "globsafe -btwz -c! --check! --binary --tag --text --ignore-missing --quiet --status --strict --warn --zero args:path",
 		"cksum":     "globsafe -a:text --algorithm:text --base64 --raw --tag --untagged -l:num --length:num args:path",
 		"base64":    "-di -w:num --decode --ignore-garbage --wrap:num args:path max:1",
 		"xxd":       "-abCeEipru -c:num -g:num -l:num -n:text -o:num -s:text --autoskip --bits --cols:num args:path max:1",
@@ -257,7 +293,7 @@ var loadGrammars = sync.OnceFunc(func() {
 			"--field-separator:text --output:write --reverse --unique --numeric-sort --general-numeric-sort " +
 			"--human-numeric-sort --month-sort --version-sort --random-sort --stable --ignore-case " +
 			"--ignore-leading-blanks --dictionary-order --ignore-nonprinting --check?:text --merge --zero-terminated " +
-			"--buffer-size:text --temporary-directory:write --batch-size:num --files0-from:path --random-source:path --debug args:path",
+			"--buffer-size:text --temporary-directory:write --batch-size:num --files0-from:path! --random-source:path --debug args:path",
 		"uniq": "-cdDuiz -f:num -s:num -w:num --count --repeated --all-repeated?:text --unique --ignore-case " +
 			"--skip-fields:num --skip-chars:num --check-chars:num --group?:text --zero-terminated first:path args:write max:2",
 		"cut":    "-snz -b:text -c:text -f:text -d:text --bytes:text --characters:text --fields:text --delimiter:text --complement --only-delimited --output-delimiter:text --zero-terminated args:path",
@@ -319,18 +355,18 @@ var loadGrammars = sync.OnceFunc(func() {
 		"tee":  "-aip --append --ignore-interrupts --output-error?:text args:write",
 		// Fetching: what they write is checked; what they send (-d @file, -T, -F) is not
 		// listed, so it asks.
-		"curl": "-sSLfIikvZgGN# -o:write -X:text -H:text -A:text -e:text -m:num -w:text -r:text -y:num -Y:num " +
+		"curl": "-sSLfIikvZgGN# -o:write -X:text -H:atfile -A:text -e:text -m:num -w:atfile -r:text -y:num -Y:num " +
 			"--silent --show-error --location --fail --fail-with-body --head --include --insecure --verbose " +
-			"--output:write --remote-name --remote-name-all --request:text --header:text --user-agent:text " +
+			"--output:write --remote-name --remote-name-all --request:text --header:atfile --user-agent:text " +
 			"--referer:text --max-time:num --connect-timeout:num --retry:num --retry-delay:num --retry-max-time:num " +
-			"--compressed --write-out:text --range:text --http1.1 --http2 --ipv4 --ipv6 --no-progress-meter " +
+			"--compressed --write-out:atfile --range:text --http1.1 --http2 --ipv4 --ipv6 --no-progress-meter " +
 			"--create-dirs --output-dir:write --globoff --location-trusted --max-redirs:num --proto:text " +
-			"--proto-redir:text --tlsv1.2 --tlsv1.3 -O args:text",
-		"wget": "-qvncNrkpSO:write -O:write -P:write -t:num -T:num -l:num -U:text --quiet --verbose " +
+			"--proto-redir:text --tlsv1.2 --tlsv1.3 -O args:url",
+		"wget": "-qvncNrkpS -O:write -P:write -t:num -T:num -l:num -U:text --quiet --verbose " +
 			"--no-clobber --continue --timestamping --output-document:write --directory-prefix:write " +
 			"--tries:num --timeout:num --user-agent:text --header:text --no-check-certificate --recursive " +
 			"--level:num --no-parent --convert-links --page-requisites --server-response --spider " +
-			"--progress:text --show-progress --no-verbose --max-redirect:num args:text",
+			"--progress:text --show-progress --no-verbose --max-redirect:num args:url",
 
 		// Making and changing files (exact-only commands still have grammars, for rules that
 		// name them with a wildcard).
@@ -349,9 +385,9 @@ var loadGrammars = sync.OnceFunc(func() {
 			"--no-dereference --physical --relative --symbolic --suffix:text --target-directory:path " +
 			"--no-target-directory --verbose args:text",
 		"chmod": "-cfvR --changes --silent --quiet --verbose --recursive --no-preserve-root --preserve-root --reference:path first:text args:path",
-		"tar": "-Acdtrux -f:path -C:dir -T:path -X:path -zjJaZvkpmlSWOiG -b:num -H:text -K:text -L:num -N:text " +
+		"tar": "-Acdtrux -f:path -C:dir -T:path! -X:path -zjJaZvkpmlSWOiG -b:num -H:text -K:text -L:num -N:text " +
 			"-V:text --create --extract --get --list --append --update --diff --compare --concatenate --file:path " +
-			"--directory:dir --files-from:path --exclude:text --exclude-from:path --exclude-vcs " +
+			"--directory:dir --files-from:path! --exclude:text --exclude-from:path --exclude-vcs " +
 			"--exclude-vcs-ignores --exclude-caches --gzip --gunzip --bzip2 --xz --lzma --lzip --lzop --zstd " +
 			"--compress --uncompress --auto-compress --verbose --totals?:text --keep-old-files --skip-old-files " +
 			"--keep-newer-files --overwrite --overwrite-dir --no-overwrite-dir --preserve-permissions " +
@@ -361,17 +397,17 @@ var loadGrammars = sync.OnceFunc(func() {
 			"--one-file-system --sort:text --format:text --to-stdout --occurrence?:num --show-transformed-names " +
 			"--warning:text --ignore-zeros --ignore-failed-read --checkpoint?:num --blocking-factor:num " +
 			"--label:text --force-local --delay-directory-restore --unlink-first --recursive-unlink " +
-			"--dereference! --hard-dereference! args:path",
+			"-h! --dereference! --hard-dereference! args:path",
 		"unzip":  "-lvtzZocfunqQaobBCjLKMVXsD -d:dir -x:text -P:text args:path",
-		"zip":    "-rjqvmgdDuf0123456789Xylo -x:text -i:text -b:dir --recurse-paths --junk-paths --quiet --symlinks! args:path",
+		"zip":    "-rjqvmgdDuf0123456789Xylo -x:text -i:text -b:dir --recurse-paths --junk-paths --quiet --symlinks args:path",
 		"gzip":   "-cdfhklLnNqrtvV123456789 -S:text --stdout --to-stdout --decompress --uncompress --force --keep --list --no-name --name --quiet --recursive --suffix:text --test --verbose --fast --best args:path",
 		"gunzip": "-cfhklLnNqrtvV -S:text --stdout --to-stdout --force --keep --list --no-name --name --quiet --recursive --suffix:text --test --verbose args:path",
 		"zcat":   "-fhlLqrtvV args:path",
 
 		// Git: global options, then a subcommand.
 		"git": "-P -p --no-pager --paginate --no-optional-locks --literal-pathspecs --glob-pathspecs " +
-			"--noglob-pathspecs --icase-pathspecs --no-replace-objects --bare --version --help -C:dir " +
-			"--git-dir:path! --work-tree:path! -c:text! --config-env:text! --exec-path?:path! --namespace:text! sub",
+			"--noglob-pathspecs --icase-pathspecs --no-replace-objects --bare --version --help -C:dir -c:gitcfg " +
+			"--git-dir:path! --work-tree:path! --config-env:text! --exec-path?:path! --namespace:text! sub",
 		"git status": "-sbvuz -u?:text --short --branch --show-stash --porcelain?:text --long --verbose " +
 			"--untracked-files?:text --ignore-submodules?:text --ignored?:text --no-ignored --column?:text " +
 			"--no-column --ahead-behind --no-ahead-behind --renames --no-renames --find-renames?:text --null args:auto",
@@ -433,7 +469,7 @@ var loadGrammars = sync.OnceFunc(func() {
 		"git worktree":      "sub",
 		"git worktree list": "-v --porcelain --verbose -z --expire:text args:none",
 		"git config": "-lz --list --get --get-all --get-regexp --get-urlmatch --get-color --get-colorbool " +
-			"--name-only --null --show-origin --show-scope --local --global --system --worktree --type:text " +
+			"--name-only --null --show-origin --show-scope --local --global! --system! --worktree --type:text " +
 			"--bool --int --bool-or-int --path --expiry-date --default:text --includes --no-includes args:text",
 		"git add": "-AnNuvfip --all --update --dry-run --verbose --force --intent-to-add --ignore-errors " +
 			"--ignore-missing --no-ignore-removal --ignore-removal --renormalize --no-all --chmod:text " +
@@ -449,11 +485,11 @@ var loadGrammars = sync.OnceFunc(func() {
 		"git fetch": "-aqvpPtfnk46 --all --prune --prune-tags --tags --no-tags --depth:num --deepen:num " +
 			"--shallow-since:text --unshallow --dry-run --force --keep --multiple --quiet --verbose --progress " +
 			"--no-progress --recurse-submodules?:text --no-recurse-submodules --jobs:num -j:num --set-upstream " +
-			"--refetch --write-fetch-head --no-write-fetch-head --atomic --filter:text args:text",
+			"--refetch --write-fetch-head --no-write-fetch-head --atomic --filter:text first:repo args:text",
 		"git pull": "-qvr --quiet --verbose --rebase?:text --no-rebase --ff --no-ff --ff-only --squash " +
 			"--no-squash --commit --no-commit --edit --no-edit --autostash --no-autostash --all --prune --tags " +
 			"--no-tags --depth:num --unshallow --progress --no-progress --stat --no-stat --verify --no-verify " +
-			"-X:text --strategy-option:text args:text",
+			"-X:text --strategy-option:text first:repo args:text",
 		"git checkout": "-bBlqfmp -b:text -B:text --quiet --force --merge --track?:text --no-track --detach " +
 			"--orphan:text --ours --theirs --conflict:text --progress --no-progress --ignore-other-worktrees " +
 			"--recurse-submodules --no-recurse-submodules --pathspec-from-file:path --pathspec-file-nul args:auto",
@@ -469,8 +505,8 @@ var loadGrammars = sync.OnceFunc(func() {
 		"git cherry-pick":      "-nexs --continue --abort --skip --quit --no-commit --edit --signoff -m:num --mainline:num --ff --allow-empty -X:text args:text",
 		"git revert":           "-nes --continue --abort --skip --quit --no-commit --edit --no-edit --signoff -m:num --mainline:num args:text",
 		"git init":             "-q --quiet --bare -b:text --initial-branch:text --object-format:text --shared?:text --template:path! --separate-git-dir:path! args:path",
-		"git clone":            "-ql --quiet --local --depth:num --branch:text -b:text --single-branch --no-single-branch --no-tags --shallow-since:text --filter:text --recurse-submodules?:text --bare --mirror --origin:text -o:text --progress --no-checkout -n --sparse args:auto --upload-pack:text! -u:text! --template:path! -c:text! --config:text!",
-		"git push":             "-qvnu --quiet --verbose --dry-run --set-upstream --tags --follow-tags --all --branches --force-with-lease?:text --force-if-includes --no-verify --verify --progress --atomic --porcelain --delete -d -f --force args:text",
+		"git clone":            "-ql --quiet --local --depth:num --branch:text -b:text --single-branch --no-single-branch --no-tags --shallow-since:text --filter:text --recurse-submodules?:text --bare --mirror --origin:text -o:text --progress --no-checkout -n --sparse first:repo args:auto --upload-pack:text! -u:text! --template:path! -c:gitcfg --config:gitcfg",
+		"git push":             "-qvnu --quiet --verbose --dry-run --set-upstream --tags --follow-tags --all --branches --force-with-lease?:text --force-if-includes --no-verify --verify --progress --atomic --porcelain --delete -d -f --force first:repo args:text",
 		"git apply":            "-vqR --check --stat --numstat --summary --index --cached --3way --reverse --reject --verbose --quiet --whitespace:text --exclude:text --include:text -p:num --directory:text --unidiff-zero --allow-empty args:path",
 		"git format-patch":     "-kns -o:write -v:num --output-directory:write --stdout --cover-letter --numbered --no-numbered --start-number:num --signoff --subject-prefix:text --rfc --no-stat --thread?:text --base:text --zero-commit @gitdiff args:text",
 		"git clean":            "-ndfxXqi -e:text --dry-run --force --quiet --exclude:text args:auto",
@@ -527,7 +563,7 @@ var loadGrammars = sync.OnceFunc(func() {
 		"npm outdated": "@npm args:text", "npm audit": "@npm args:text", "npm view": "@npm args:text",
 		"npm info": "@npm args:text", "npm pack": "@npm --pack-destination:out args:auto", "npm version": "@npm args:text",
 		"npm explain": "@npm args:text", "npm why": "@npm args:text", "npm prune": "@npm args:text",
-		"npm dedupe": "@npm args:none", "npm rebuild": "@npm args:text", "npm init": "@npm args:text",
+		"npm dedupe": "@npm args:none", "npm rebuild": "@npm args:text", "npm init": "@npm args:none",
 		"npm help": "args:text", "npm config": "sub", "npm config get": "@npm args:text", "npm config list": "@npm args:none",
 		"npx":  "-y --yes --no --no-install --quiet -q runs",
 		"pnpm": "@npm sub", "pnpm test": "@npm args:auto", "pnpm run": "@npm args:auto", "pnpm install": "@npm args:auto",
@@ -538,28 +574,48 @@ var loadGrammars = sync.OnceFunc(func() {
 		"yarn add": "@npm args:auto", "yarn build": "@npm args:auto", "yarn lint": "@npm args:auto", "yarn why": "@npm args:text",
 		"yarn list": "@npm args:text", "yarn workspace": "@npm sub", "yarn start": "@npm args:auto",
 		"bunx": "runs",
+		// Runners of a project's environment: the program they run is checked with its own
+		// grammar (a shell, an interpreter without a script, a program of runsCommands ask).
+		"yarn exec": "runs", "bundle exec": "runs", "poetry run": "runs", "pipenv run": "runs", "pdm run": "runs",
+		"hatch run": "runs", "rye run": "runs",
+		"uv run": "-q -v --quiet --verbose --frozen --locked --no-sync --offline --all-extras --extra:text --no-dev " +
+			"--package:text --python:auto -p:auto runs",
 		"node": "--test --check -c --version -v --trace-warnings --no-warnings --enable-source-maps " +
-			"--experimental-vm-modules --max-old-space-size:num --stack-size:num --test-reporter:text " +
-			"--test-name-pattern:text --watch! -e:text! --eval:text! -p:text! --print:text! -r:text! --require:text! " +
-			"--import:text! --loader:text! --inspect! --inspect-brk! stop first:path args:text",
+			"--experimental-vm-modules --max-old-space-size:num --stack-size:num --test-reporter:reporter " +
+			"--test-reporter-destination:write --test-name-pattern:text --watch! @jsrun --inspect! --inspect-brk! " +
+			"stop first:script args:text",
+		// The TypeScript runners: node with a compiler in front.
+		"tsx": "--tsconfig:path --no-cache -v --version -h --help @jsrun stop first:script args:text",
+		"ts-node": "-T --transpile-only --swc --esm --files --skip-project --pretty --cwd-mode -H -P:path --project:path " +
+			"-O:text --compiler-options:text -v --version -h --help @jsrun stop first:script args:text",
 		// Tools reviewed as having no option that reaches beyond the project's own code and
 		// files (their configs are the project's code already); values that may be paths are
 		// checked.
 		"tsc": "anyopts args:auto", "eslint": "anyopts args:auto", "prettier": "anyopts args:auto",
 		"jest": "anyopts args:auto", "vitest": "anyopts args:auto", "mocha": "anyopts args:auto",
-		"tsx": "anyopts args:auto", "ts-node": "anyopts args:auto", "biome": "anyopts args:auto",
+		"biome": "anyopts args:auto",
 		"black": "anyopts args:auto", "ruff": "anyopts args:auto", "mypy": "anyopts args:auto",
-		"isort": "anyopts args:auto", "flake8": "anyopts args:auto", "pylint": "anyopts args:auto",
+		"isort": "anyopts args:auto", "flake8": "anyopts args:auto", "pylint": "anyopts --init-hook:text! args:auto",
 		"rustfmt": "anyopts args:auto", "clang-format": "anyopts args:auto", "shellcheck": "anyopts args:auto",
 		"shfmt": "anyopts args:auto", "golangci-lint": "anyopts args:auto", "staticcheck": "anyopts args:auto",
 
 		// Python.
-		"python":  "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:text stop first:path args:text -m:text! -c:text!",
-		"python3": "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:text stop first:path args:text -m:text! -c:text!",
-		"pytest":  "@pytest args:auto",
+		"python":  "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:auto stop first:script args:text -m:text! -c:text!",
+		"python3": "-V --version -u -B -O -OO -E -s -I -q -v -b -W:text -X:auto stop first:script args:text -m:text! -c:text!",
+		// The modules python -m may run under a rule with a wildcard (see pyModules).
+		"python -m unittest":  "-vqfcb --locals --durations:num -k:text -s:path -p:text -t:path args:auto",
+		"python -m json.tool": "--sort-keys --no-ensure-ascii --json-lines --indent:num --tab --no-indent --compact first:path args:write max:2",
+		"python -m venv": "--system-site-packages --symlinks --copies --clear --upgrade --without-pip " +
+			"--without-scm-ignore-files --upgrade-deps --prompt:text args:out",
+		"python -m pip":        "-V --version -q -v --quiet --verbose --disable-pip-version-check --no-color --no-input sub",
+		"python -m pip list":   "-o -u -e -l --outdated --uptodate --editable --local --user --not-required --exclude-editable --include-editable --format:text args:none",
+		"python -m pip show":   "-f --files args:text",
+		"python -m pip freeze": "-l --local --user --all --exclude-editable args:none",
+		"python -m pip check":  "args:none",
+		"pytest":               "@pytest args:auto",
 
 		// Rust.
-		"cargo":       "-q -v --quiet --verbose --color:text --locked --frozen --offline sub",
+		"cargo":       "-q -v -V --quiet --verbose --version --color:text --locked --frozen --offline sub",
 		"cargo build": "@cargo args:none", "cargo b": "@cargo args:none",
 		"cargo check": "@cargo args:none", "cargo c": "@cargo args:none",
 		"cargo test": "@cargo args:auto", "cargo t": "@cargo args:auto",
@@ -583,13 +639,16 @@ var loadGrammars = sync.OnceFunc(func() {
 		"nproc":    "--all --ignore:num args:none", "arch": "args:none", "printenv": "-0 --null args:text",
 		"uptime": "-psV --pretty --since args:none", "sleep": "args:num", "seq": "-w -f:text -s:text --equal-width --format:text --separator:text # args:num",
 		"which": "-as args:text",
+		// date -s sets the clock; -f reads dates from a file (and shows the lines it cannot read).
+		"date": "-uR -d:text --date:text --utc --universal --rfc-email -I?:text --iso-8601?:text --rfc-3339:text " +
+			"-r:path --reference:path --debug args:text max:1",
 
 		// Build tools.
 		"cmake": "-S:dir -B:out -G:text -D:auto -U:text -T:text -A:text -j:num -t:text --build:dir --target:text " +
-			"--parallel?:num --config:text --clean-first --preset:text --fresh --toolchain:path -Wdev -Wno-dev " +
+			"--parallel?:num --config:text --clean-first --preset:text --fresh --toolchain:script -Wdev -Wno-dev " +
 			"-Werror:text --log-level:text --verbose -v --list-presets?:text --version args:path",
-		"make": "-BikeqnrRsStwW -j:optnum -l?:num -C:dir -f:path -I:dir -o:text -W:text --always-make --directory:dir " +
-			"--environment-overrides --file:path --makefile:path --ignore-errors --include-dir:dir --jobs?:num " +
+		"make": "-BikeqnrRsStwW -j:optnum -l?:num -C:dir -f:script -I:path -o:text -W:text --always-make --directory:dir " +
+			"--environment-overrides --file:script --makefile:script --ignore-errors --include-dir:path --jobs?:num " +
 			"--keep-going --load-average?:num --just-print --dry-run --recon --no-builtin-rules " +
 			"--no-builtin-variables --silent --quiet --no-silent --stop --touch --trace --print-directory " +
 			"--no-print-directory --warn-undefined-variables --debug?:text --old-file:text --assume-old:text " +
@@ -600,13 +659,100 @@ var loadGrammars = sync.OnceFunc(func() {
 	}
 	grammars["gmake"] = grammars["make"]
 	grammars["egrep"] = grammars["grep"]
+	grammars["ggrep"] = grammars["grep"]
+	grammars["gsed"] = grammars["sed"]
+	grammars["nawk"] = grammars["awk"]
+	grammars["gtar"] = grammars["tar"]
 	grammars["fgrep"] = grammars["grep"]
 	grammars["git config"].check = gitConfigReadOnly
 	grammars["make"].check = makeVariables
-	for _, py := range []string{"python", "python3", "node"} {
+	grammars["sed"].check = sedBackup
+	grammars["tar"].check = tarRemote
+	for _, py := range []string{"python", "python3", "node", "tsx", "ts-node"} {
 		grammars[py].check = needsScript(py)
 	}
+	for name, f := range treeFollows {
+		grammars[name].check = f.check(name, grammars[name])
+	}
+	for _, m := range []string{"pytest", "mypy", "black", "isort", "flake8", "pylint", "ruff"} {
+		grammars["python -m "+m] = grammars[m]
+	}
 })
+
+// treeFollows are the commands that, walking a folder tree, can follow the symlinks they
+// meet in it — to files and folders outside the workspace that no path check sees (the
+// paths of the line are resolved, not what lies below them). They are unsafe with one of
+// the recursive options and, for those that follow by default, without one of the noFollow
+// options, for the others with one of the follow options.
+var treeFollows = map[string]treeFollow{
+	"cp":     {recursive: "-r -R -a --recursive --archive", follow: "-L --dereference"},
+	"ls":     {recursive: "-R --recursive", follow: "-L --dereference"},
+	"diff":   {recursive: "-r --recursive", noFollow: "--no-dereference"},
+	"zip":    {recursive: "-r --recurse-paths", noFollow: "-y --symlinks"},
+	"gzip":   {recursive: "-r --recursive", follow: "-f --force"},
+	"gunzip": {recursive: "-r --recursive", follow: "-f --force"},
+}
+
+type treeFollow struct{ recursive, follow, noFollow string }
+
+func (f treeFollow) check(name string, g *grammar) func([]word) string {
+	return func(ws []word) string {
+		seen := map[string]bool{}
+		for _, o := range options(g, ws) {
+			seen[o.name] = true
+		}
+		first := func(list string) string {
+			for _, o := range strings.Fields(list) {
+				if seen[o] {
+					return o
+				}
+			}
+			return ""
+		}
+		r, fl := first(f.recursive), first(f.follow)
+		switch {
+		case r == "" || f.noFollow != "" && first(f.noFollow) != "":
+			return ""
+		case f.follow == "":
+			return name + " " + r + " follows the symlinks in the folders it walks, which may lead outside the workspace (add " +
+				strings.Fields(f.noFollow)[len(strings.Fields(f.noFollow))-1] + ")"
+		case fl != "":
+			return name + " " + r + " " + fl + " follows the symlinks in the folders it walks, which may lead outside the workspace"
+		}
+		return ""
+	}
+}
+
+// sedBackup refuses sed -i with a backup suffix that holds a slash: GNU sed then writes the
+// backup into another folder (-i'../../x/*').
+func sedBackup(ws []word) string {
+	for _, o := range options(grammars["sed"], ws) {
+		if (o.name == "-i" || o.name == "--in-place") && strings.Contains(o.val, "/") {
+			return "sed " + o.name + " with a backup name that holds / writes the backup into another folder"
+		}
+	}
+	return ""
+}
+
+// tarRemote refuses an archive name with a colon before any slash (host:file): GNU tar opens
+// it on another machine through a remote shell program, unless --force-local.
+func tarRemote(ws []word) string {
+	var remote string
+	for _, o := range options(grammars["tar"], ws) {
+		if o.name == "--force-local" {
+			return ""
+		}
+		if o.name == "-f" || o.name == "--file" {
+			if i := strings.IndexByte(o.val, ':'); i > 0 && !strings.Contains(o.val[:i], "/") {
+				remote = o.val
+			}
+		}
+	}
+	if remote != "" {
+		return "tar -f " + remote + " opens an archive on another machine through a remote shell program (add --force-local, or write ./" + remote + ")"
+	}
+	return ""
+}
 
 // parseNamed parses spec for the grammar of name and sets the escape texts of the options
 // marked with "!".
@@ -643,7 +789,7 @@ func parseNamed(name, spec string) *grammar {
 func needsScript(name string) func([]word) string {
 	return func(ws []word) string {
 		for _, w := range ws {
-			if w.text == "--version" || w.text == "-V" || w.text == "-v" && name == "node" || w.text == "--test" {
+			if w.text == "--version" || w.text == "-V" || w.text == "-v" && !strings.HasPrefix(name, "python") || w.text == "--test" {
 				return ""
 			}
 			if !(len(w.text) > 1 && w.text[0] == '-') {
@@ -660,8 +806,13 @@ func needsScript(name string) func([]word) string {
 func makeVariables(ws []word) string {
 	for _, w := range ws {
 		name, val, ok := strings.Cut(w.text, "=")
-		if !ok || strings.HasPrefix(w.text, "-") || !isShellName(strings.TrimRight(name, ":+?!")) {
+		if !ok || strings.HasPrefix(w.text, "-") {
 			continue
+		}
+		if !isShellName(strings.TrimRight(name, ":+?!")) {
+			// make takes any word with = as an assignment: .SHELLFLAGS, .RECIPEPREFIX and
+			// the like change how recipes run.
+			return "make " + name + "= sets a variable whose name is not a plain word (.SHELLFLAGS= chooses how recipes run)"
 		}
 		switch strings.TrimRight(name, ":+?!") {
 		case "MAKEFLAGS", "MFLAGS", "MAKEFILES", "MAKEFILE_LIST", "MAKE", "SHELL", "MAKESHELL", "GNUMAKEFLAGS", "VPATH", "MAKEOVERRIDES":
@@ -676,8 +827,23 @@ func makeVariables(ws []word) string {
 
 // gitConfigReadOnly allows git config only to read: one name (two with --get-regexp and
 // --get-urlmatch), or --list; setting a value could name a program for later commands.
+//
+// Listing (--list, --get-regexp) shows the person's and the machine's configuration too,
+// read from outside the workspace, unless it is limited to the repository's (--local,
+// --worktree).
 func gitConfigReadOnly(ws []word) string {
-	n, getRegexp := 0, false
+	n, getRegexp, list, local := 0, false, false, false
+	for _, o := range options(grammars["git config"], ws) {
+		switch o.name {
+		case "--list", "-l", "--get-regexp":
+			list = true
+		case "--local", "--worktree":
+			local = true
+		}
+	}
+	if list && !local {
+		return "git config --list (or --get-regexp) shows the person's configuration outside the workspace too: add --local"
+	}
 	for _, w := range ws {
 		switch {
 		case w.text == "--get-regexp" || w.text == "--get-urlmatch" || w.text == "--get-color" || w.text == "--get-colorbool":

@@ -233,11 +233,17 @@ func (p *sedReader) text() {
 // awkUnsafe says why an awk program is not one toolsd knows to be safe ("" when it is).
 // awk is a programming language; what is accepted is read conservatively: no system(), no
 // getline (which reads files and runs commands), no pipes and no output redirection (a >
-// other than >=), no gawk extensions loaded with @.
+// other than >= after a print), no gawk extensions loaded with @, and no ARGV or ARGC
+// (setting them names the files awk reads).
 func awkUnsafe(prog string) string {
 	for _, w := range []string{"system", "getline", "@"} {
 		if strings.Contains(prog, w) {
 			return "it uses " + w + ", which can run commands or read files"
+		}
+	}
+	for _, w := range []string{"ARGV", "ARGC"} {
+		if strings.Contains(prog, w) {
+			return "it uses " + w + ", which can change the files awk reads"
 		}
 	}
 	for i := 0; i < len(prog); i++ {
@@ -253,7 +259,11 @@ func awkUnsafe(prog string) string {
 				i++
 				continue
 			}
-			return "it uses >, which may write a file (use >= or swap the operands of a comparison)"
+			// Output redirection belongs to a print or printf statement, whose keyword
+			// comes before it: a > with no print before it compares (NR > 1 {print}).
+			if strings.Contains(prog[:i], "print") {
+				return "it uses > after print, which may write a file (use >= or swap the operands of a comparison)"
+			}
 		}
 	}
 	return ""

@@ -328,11 +328,27 @@ func (s *scope) redirect(r *syntax.Redirect, at []int) {
 		return
 	}
 	w := s.word(r.Word, at)
+	// A file read on descriptor 1 or 2 or above (1< f, 3< f), or another descriptor than 1
+	// and 2 made 1 or 2 (1<&0, >&3): a write to /dev/stdout or /dev/fd/N opens the file
+	// again, for writing. Only the line's own output is written through those names.
+	n := "0"
+	if r.Op == syntax.DplOut {
+		n = "1"
+	}
+	if r.N != nil {
+		n = r.N.Value
+	}
 	switch r.Op {
 	case syntax.RdrIn:
+		if n != "0" {
+			s.z.opaque("a file read on descriptor " + n + " (" + n + "< file), which a write to /dev/fd/" + n + " or /dev/stdout would write")
+		}
 		s.path(w, Read, at)
 	case syntax.DplOut, syntax.DplIn:
 		if w.static && isFD(w.text) {
+			if m := strings.TrimSuffix(w.text, "-"); (n == "1" || n == "2") && m != "" && m != "1" && m != "2" {
+				s.z.opaque("descriptor " + m + " made " + n + " (" + n + ">&" + m + "), which a write to /dev/stdout would open again for writing")
+			}
 			return
 		}
 		if r.Op == syntax.DplOut {
@@ -359,11 +375,20 @@ func isFD(s string) bool {
 func (s *scope) path(w word, kind UseKind, at []int) {
 	if w.static && !w.glob {
 		switch w.text {
-		case "/dev/null", "/dev/stdin", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom":
+		case "/dev/null", "/dev/stdout", "/dev/stderr", "/dev/tty", "/dev/zero", "/dev/random", "/dev/urandom":
 			return
 		}
-		if fd, ok := strings.CutPrefix(w.text, "/dev/fd/"); ok && fd != "" && isFD(fd) {
-			return // an fd the line opened (with a redirection that was checked) or inherited
+		if inputDevice(w.text) {
+			// Read as data: an fd the line opened (with a redirection that was checked) or
+			// inherited; a grammar asks where it may be a program or a list (vScript,
+			// vAuto). Written: only the line's output (1, 2) — /dev/stdin and /dev/fd/3
+			// open the file behind the descriptor again, for writing (cat x > /dev/stdin
+			// < f writes f).
+			if kind == Read || outputFD(w.text) {
+				return
+			}
+			s.dynamic(w.raw)
+			return
 		}
 	}
 	if !w.static || braceGlob(w) || w.text == "" {
@@ -375,6 +400,40 @@ func (s *scope) path(w word, kind UseKind, at []int) {
 		return
 	}
 	s.z.a.Uses = append(s.z.a.Uses, Use{Text: w.text, Kind: kind, At: at})
+}
+
+// inputWord reports a word that names the line's standard input to a command that reads a
+// file: "-" or a device (inputDevice).
+func inputWord(t string) bool { return t == "-" || inputDevice(t) }
+
+// inputDevice reports a path to a descriptor of the line — standard input, or one the line
+// opened (3<<EOF, <(cmd)) — however it is spelled: /dev/stdin, /dev/fd/N, /proc/self/fd/N,
+// /proc/thread-self/fd/N, //dev/./stdin. (/proc/PID/fd/N is another process's file: a path.)
+func inputDevice(t string) bool {
+	return descriptor(t) != ""
+}
+
+// outputFD reports a path to the line's standard output or error (/dev/fd/1, /proc/self/fd/2).
+func outputFD(t string) bool {
+	fd := descriptor(t)
+	return fd == "1" || fd == "2"
+}
+
+// descriptor returns the number of the descriptor a path names ("0" for /dev/stdin), or "".
+func descriptor(t string) string {
+	if !strings.HasPrefix(t, "/") {
+		return ""
+	}
+	p := path.Clean(t)
+	if p == "/dev/stdin" {
+		return "0"
+	}
+	for _, dir := range []string{"/dev/fd/", "/proc/self/fd/", "/proc/thread-self/fd/"} {
+		if fd, ok := strings.CutPrefix(p, dir); ok && isNumber(fd) {
+			return fd
+		}
+	}
+	return ""
 }
 
 func (s *scope) dynamic(raw string) {
@@ -602,7 +661,8 @@ func cleanName(name string) string {
 		return name
 	}
 	c := path.Clean(name)
-	if !strings.Contains(c, "/") {
+	// ./bin/server stays ./bin/server (as the person writes it in a rule); ./../x is ../x.
+	if !strings.Contains(c, "/") || strings.HasPrefix(name, "./") && !strings.HasPrefix(c, "../") && !strings.HasPrefix(c, "/") {
 		c = "./" + c
 	}
 	return c

@@ -73,6 +73,9 @@ func TestAnalyzeCommands(t *testing.T) {
 		{"/bin/bash -c y", []string{"y"}},
 		{"ls/../../bin/rm x", []string{"../bin/rm x"}},
 		{"./x", []string{"./x"}},
+		{"./bin/server --version", []string{"./bin/server --version"}},
+		{"./../x", []string{"../x"}},
+		{"bin/../x", []string{"./x"}},
 		{"timeout --weird 5 y", []string{"timeout --weird 5 y"}},
 		{"x=1", nil},
 		{"", nil},
@@ -188,7 +191,10 @@ func TestAnalyzeTouches(t *testing.T) {
 		writes, paths, dirs, dynamic []string
 	}{
 		{script: "git status > out 2>>err &>all >|clob 1<>rw", writes: []string{"out", "err", "all", "clob", "rw"}},
-		{script: "x >/dev/null 2>/dev/stderr 2>&1 >&- >/dev/tty >/dev/fd/3"},
+		{script: "x >/dev/null 2>/dev/stderr 2>&1 >&- >/dev/tty >/dev/fd/1 >/proc/self/fd/2 1>&2"},
+		// Written through a descriptor of the line, a file read on it would be written.
+		{script: "x >/dev/fd/3 >/dev/stdin >/proc/self/fd/0", dynamic: []string{"/dev/fd/3", "/dev/stdin", "/proc/self/fd/0"}},
+		{script: "x < /proc/1234/fd/3", paths: []string{"/proc/1234/fd/3"}},
 		{script: "x >/dev/fd/ >/dev/sda", writes: []string{"/dev/fd/", "/dev/sda"}},
 		{script: "x >&file", writes: []string{"file"}},
 		{script: "x < in <&3", paths: []string{"in"}},
