@@ -28,12 +28,10 @@
 // line without "\n" is a line. A page is capped at Options.MaxPageBytes; a single longer line
 // is cut with a marker saying how much was left out.
 //
-// Resident size: bbolt reads values through a read-only shared mapping of the file, so a
-// large output written or read back would leave up to its whole size resident in the daemon
-// (clean page-cache pages, counted in its RSS all the same). Every 8 MiB that pass through
-// it, the store drops its page table entries for the mapping (MADV_DONTNEED, inside a read
-// transaction so the mapping cannot change meanwhile); the data stays in the page cache and
-// the file. A 1 GiB output thus costs the daemon a few MiB of resident memory, not 1 GiB.
+// Memory: bbolt reads values through a read-only shared mapping of the file, so a large
+// output written or read back leaves its pages in the page cache, mapped into the daemon.
+// They are clean file pages (the daemon's RssFile, not its RssAnon), which the kernel drops
+// when it needs the room; the daemon's own memory for an output is a chunk or two.
 //
 // Checkpoints (checkpoint.go, content.go) keep what each changing call did to the workspace:
 // an index of the workspace (path -> FileState), the open checkpoints of calls in flight,

@@ -113,8 +113,6 @@ type Store struct {
 	// one write.
 	company uint16
 
-	resident residentTrimmer
-
 	// clog is the call log (calllog.go); nil with Options.Sync.
 	clog *callLog
 	// flushes counts the call log's timer flushes running; Close waits for them.
