@@ -273,7 +273,7 @@ func TestListCallsPaging(t *testing.T) {
 	}
 }
 
-// TestConcurrentWrites drives the group commit: many writers at once, some failing, each
+// TestConcurrentWrites: many writers at once, some failing, each
 // gets its own answer.
 func TestConcurrentWrites(t *testing.T) {
 	s := openTest(t, nil)
