@@ -14,7 +14,6 @@ import (
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
-	"github.com/toolsd/toolsd/store"
 )
 
 // sandboxer decides how each tool process of the workspace is confined: from what the kernel
@@ -102,9 +101,9 @@ func newSandboxer(folder, storePath string) *sandboxer {
 			s.cacheDir = ""
 		}
 	}
-	// The store (the folder of the default one; only the file and its call logs of one given
-	// on the command line, whose folder may be anything).
-	s.private = []string{storePath, store.LogPath(storePath), store.OldLogPath(storePath)}
+	// The store (the folder of the default one; only the file of one given on the command
+	// line, whose folder may be anything).
+	s.private = []string{storePath}
 	if storePath == DefaultStorePath(folder) {
 		s.private = []string{filepath.Dir(storePath)}
 	}

@@ -61,20 +61,13 @@ func (s *Store) CreateCall(rec *protocol.CallRecord) error {
 	if err != nil {
 		return fmt.Errorf("store: encode call %s: %w", r.CallID, err)
 	}
-	if s.clog != nil {
-		if s.isClosed() {
-			return ErrClosed
+	err = s.update(func(tx *bolt.Tx) error {
+		if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
+			return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
 		}
-		err = s.createLogged(&r, val)
-	} else {
-		err = s.update(func(tx *bolt.Tx) error {
-			if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
-				return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
-			}
-			_, err := putNewCall(tx, &r, val, s.nextSeq(tx))
-			return err
-		})
-	}
+		_, err := putNewCall(tx, &r, val, s.nextSeq(tx))
+		return err
+	})
 	if err == nil {
 		rec.Status, rec.StartedAt = r.Status, r.StartedAt
 	}
@@ -121,21 +114,14 @@ func putNewCall(tx *bolt.Tx, r *protocol.CallRecord, val []byte, seq uint64) (ui
 
 // UpdateCall changes a call in place: fn gets the stored record and changes it; the change is
 // durable (against a crash of the process) when UpdateCall returns. Unknown call ->
-// ErrNotFound. fn runs inside the write transaction: it must be quick, must not call the
-// store, and may run more than once (on a fresh copy each time), so it must only change rec.
-// Its changes to SessionID and CallID are ignored.
+// ErrNotFound. fn runs once, inside the write transaction: it must be quick and must not
+// call the store. Its changes to SessionID and CallID are ignored.
 func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecord)) error {
 	if err := checkID("sessionID", sessionID); err != nil {
 		return err
 	}
 	if err := checkID("callID", callID); err != nil {
 		return err
-	}
-	if s.clog != nil {
-		if s.isClosed() {
-			return ErrClosed
-		}
-		return s.updateLogged(sessionID, callID, fn)
 	}
 	return s.update(func(tx *bolt.Tx) error {
 		k := tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
@@ -183,7 +169,7 @@ func (s *Store) GetCall(sessionID, callID string) (*protocol.CallRecord, error) 
 		}
 	}
 	var rec protocol.CallRecord
-	err := s.viewCalls(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var k []byte
 		if sessionID != "" {
 			k = tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
@@ -263,7 +249,7 @@ func (s *Store) ListCalls(sessionID string, limit int, cursor string, keep ...fu
 	}
 	calls := make([]protocol.CallSummary, 0, min(limit, 64))
 	next := ""
-	err := s.viewCalls(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		cb := tx.Bucket(bucketCalls)
 		add := func(seqKey []byte) (bool, error) {
 			if len(calls) == limit {
@@ -405,6 +391,22 @@ func interrupt(rec *protocol.CallRecord, now time.Time) {
 	if rec.Error == "" {
 		rec.Error = "interrupted: the toolsd daemon stopped before the call finished"
 	}
+}
+
+// encodeCall is a call's value: uvarint(len(summary)) summary record, the JSON
+// protocol.CallSummary first, so that ListCalls decodes a few hundred bytes per row instead of
+// whole records with their arguments and output, then the JSON protocol.CallRecord.
+func encodeCall(rec *protocol.CallRecord) ([]byte, error) {
+	sum, err := json.Marshal(summaryOf(rec))
+	if err != nil {
+		return nil, err
+	}
+	full, err := json.Marshal(rec)
+	if err != nil {
+		return nil, err
+	}
+	v := binary.AppendUvarint(make([]byte, 0, binary.MaxVarintLen64+len(sum)+len(full)), uint64(len(sum)))
+	return append(append(v, sum...), full...), nil
 }
 
 func splitCall(v []byte) (sum, full []byte, err error) {

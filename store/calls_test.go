@@ -273,7 +273,7 @@ func TestListCallsPaging(t *testing.T) {
 	}
 }
 
-// TestConcurrentWrites drives the group commit: many writers at once, some failing, each
+// TestConcurrentWrites: many writers at once, some failing, each
 // gets its own answer.
 func TestConcurrentWrites(t *testing.T) {
 	s := openTest(t, nil)
@@ -481,5 +481,26 @@ func TestSummaryConfined(t *testing.T) {
 		if c.Confined != want[c.CallID] {
 			t.Errorf("call %q: confined %v, want %v", c.CallID, c.Confined, want[c.CallID])
 		}
+	}
+}
+
+// TestCreateCallRefusesInvalidJSON: a record whose raw JSON fields do not parse, or whose
+// time cannot be written, is refused rather than stored damaged.
+func TestCreateCallRefusesInvalidJSON(t *testing.T) {
+	s := openTest(t, nil)
+	bad := []func(*protocol.CallRecord){
+		func(r *protocol.CallRecord) { r.Args = json.RawMessage(`{"a":`) },
+		func(r *protocol.CallRecord) { r.Metadata = json.RawMessage(`nope`) },
+		func(r *protocol.CallRecord) { r.StartedAt = time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC) },
+	}
+	for i, change := range bad {
+		r := newRec("s", fmt.Sprint("c", i))
+		change(r)
+		if err := s.CreateCall(r); err == nil {
+			t.Errorf("CreateCall(%+v) gave no error", r)
+		}
+	}
+	if got := listIDs(t, s, "s"); got != "" {
+		t.Errorf("calls on record: %q, want none", got)
 	}
 }

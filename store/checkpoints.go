@@ -225,7 +225,7 @@ func (s *Store) OpenCheckpoints() ([]*Checkpoint, error) {
 // still running). A call without one -> ErrNotFound.
 func (s *Store) Checkpoint(sessionID, callID string) (*Checkpoint, error) {
 	var cp *Checkpoint
-	err := s.viewCalls(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		seq, err := callSeq(tx, sessionID, callID)
 		if err != nil {
 			return err
@@ -261,7 +261,7 @@ func (s *Store) SessionCheckpoints(sessionID, fromCallID string) ([]*Checkpoint,
 		return nil, err
 	}
 	var out []*Checkpoint
-	err := s.viewCalls(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		var from []byte
 		if fromCallID != "" {
 			var err error
@@ -293,7 +293,7 @@ func (s *Store) SessionCheckpoints(sessionID, fromCallID string) ([]*Checkpoint,
 // path, oldest first.
 func (s *Store) LaterChanges(path, sessionID, callID string) ([]CallRef, error) {
 	var out []CallRef
-	err := s.viewCalls(func(tx *bolt.Tx) error {
+	err := s.view(func(tx *bolt.Tx) error {
 		seq, err := callSeq(tx, sessionID, callID)
 		if err != nil {
 			return err

@@ -1,16 +1,14 @@
 // Package store is the durable record of toolsd: calls, full outputs, per-session values and
-// the workspace's persisted permission answers, in one bbolt file per workspace (and the
-// call log beside it).
+// the workspace's persisted permission answers, in one bbolt file per workspace.
 //
 // # Layout
 //
 // Every bucket is declared in schema.go and created in one transaction by Open; the meta
 // bucket holds the schema version (SchemaVersion). Open refuses a file written by a newer
 // toolsd (SchemaError, ErrSchema) and a file that is not a toolsd store or is damaged
-// (ErrCorrupt, naming the file); it never panics on such a file. Every file it opens (the
-// primary file and slot files) is opened through internal/fsopen: anything but a regular
-// file (a FIFO, a device, a socket, a folder, or a symlink to one) is ErrCorrupt saying what
-// it is, refused before bbolt writes a page to it.
+// (ErrCorrupt, naming the file); it never panics on such a file. The file is opened through
+// internal/fsopen: anything but a regular file (a FIFO, a device, a socket, a folder, or a
+// symlink to one) is ErrCorrupt saying what it is, refused before bbolt writes a page to it.
 //
 // Calls are JSON protocol.CallRecord values (each preceded by its protocol.CallSummary, so
 // that listing decodes only summaries) keyed by a big-endian uint64 sequence, so newest
@@ -28,14 +26,12 @@
 // line without "\n" is a line. A page is capped at Options.MaxPageBytes; a single longer line
 // is cut with a marker saying how much was left out.
 //
-// Resident size: bbolt reads values through a read-only shared mapping of the file, so a
-// large output written or read back would leave up to its whole size resident in the daemon
-// (clean page-cache pages, counted in its RSS all the same). Every 8 MiB that pass through
-// it, the store drops its page table entries for the mapping (MADV_DONTNEED, inside a read
-// transaction so the mapping cannot change meanwhile); the data stays in the page cache and
-// the file. A 1 GiB output thus costs the daemon a few MiB of resident memory, not 1 GiB.
+// Memory: bbolt reads values through a read-only shared mapping of the file, so a large
+// output written or read back leaves its pages in the page cache, mapped into the daemon.
+// They are clean file pages (the daemon's RssFile, not its RssAnon), which the kernel drops
+// when it needs the room; the daemon's own memory for an output is a chunk or two.
 //
-// Checkpoints (checkpoint.go, content.go) keep what each changing call did to the workspace:
+// Checkpoints (checkpoints.go, content.go) keep what each changing call did to the workspace:
 // an index of the workspace (path -> FileState), the open checkpoints of calls in flight,
 // the finished checkpoints keyed by their call's sequence, and a path index (which calls
 // changed a path, in order). Contents are content-addressed: a manifest per content (its
@@ -45,8 +41,7 @@
 // with outputs (Options.Retention after their call ended), then content that neither the
 // index, an open checkpoint nor a kept one names is collected (mark and sweep, never content
 // younger than the retention, no content stored while it runs, and a marking pass at most
-// once a day, only when some content is old enough to go). Slot files' checkpoints are not
-// merged.
+// once a day, only when some content is old enough to go).
 //
 // Retention: a background goroutine (owned by the Store, stopped and joined by Close) deletes whole
 // outputs older than Options.Retention, at most a few dozen per transaction. Call records keep
@@ -55,28 +50,24 @@
 //
 // # Durability
 //
-// Every write is on record before the method returns. CreateCall and UpdateCall append the
-// call's record to the call log, a file beside the store (LogPath), with one pwrite; the
-// entries are committed to bbolt in batches soon after (calllog.go says when), and Open
-// replays what a dead daemon left in the log before anything reads the store. Every other
-// write (each chunk of an OutputWriter, its Close, SessionPut, AddApprovals, SetTrusted,
-// checkpoints) is its own committed bbolt transaction, which first commits what the call log
-// holds so that writes reach bbolt in the order they were made. Either way the data is in
-// the kernel's page cache when the method returns, and survives the daemon crashing or being
-// killed with SIGKILL. That is the promise: a call whose result the daemon delivered, and
-// every outputID it handed out, survive kill -9. Without Options.Sync there is no fsync
-// (neither per commit nor when the file grows), so a power loss or kernel crash can lose the
-// last writes (bbolt's two meta pages keep the file consistent, never half written; a torn
-// entry at the end of the call log fails its checksum and is dropped); with Sync there is no
-// call log and every commit is fsynced. On Open, calls found pending or running are marked
-// interrupted (with EndedAt and an error text) and outputs whose writer never closed are
-// finalized with what was committed (partial). The crash test re-runs the test binary as a
-// writer and kills it with SIGKILL mid-write, several times.
+// Every write is on record before the method returns: each is its own committed bbolt
+// transaction (CreateCall, UpdateCall, each chunk of an OutputWriter and its Close,
+// SessionPut, AddApprovals, SetTrusted, checkpoints). bbolt runs one write transaction at a
+// time; concurrent writers wait their turn. A committed transaction is in the kernel's page
+// cache, and survives the daemon crashing or being killed with SIGKILL. That is the promise:
+// a call whose result the daemon delivered, and every outputID it handed out, survive
+// kill -9. Without Options.Sync there is no fsync (neither per commit nor when the file
+// grows), so a power loss or kernel crash can lose the last writes (bbolt's two meta pages
+// keep the file consistent, never half written); with Sync every commit is fsynced. On Open,
+// calls found pending or running are marked interrupted (with EndedAt and an error text) and
+// outputs whose writer never closed are finalized with what was committed (partial). The
+// crash test re-runs the test binary as a writer and kills it with SIGKILL mid-write, several
+// times.
 //
-// Concurrent writes are committed together (group commit): the first writer lets the
-// goroutines that are ready to run go first (runtime.Gosched, while writes come
-// concurrently), then commits every write queued by then in one transaction, so many
-// concurrent calls cost few commits, and a lone writer never waits.
+// Earlier toolsds wrote calls' records to a call log beside the store first and committed
+// them to bbolt in batches; a daemon killed in between left records only in the log. The
+// first Open of such a store imports what the log holds before anything reads the store,
+// then removes it, and never reads a log again (oldlog.go).
 //
 // # One process per store
 //
@@ -86,6 +77,4 @@
 // with ErrLocked, naming the file and what to do, rather than hanging or writing elsewhere.
 // That happens only when a second process opens the same file: a daemon started with
 // --standalone next to the folder's owner, or two folders' daemons given one --store.
-// (Earlier versions gave a second daemon a slot file, "name.1.db", merged later; such files
-// left behind are no longer read.)
 package store

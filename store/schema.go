@@ -15,11 +15,13 @@ const SchemaVersion = 1
 // transaction.
 var (
 	// bucketMeta holds keyMetaSchema (be32 version), keyMetaTrusted (be64 unix nanos of the
-	// answer + one byte 0/1) and keyMetaCollected (be64 unix nanos).
+	// answer + one byte 0/1), keyMetaCollected (be64 unix nanos) and keyMetaNoCallLog (one
+	// byte 1).
 	bucketMeta = []byte("meta")
 
-	// bucketCalls: be64(seq) -> a call (see encodeCall: its summary, then its record). seq is a monotonic number that is at
-	// least the creation time in unix nanoseconds. Newest first is a reverse cursor walk.
+	// bucketCalls: be64(seq) -> a call (see encodeCall: its summary, then its record). seq is
+	// a monotonic number that is at least the creation time in unix nanoseconds. Newest first
+	// is a reverse cursor walk.
 	bucketCalls = []byte("calls")
 	// bucketCallIndex: callID \x00 sessionID -> be64(seq). Enforces one call per (session,
 	// callID); a prefix scan finds the newest call with a callID in any session.
@@ -69,16 +71,13 @@ var (
 	// bucketCPPaths: path \x00 be64(call seq) -> nil: which calls changed a path, in order.
 	bucketCPPaths = []byte("cp_paths")
 
-	// mergedBuckets are the buckets of schema version 1 that a slot file must have to be
-	// merged (checkpoints stay in the slot file: see the package doc).
-	mergedBuckets = [][]byte{
+	allBuckets = [][]byte{
 		bucketMeta,
 		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketUnfinished,
 		bucketOutputs, bucketOutputsByTime, bucketOutputsOpen, bucketOutputsExpired,
 		bucketSessionValues, bucketApprovals,
+		bucketContent, bucketChunks, bucketCPIndex, bucketCPRecords, bucketCPOpen, bucketCPPaths,
 	}
-	allBuckets = append(append([][]byte{}, mergedBuckets...),
-		bucketContent, bucketChunks, bucketCPIndex, bucketCPRecords, bucketCPOpen, bucketCPPaths)
 )
 
 var (
@@ -86,11 +85,11 @@ var (
 	keyMetaTrusted = []byte("trusted")
 	// keyMetaCollected: be64 unix nanos of the last content collection that marked.
 	keyMetaCollected = []byte("contentCollected")
+	// keyMetaNoCallLog: a call log beside the store is not read (see oldlog.go).
+	keyMetaNoCallLog = []byte("noCallLog")
 	keyOutMeta       = []byte("meta")
 )
 
-// initSchema creates every bucket and checks or writes the schema version. It runs in the one
-// transaction of Open.
 // schemaCurrent reports whether the file holds every bucket and the current schema version:
 // initSchema would change nothing.
 func schemaCurrent(tx *bolt.Tx) bool {
@@ -109,9 +108,12 @@ func schemaCurrent(tx *bolt.Tx) bool {
 	return true
 }
 
+// initSchema creates every bucket and checks or writes the schema version. Open runs it, in
+// one transaction, on a file that is not current.
 func initSchema(tx *bolt.Tx, path string) error {
 	meta := tx.Bucket(bucketMeta)
-	if meta == nil {
+	fresh := meta == nil
+	if fresh {
 		// A fresh file has no buckets at all. A bbolt file with other buckets is someone
 		// else's database: refuse it rather than write ours into it.
 		foreign := ""
@@ -135,6 +137,12 @@ func initSchema(tx *bolt.Tx, path string) error {
 	for _, name := range allBuckets {
 		if _, err := tx.CreateBucketIfNotExists(name); err != nil {
 			return fmt.Errorf("store: create bucket %s: %w", name, err)
+		}
+	}
+	if fresh {
+		// No earlier toolsd wrote a call log for it.
+		if err := tx.Bucket(bucketMeta).Put(keyMetaNoCallLog, []byte{1}); err != nil {
+			return err
 		}
 	}
 	return tx.Bucket(bucketMeta).Put(keyMetaSchema, be32(SchemaVersion))

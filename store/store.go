@@ -8,7 +8,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"runtime"
 	"strings"
 	"sync"
 	"time"
@@ -76,13 +75,6 @@ type Options struct {
 
 	// pruned, if set (by tests), is called after each background pruning pass.
 	pruned func(n int, err error)
-	// logDelay and logMax, if set (by tests), replace logFlushDelay and maxLogBytes.
-	logDelay time.Duration
-	logMax   int64
-	// logFlushed, if set (by tests), is called after each flush of the call log by its timer.
-	logFlushed func()
-	// logAlloc, if set (by tests), sizes the call log's files instead of allocate.
-	logAlloc func(fd int, size int64) error
 }
 
 // Store is the durable record of toolsd: calls, full outputs, per-session values and the
@@ -105,20 +97,6 @@ type Store struct {
 	// contentMu is held for reading while content is stored, and for writing while unused
 	// content is collected.
 	contentMu sync.RWMutex
-	commitMu  sync.Mutex // guards pending, committing and company
-	pending   []*op
-	// committing is true while some caller is leading a group commit.
-	committing bool
-	// company has a bit for each of the last 16 group commits, set when it took more than
-	// one write.
-	company uint16
-
-	resident residentTrimmer
-
-	// clog is the call log (calllog.go); nil with Options.Sync.
-	clog *callLog
-	// flushes counts the call log's timer flushes running; Close waits for them.
-	flushes sync.WaitGroup
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
@@ -182,14 +160,11 @@ func Open(path string, opts *Options) (*Store, error) {
 			return nil, err
 		}
 	}
-	if !o.Sync {
-		if err := s.openLog(); err != nil {
-			s.db.Close()
-			return nil, err
-		}
+	if err := s.importCallLog(); err != nil {
+		s.db.Close()
+		return nil, err
 	}
 	if err := s.recover(); err != nil {
-		s.closeLog()
 		s.db.Close()
 		return nil, err
 	}
@@ -285,11 +260,7 @@ func (s *Store) Close() error {
 	close(s.done)
 	s.closeMu.Unlock()
 	s.wg.Wait()
-	lerr := s.closeLog()
-	if err := s.db.Close(); err != nil {
-		return err
-	}
-	return lerr
+	return s.db.Close()
 }
 
 func (s *Store) isClosed() bool {
@@ -298,8 +269,7 @@ func (s *Store) isClosed() bool {
 	return s.closed
 }
 
-// view runs a read transaction. It does not see the call log's entries: reads of the call
-// buckets go through viewCalls.
+// view runs a read transaction.
 func (s *Store) view(fn func(*bolt.Tx) error) error {
 	if s.isClosed() {
 		return ErrClosed
@@ -307,15 +277,13 @@ func (s *Store) view(fn func(*bolt.Tx) error) error {
 	return mapBoltErr(s.db.View(fn))
 }
 
-// viewCalls is view for reads of the calls and their indexes: it commits what waits in the
-// call log first.
-func (s *Store) viewCalls(fn func(*bolt.Tx) error) error {
-	if len(s.clog.waiting()) > 0 {
-		if err := s.update(func(*bolt.Tx) error { return nil }); err != nil {
-			return err
-		}
+// update runs fn in a write transaction and commits it: what fn wrote is on record when
+// update returns. A panic in fn fails this update only.
+func (s *Store) update(fn func(*bolt.Tx) error) error {
+	if s.isClosed() {
+		return ErrClosed
 	}
-	return s.view(fn)
+	return mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(fn, tx) }))
 }
 
 func mapBoltErr(err error) error {
@@ -323,123 +291,6 @@ func mapBoltErr(err error) error {
 		return ErrClosed
 	}
 	return err
-}
-
-// op is one write waiting for a group commit.
-type op struct {
-	fn  func(*bolt.Tx) error
-	res chan opResult
-}
-
-type opResult struct {
-	err  error
-	lead bool // the receiver now leads the next group commit
-}
-
-// update runs fn in a write transaction. Concurrent updates are committed together in one
-// transaction (group commit): the first caller leads and commits every update queued by then;
-// callers that arrive meanwhile wait and the first of them leads the next group. While
-// writes come concurrently (a recent group had more than one), a leader yields once
-// (runtime.Gosched) before it takes the queue, so that goroutines ready to run can add
-// their writes; it never waits for a timer. If any fn of a group fails, the group is
-// rolled back and each fn is run again alone, so fn may run more than once and must only
-// touch the transaction and its own variables.
-func (s *Store) update(fn func(*bolt.Tx) error) error {
-	if s.isClosed() {
-		return ErrClosed
-	}
-	o := &op{fn: fn, res: make(chan opResult, 1)}
-	s.commitMu.Lock()
-	s.pending = append(s.pending, o)
-	if s.committing {
-		s.commitMu.Unlock()
-		r := <-o.res
-		if !r.lead {
-			return r.err
-		}
-		s.commitMu.Lock()
-	} else {
-		s.committing = true
-	}
-	// We lead. While writes come concurrently (one of the last 16 groups had more than
-	// one), let the goroutines that are ready to run go first: those on their way to the
-	// store queue their writes meanwhile, and join this commit instead of each paying one
-	// of their own. Under 64 concurrent calls a commit took 1.9 writes without this and
-	// 5.8 with it. Writes one after another do not yield: with nothing else to run,
-	// Gosched only woke another thread to look for work (10% of the daemon's CPU in a
-	// sequential run).
-	if s.company != 0 {
-		s.commitMu.Unlock()
-		runtime.Gosched()
-		s.commitMu.Lock()
-	}
-	// Commit what is queued (our own op among it), then hand over.
-	batch := s.pending
-	s.pending = nil
-	s.company <<= 1
-	if len(batch) > 1 {
-		s.company |= 1
-	}
-	s.commitMu.Unlock()
-
-	s.runBatch(batch)
-
-	s.commitMu.Lock()
-	if len(s.pending) > 0 {
-		next := s.pending[0]
-		s.commitMu.Unlock()
-		next.res <- opResult{lead: true}
-	} else {
-		s.committing = false
-		s.commitMu.Unlock()
-	}
-	return (<-o.res).err
-}
-
-func (s *Store) runBatch(batch []*op) {
-	if len(batch) == 1 {
-		batch[0].res <- opResult{err: s.commit(batch[0].fn)}
-		return
-	}
-	err := s.commit(func(tx *bolt.Tx) error {
-		for _, o := range batch {
-			if err := safeCall(o.fn, tx); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
-	if err == nil {
-		for _, o := range batch {
-			o.res <- opResult{}
-		}
-		return
-	}
-	for _, o := range batch {
-		o.res <- opResult{err: s.commit(o.fn)}
-	}
-}
-
-// commit runs fn in a write transaction after the call log's waiting entries, so that every
-// write lands in bbolt in the order it was made. The entries are taken inside the
-// transaction: a transaction that comes later then always takes every entry an earlier one
-// took that is still waiting, and a newer state of a call is never overwritten by an older.
-func (s *Store) commit(fn func(*bolt.Tx) error) error {
-	var logged []*logEntry
-	err := s.db.Update(func(tx *bolt.Tx) error {
-		logged = s.clog.waiting()
-		if err := applyEntries(tx, logged); err != nil {
-			return fmt.Errorf("store: commit the call log: %w", err)
-		}
-		return safeCall(fn, tx)
-	})
-	if err != nil {
-		return mapBoltErr(err)
-	}
-	if err := s.clog.committed(logged); err != nil {
-		s.log.Error("the call log", "err", err)
-	}
-	return nil
 }
 
 // safeCall turns a panic in fn into an error, so that one broken update fails only its caller.

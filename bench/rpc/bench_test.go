@@ -39,10 +39,8 @@ type record struct {
 	OutBytes        int64   `json:"out_bytes,omitempty"`              // bytes the command printed
 	ExecSeconds     float64 `json:"exec_seconds,omitempty"`           // tools/execute round trip
 	ReadSeconds     float64 `json:"read_seconds,omitempty"`           // paging the full output back
-	PeakRSSMiB      float64 `json:"peak_rss_mib,omitempty"`           // the daemon's VmHWM over the whole run
 	PeakAnonMiB     float64 `json:"peak_anon_mib,omitempty"`          // highest RssAnon sampled (heap, stacks)
 	PeakFileMiB     float64 `json:"peak_file_mib,omitempty"`          // highest RssFile sampled (the bbolt mmap)
-	ExecPeakRSSMiB  float64 `json:"exec_peak_rss_mib,omitempty"`      // VmHWM when the execute result arrived
 	ExecPeakAnonMiB float64 `json:"exec_peak_anon_mib,omitempty"`     // RssAnon peak by then
 	StoreMapMiBExec float64 `json:"store_map_rss_mib_exec,omitempty"` // resident pages of the store's mmap then
 	StoreMapMiBEnd  float64 `json:"store_map_rss_mib_end,omitempty"`  // and after paging the output back

@@ -76,14 +76,13 @@ func mappedRSS(pid int, suffix string) float64 {
 	return float64(kib) / 1024
 }
 
-// rssSampler polls the daemon's peak RSS (VmHWM) until stopped, so the peak is known even if
-// the process is gone by the time it is read.
+// rssSampler polls the daemon's resident memory (RssAnon and RssFile) until stopped, so the
+// peaks are known even if the process is gone by the time they are read.
 type rssSampler struct {
 	stop chan struct{}
 	done chan struct{}
 
 	mu      sync.Mutex // guards the fields below
-	peakKiB int64      // VmHWM: resident anonymous, file-backed and shared pages
 	anonKiB int64      // highest RssAnon seen: the heap, stacks, runtime
 	fileKiB int64      // highest RssFile seen: file pages mapped in, the bbolt mmap among them
 	samples int
@@ -98,7 +97,6 @@ func sampleRSS(pid int, every time.Duration) *rssSampler {
 		for {
 			if m, ok := procStatus(pid); ok {
 				s.mu.Lock()
-				s.peakKiB = max(s.peakKiB, m["VmHWM"])
 				s.anonKiB = max(s.anonKiB, m["RssAnon"])
 				s.fileKiB = max(s.fileKiB, m["RssFile"])
 				s.samples++
@@ -114,24 +112,26 @@ func sampleRSS(pid int, every time.Duration) *rssSampler {
 	return s
 }
 
-// Peaks returns the peaks so far in MiB: VmHWM, RssAnon and RssFile.
-func (s *rssSampler) Peaks() (hwm, anon, file float64) {
+// Peaks returns the peaks so far in MiB: RssAnon and RssFile.
+func (s *rssSampler) Peaks() (anon, file float64) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return float64(s.peakKiB) / 1024, float64(s.anonKiB) / 1024, float64(s.fileKiB) / 1024
+	return float64(s.anonKiB) / 1024, float64(s.fileKiB) / 1024
 }
 
-// Stop ends the sampling (after one last sample) and returns the VmHWM peak in MiB.
+// Stop ends the sampling (after one last sample) and returns the RssAnon peak in MiB.
 func (s *rssSampler) Stop() float64 {
 	close(s.stop)
 	<-s.done
-	hwm, _, _ := s.Peaks()
-	return hwm
+	anon, _ := s.Peaks()
+	return anon
 }
 
 // BenchmarkBigOutput runs bash printing BIG_BYTES of 'x' in lines of 99, checks that the
 // result comes back truncated with an outputID, pages the whole output back with
-// outputs/read checking every line, and records the daemon's peak RSS (bar: under 64 MiB).
+// outputs/read checking every line, and records the daemon's peak anonymous memory (RssAnon:
+// its heap, stacks and runtime; bar: at most 32 MiB). File pages (bbolt's mapping of the
+// store) are clean page cache the kernel drops when it needs the room: reported, not barred.
 func BenchmarkBigOutput(b *testing.B) {
 	const width = 99
 	n := bigBytes(b)
@@ -152,7 +152,7 @@ func BenchmarkBigOutput(b *testing.B) {
 		r := record{Bench: "big", Client: "go-harness", Server: "toolsd", OutBytes: n}
 		fail := func(format string, args ...any) {
 			r.Problem = fmt.Sprintf(format, args...)
-			r.PeakRSSMiB = stopOnce()
+			r.PeakAnonMiB = stopOnce()
 			r.OK = new(bool)
 			emit(b, r)
 			b.Fatalf("%s\n%s", r.Problem, d.Stderr())
@@ -183,7 +183,7 @@ func BenchmarkBigOutput(b *testing.B) {
 			fail("tools/execute: %v", err)
 		}
 		r.ExecSeconds = time.Since(t0).Seconds()
-		r.ExecPeakRSSMiB, r.ExecPeakAnonMiB, _ = rss.Peaks()
+		r.ExecPeakAnonMiB, _ = rss.Peaks()
 		r.StoreMapMiBExec = mappedRSS(d.Cmd.Process.Pid, "store.db")
 		r.ResultBytes = len(res.Output)
 		r.Truncated = res.Truncated
@@ -232,8 +232,8 @@ func BenchmarkBigOutput(b *testing.B) {
 		}
 		r.ReadSeconds = time.Since(t1).Seconds()
 		r.StoreMapMiBEnd = mappedRSS(d.Cmd.Process.Pid, "store.db")
-		r.PeakRSSMiB = stopOnce()
-		_, r.PeakAnonMiB, r.PeakFileMiB = rss.Peaks()
+		r.PeakAnonMiB = stopOnce()
+		_, r.PeakFileMiB = rss.Peaks()
 		r.SampleCount = rss.samples
 		switch {
 		case r.Lines != wantLines:
@@ -243,12 +243,12 @@ func BenchmarkBigOutput(b *testing.B) {
 		case r.Bytes != r.TotalBytesRep || r.Lines != r.TotalLinesRep:
 			fail("pages add up to %d lines and %d bytes; the daemon reported %d and %d", r.Lines, r.Bytes, r.TotalLinesRep, r.TotalBytesRep)
 		}
-		ok := r.PeakRSSMiB < 64
+		ok := r.PeakAnonMiB <= 32
 		r.OK = &ok
 		if !ok {
-			r.Problem = fmt.Sprintf("peak RSS %.1f MiB, bar is under 64 MiB", r.PeakRSSMiB)
+			r.Problem = fmt.Sprintf("peak RssAnon %.1f MiB, bar is at most 32 MiB", r.PeakAnonMiB)
 		}
-		b.ReportMetric(r.PeakRSSMiB, "peak-RSS-MiB")
+		b.ReportMetric(r.PeakAnonMiB, "peak-RssAnon-MiB")
 		b.ReportMetric(r.ExecSeconds, "exec-s")
 		b.ReportMetric(r.ReadSeconds, "read-s")
 		emit(b, r)

@@ -27,7 +27,7 @@ var allowed = map[string][]string{
 	"internal/jsonpos":  {},
 	"internal/jsonw":    {"internal/jsondec"},
 	"internal/jsondec":  {},
-	"store":             {"protocol", "internal/fsopen", "internal/jsonw"},
+	"store":             {"protocol", "internal/fsopen"},
 	"permission/shell":  {},
 	"permission":        {"protocol", "permission/shell", "internal/fspath", "internal/fsopen", "internal/jsonpos", "internal/protect"},
 	"registry":          {"protocol"},

@@ -21,7 +21,7 @@ const fixture = `{"bench":"spawn","client":"node-vscode-jsonrpc","server":"tools
 {"bench":"concurrent","client":"node-vscode-jsonrpc","server":"echo","n":20000,"callers":64,"calls_per_s":40000,"server_cpu_us_per_call":10}
 {"bench":"concurrent","client":"go-harness","server":"echo","n":20000,"callers":64,"calls_per_s":20000,"server_cpu_us_per_call":20}
 {"bench":"concurrent","client":"mcp-ts-client","server":"server-filesystem","n":20000,"callers":64,"calls_per_s":1000,"server_cpu_us_per_call":100}
-{"bench":"big","client":"go-harness","server":"toolsd","out_bytes":1073741824,"peak_rss_mib":40,"peak_anon_mib":30,"lines":10845878,"bytes":1084587701,"truncated":true,"ok":true}
+{"bench":"big","client":"go-harness","server":"toolsd","out_bytes":1073741824,"peak_anon_mib":30,"peak_file_mib":40,"lines":10845878,"bytes":1084587701,"truncated":true,"ok":true}
 `
 
 func TestReport(t *testing.T) {
@@ -42,7 +42,7 @@ func TestReport(t *testing.T) {
 		{"go callers met", `MET +64 concurrent callers ≥ 10,000 calls/s \(go-harness\) +12000 calls/s`},
 		{"node callers missed", `MISSED +64 concurrent callers ≥ 10,000 calls/s \(node-vscode-jsonrpc\) +1500 calls/s`},
 		{"big output checks met", `MET +bash 1 GiB: truncated result, outputs/read returns every line`},
-		{"big output RSS met", `MET +bash 1 GiB: daemon peak RSS \(VmHWM\) < 64 MiB +40\.0 MiB \(anonymous 30\.0 MiB\)`},
+		{"big output RssAnon met", `MET +bash 1 GiB: daemon peak RssAnon ≤ 32 MiB +30\.0 MiB \(file-backed 40\.0 MiB\)`},
 		{"server CPU per call", `toolsd read +go-harness +64 +12000 +150 µs`},
 		{"read vs echo ratio", `toolsd read +node-vscode-jsonrpc +1\.0 ms +8\.0 ms +1449 +33×`},
 		{"issue 15: calls vs server-filesystem met at 1.5", `MET +64 callers \(node-vscode-jsonrpc\) ≥ 1\.5× server-filesystem's calls/s +1500 vs 1000 calls/s = 1\.50×`},
