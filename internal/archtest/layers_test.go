@@ -25,7 +25,6 @@ var allowed = map[string][]string{
 	"internal/fswalk":   {"internal/fspath", "internal/cpus"},
 	"internal/textdiff": {},
 	"internal/jsonpos":  {},
-	"internal/jsonw":    {"internal/jsondec"},
 	"internal/jsondec":  {},
 	"store":             {"protocol", "internal/fsopen"},
 	"permission/shell":  {},
