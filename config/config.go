@@ -922,4 +922,3 @@ func (s *Settings) UsePatch(m *protocol.Model) bool {
 	}
 	return false
 }
-
