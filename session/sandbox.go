@@ -31,8 +31,9 @@ type sandboxer struct {
 	cacheDir string
 	private  []string // the daemon's own folders: hidden from tools
 
-	mu       sync.Mutex // guards settings
+	mu       sync.Mutex // guards settings and policies
 	settings config.Sandbox
+	policies map[string]*sandbox.Policy // built, by the options they were built with
 }
 
 // kernelSupport is what the kernel offers without user namespaces, probed once per process at
@@ -163,6 +164,7 @@ func (s *sandboxer) settle() error {
 func (s *sandboxer) set(c config.Sandbox) {
 	s.mu.Lock()
 	s.settings = c
+	s.policies = nil
 	s.mu.Unlock()
 }
 
@@ -237,6 +239,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 		Net: sandbox.Net{Mode: sandbox.NetNone},
 	}
 	conf := &sandbox.Confinement{Mode: s.support().Mode(c.Mode == "landlock"), AutoAllow: c.AutoAllow == nil || *c.AutoAllow}
+	var proxied *sandbox.Net
 	if net != nil {
 		switch {
 		case net.Direct:
@@ -249,13 +252,36 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 			}
 			allow := append([]string{}, net.Allow...)
 			sort.Strings(allow)
-			o.Net = sandbox.Net{Mode: sandbox.NetProxy, Proxy: p.Addr(), Allow: allow}
+			proxied = &sandbox.Net{Mode: sandbox.NetProxy, Proxy: p.Addr(), Allow: allow}
 			conf.Proxy = p
 		}
 	}
-	conf.Policy = sandbox.Build(o)
-	conf.Policy.LandlockOnly = c.Mode == "landlock"
+	// A copy of the policy built for these options: its lists are shared, and read only.
+	p := *s.built(o)
+	if proxied != nil {
+		p.Net = *proxied // each process has a proxy of its own
+	}
+	p.LandlockOnly = c.Mode == "landlock"
+	conf.Policy = &p
 	return conf
+}
+
+// built returns sandbox.Build(o), built once per options until the settings change: a Build
+// resolves every path of the policy (some 40 stats of the home folder), the same for every
+// call of a tool.
+func (s *sandboxer) built(o sandbox.Options) *sandbox.Policy {
+	key := fmt.Sprintf("%#v", o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[key]
+	if !ok {
+		p = sandbox.Build(o)
+		if s.policies == nil {
+			s.policies = map[string]*sandbox.Policy{}
+		}
+		s.policies[key] = p
+	}
+	return p
 }
 
 // SandboxCheck describes what the kernel offers the sandbox and the policy a bash command
