@@ -284,6 +284,16 @@ func (s *sandboxer) built(o sandbox.Options) *sandbox.Policy {
 	return p
 }
 
+// appArmorBinaries are the binaries that make user namespaces: this one (the namespace probe)
+// and the guard (each tool's stage).
+func appArmorBinaries() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return []string{proc.GuardPath()}
+	}
+	return []string{exe, proc.GuardPath()}
+}
+
 // SandboxCheck describes what the kernel offers the sandbox and the policy a bash command
 // in folder would run with, under the user's settings (the workspace's own sandbox settings
 // count only once the workspace is trusted, which this does not assume): what
@@ -304,7 +314,7 @@ func SandboxCheck(folder string) (string, error) {
 	}
 	if support.Available() && !support.Namespaces && support.AppArmorUserns && proc.GuardPath() != "" {
 		fmt.Fprintf(&b, "\nto give toolsd's tools their namespaces, run (as a user who may use sudo), then this check again:\n\n")
-		for _, line := range strings.SplitAfter(strings.TrimSuffix(sandbox.AppArmorFix(proc.GuardPath()), "\n"), "\n") {
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(sandbox.AppArmorFix(appArmorBinaries()...), "\n"), "\n") {
 			fmt.Fprintf(&b, "    %s", line)
 		}
 		fmt.Fprintln(&b)

@@ -80,13 +80,14 @@ func sandboxCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
+		proc.SetGuardPath(guardFor(exe))
 	}
 	abs, err := filepath.Abs(*ws)
 	if err == nil {
 		var out string
 		if out, err = session.SandboxCheck(abs); err == nil {
 			fmt.Fprint(stdout, out)
+			fmt.Fprintf(stdout, "  guard and stage: %s\n", proc.GuardPath())
 			return 0
 		}
 	}
@@ -403,13 +404,13 @@ func runOwner(args []string, stderr io.Writer) int {
 }
 
 // serving readies the runtime of a process that serves a workspace: its tools start through
-// this binary's guard, the collector's goal suits a small live heap (internal/gctune), and
+// the guard (toolsd-guard next to this binary, else this binary), the collector's goal suits a small live heap (internal/gctune), and
 // its Go code runs on one processor but while it is busy (internal/cpus). With
 // TOOLSD_CPUPROFILE=PATH, for performance work, it profiles the process's CPU until the
 // returned function runs, into PATH.<pid>.
 func serving() (stop func()) {
 	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
+		proc.SetGuardPath(guardFor(exe))
 	}
 	gctune.Start()
 	cpus.Manage()
