@@ -57,14 +57,3 @@ require (
 	google.golang.org/genproto/googleapis/rpc v0.0.0-20260928230214-8a89bd6388cc // indirect
 	kernel.org/pub/linux/libs/security/libcap/psx v1.2.78 // indirect
 )
-
-// jsonschema/v5 compiles the meta-schemas of five drafts in its package init, about 3 ms of
-// every start of the toolsd binary (the daemon, each tool's guard and sandbox stage, each
-// `toolsd mcp`). third_party/jsonschema-v5 is v5.3.1 with them compiled on first use instead,
-// and integer numbers checked without big.Rat; see its PATCHES.md.
-replace github.com/santhosh-tekuri/jsonschema/v5 => ./third_party/jsonschema-v5
-
-// go-seccomp-bpf builds the syscall tables of five architectures in its package init, about
-// 0.3 ms of every start of the toolsd binary. third_party/go-seccomp-bpf is v1.6.0 with each
-// table built on first use instead; see its PATCHES.md.
-replace github.com/elastic/go-seccomp-bpf => ./third_party/go-seccomp-bpf

@@ -41,7 +41,7 @@ step() { printf '== %s\n' "$*" >&2; }
 step "building toolsd, the echo floor, the Go driver and the report into $tmp"
 # Static, as the README builds toolsd (no cgo: the dynamic loader and libc's start cost every
 # start of the binary about 0.7 ms); the echo floor the same way.
-CGO_ENABLED=0 go build -o "$tmp/toolsd" ./cmd/toolsd
+CGO_ENABLED=0 go build -o "$tmp/" ./cmd/toolsd ./cmd/toolsd-guard
 CGO_ENABLED=0 go build -o "$tmp/echo" ./bench/rpc/echo
 go build -o "$tmp/report" ./bench/rpc/report
 go test -c -o "$tmp/rpcbench.test" ./bench/rpc

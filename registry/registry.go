@@ -2,7 +2,6 @@ package registry
 
 import (
 	"bytes"
-	"encoding/json"
 	"fmt"
 	"sort"
 	"strings"
@@ -49,31 +48,17 @@ type Entry struct {
 	*Tool
 	// schema is the compiled parameters schema: compiled when the source is set, except a
 	// built-in's, which is compiled on its first call (see SetSource).
-	schema func() (*compiledSchema, error)
-}
-
-// compiledSchema is a tool's compiled schema, and its flat form if it has one (flat.go).
-type compiledSchema struct {
-	s    *jsonschema.Schema
-	flat *flatSchema
-}
-
-func compile(toolID string, params json.RawMessage) (*compiledSchema, error) {
-	s, err := CompileSchema(toolID, params)
-	if err != nil {
-		return nil, err
-	}
-	return &compiledSchema{s: s, flat: flatOf(s)}, nil
+	schema func() (*jsonschema.Schema, error)
 }
 
 // Validate checks untrusted arguments against the tool's schema. The error is a
 // *ValidationError written for the model.
 func (e *Entry) Validate(args []byte) error {
-	c, err := e.schema()
+	s, err := e.schema()
 	if err != nil {
 		return err // a built-in's schema that does not compile: a bug, reported to the call
 	}
-	return validate(c.s, c.flat, e.ID, args)
+	return validate(s, e.ID, args)
 }
 
 // Catalog is an immutable snapshot of every tool the Registry knows. Safe for concurrent use.
@@ -191,17 +176,17 @@ func (r *Registry) SetSource(name string, tools []*Tool, diags []protocol.Diagno
 			// are compiled on first use rather than in every workspace's open, where they
 			// were about a third of session.Open's work in a fresh process.
 			t := t
-			snap.tools = append(snap.tools, &Entry{Tool: t, schema: sync.OnceValues(func() (*compiledSchema, error) {
-				return compile(t.ID, t.Parameters)
+			snap.tools = append(snap.tools, &Entry{Tool: t, schema: sync.OnceValues(func() (*jsonschema.Schema, error) {
+				return CompileSchema(t.ID, t.Parameters)
 			})})
 			continue
 		}
-		c, err := compile(t.ID, t.Parameters)
+		c, err := CompileSchema(t.ID, t.Parameters)
 		if err != nil {
 			snap.diagnostics = append(snap.diagnostics, diag(t, err.Error()))
 			continue
 		}
-		snap.tools = append(snap.tools, &Entry{Tool: t, schema: func() (*compiledSchema, error) { return c, nil }})
+		snap.tools = append(snap.tools, &Entry{Tool: t, schema: func() (*jsonschema.Schema, error) { return c, nil }})
 	}
 
 	r.mu.Lock()

@@ -107,16 +107,13 @@ func compactJSON(b []byte) string {
 	return buf.String()
 }
 
-func validate(s *jsonschema.Schema, flat *flatSchema, tool string, args []byte) error {
+func validate(s *jsonschema.Schema, tool string, args []byte) error {
 	fail := func(msg string) error {
 		return &ValidationError{Tool: tool, Violations: []Violation{{Pointer: "", Message: msg}}}
 	}
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
 		trimmed = []byte("{}")
-	}
-	if flat != nil && flat.accepts(trimmed) {
-		return nil
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.UseNumber()

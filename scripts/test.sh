@@ -32,11 +32,6 @@ fi
 say "go: tests (race detector on)"
 go test -race -count=1 -timeout 20m ./...
 
-say "go: the patched copies in third_party (modules of their own)"
-for m in third_party/*/; do
-  (cd "$m" && go vet ./... && go test -race -count=1 ./...)
-done
-
 if [ "${TOOLSD_SKIP_EXT:-0}" = 1 ]; then
   say "done (extension skipped)"; exit 0
 fi

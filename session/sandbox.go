@@ -30,8 +30,9 @@ type sandboxer struct {
 	cacheDir string
 	private  []string // the daemon's own folders: hidden from tools
 
-	mu       sync.Mutex // guards settings
+	mu       sync.Mutex // guards settings and policies
 	settings config.Sandbox
+	policies map[string]*sandbox.Policy // built, by the options they were built with
 }
 
 // kernelSupport is what the kernel offers without user namespaces, probed once per process at
@@ -162,6 +163,7 @@ func (s *sandboxer) settle() error {
 func (s *sandboxer) set(c config.Sandbox) {
 	s.mu.Lock()
 	s.settings = c
+	s.policies = nil
 	s.mu.Unlock()
 }
 
@@ -236,6 +238,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 		Net: sandbox.Net{Mode: sandbox.NetNone},
 	}
 	conf := &sandbox.Confinement{Mode: s.support().Mode(c.Mode == "landlock"), AutoAllow: c.AutoAllow == nil || *c.AutoAllow}
+	var proxied *sandbox.Net
 	if net != nil {
 		switch {
 		case net.Direct:
@@ -248,13 +251,46 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 			}
 			allow := append([]string{}, net.Allow...)
 			sort.Strings(allow)
-			o.Net = sandbox.Net{Mode: sandbox.NetProxy, Proxy: p.Addr(), Allow: allow}
+			proxied = &sandbox.Net{Mode: sandbox.NetProxy, Proxy: p.Addr(), Allow: allow}
 			conf.Proxy = p
 		}
 	}
-	conf.Policy = sandbox.Build(o)
-	conf.Policy.LandlockOnly = c.Mode == "landlock"
+	// A copy of the policy built for these options: its lists are shared, and read only.
+	p := *s.built(o)
+	if proxied != nil {
+		p.Net = *proxied // each process has a proxy of its own
+	}
+	p.LandlockOnly = c.Mode == "landlock"
+	conf.Policy = &p
 	return conf
+}
+
+// built returns sandbox.Build(o), built once per options until the settings change: a Build
+// resolves every path of the policy (some 40 stats of the home folder), the same for every
+// call of a tool.
+func (s *sandboxer) built(o sandbox.Options) *sandbox.Policy {
+	key := fmt.Sprintf("%#v", o)
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.policies[key]
+	if !ok {
+		p = sandbox.Build(o)
+		if s.policies == nil {
+			s.policies = map[string]*sandbox.Policy{}
+		}
+		s.policies[key] = p
+	}
+	return p
+}
+
+// appArmorBinaries are the binaries that make user namespaces: this one (the namespace probe)
+// and the guard (each tool's stage).
+func appArmorBinaries() []string {
+	exe, err := os.Executable()
+	if err != nil {
+		return []string{proc.GuardPath()}
+	}
+	return []string{exe, proc.GuardPath()}
 }
 
 // SandboxCheck describes what the kernel offers the sandbox and the policy a bash command
@@ -277,7 +313,7 @@ func SandboxCheck(folder string) (string, error) {
 	}
 	if support.Available() && !support.Namespaces && support.AppArmorUserns && proc.GuardPath() != "" {
 		fmt.Fprintf(&b, "\nto give toolsd's tools their namespaces, run (as a user who may use sudo), then this check again:\n\n")
-		for _, line := range strings.SplitAfter(strings.TrimSuffix(sandbox.AppArmorFix(proc.GuardPath()), "\n"), "\n") {
+		for _, line := range strings.SplitAfter(strings.TrimSuffix(sandbox.AppArmorFix(appArmorBinaries()...), "\n"), "\n") {
 			fmt.Fprintf(&b, "    %s", line)
 		}
 		fmt.Fprintln(&b)

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/toolsd/toolsd/config"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
@@ -254,4 +255,24 @@ func TestNamespaceProbeWaitsForInitialized(t *testing.T) {
 			t.Fatalf("confined in mode %q; the probe said no namespaces, so want %q", conf.Mode, sandbox.ModeLandlock)
 		}
 	})
+}
+
+// TestSandboxPolicyBuiltOncePerSettings: the calls of a workspace share one policy, built
+// once (each build resolves every path of the home folder), until the settings change.
+func TestSandboxPolicyBuiltOncePerSettings(t *testing.T) {
+	s := &sandboxer{folder: t.TempDir(), guard: "/toolsd", guarded: true, kernel: sandbox.Support{LandlockABI: 7, Seccomp: true},
+		ns: newNSProbe(func(string) (bool, string) { return false, "not here" })}
+	first, second := s.confine("bash", nil), s.confine("bash", nil)
+	if &first.Policy.Deny[0] != &second.Policy.Deny[0] {
+		t.Fatal("two calls with the same settings built the policy twice")
+	}
+	s.set(config.Sandbox{Mode: "landlock"})
+	if !s.confine("bash", nil).Policy.LandlockOnly || first.Policy.LandlockOnly {
+		t.Fatal("a policy's copy is shared between calls")
+	}
+	extra := t.TempDir()
+	s.set(config.Sandbox{Write: []string{extra}})
+	if third := s.confine("bash", nil); !slices.Contains(third.Policy.Write, extra) || &third.Policy.Deny[0] == &first.Policy.Deny[0] {
+		t.Fatalf("the settings changed and the policy did not: write %v", third.Policy.Write)
+	}
 }

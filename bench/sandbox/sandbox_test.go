@@ -24,9 +24,9 @@ func TestMain(m *testing.M) {
 
 // BenchmarkSpawn runs /bin/true through the guard unconfined, confined with namespaces, and
 // confined by Landlock alone, and reports each one's p50 (goal: the sandbox adds at most
-// 5 ms p50 over the plain guarded spawn). The guard and the stage are the toolsd binary, as
-// for a bash call (TOOLSD_BIN, else built), and again this test binary, which links little
-// else: the difference is what the binary's start costs.
+// 5 ms p50 over the plain guarded spawn). The guard and the stage are the toolsd binary
+// (TOOLSD_BIN, else built), toolsd-guard beside it when there is one, as for a bash call,
+// and this test binary: the differences are what each binary's start costs.
 func BenchmarkSpawn(b *testing.B) {
 	if !sandbox.Probe("").Available() {
 		b.Skip("the kernel offers no Landlock")
@@ -40,7 +40,11 @@ func BenchmarkSpawn(b *testing.B) {
 		bin = harness.Binary(b)
 	}
 	defer proc.SetGuardPath("")
-	for _, g := range []struct{ name, path string }{{"toolsd", bin}, {"testbin", exe}} {
+	guards := []struct{ name, path string }{{"toolsd", bin}, {"testbin", exe}}
+	if helper := filepath.Join(filepath.Dir(bin), "toolsd-guard"); fileExists(helper) {
+		guards = append(guards, struct{ name, path string }{"toolsd-guard", helper})
+	}
+	for _, g := range guards {
 		b.Run(g.name, func(b *testing.B) {
 			proc.SetGuardPath(g.path)
 			spawn(b)
@@ -89,4 +93,9 @@ func spawn(b *testing.B) {
 			b.ReportMetric(float64(times[len(times)/2].Microseconds())/1000, "p50-ms")
 		})
 	}
+}
+
+func fileExists(p string) bool {
+	_, err := os.Stat(p)
+	return err == nil
 }

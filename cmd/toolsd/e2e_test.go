@@ -43,6 +43,7 @@ type envOpts struct {
 	store   string // reuse a store
 	options any
 	env     []string // more environment for the daemon
+	bin     string   // the toolsd binary (default: harness.Binary)
 }
 
 func newEnv(t *testing.T, o envOpts) *env {
@@ -65,7 +66,11 @@ func newEnv(t *testing.T, o envOpts) *env {
 		st = filepath.Join(t.TempDir(), "store.db")
 	}
 	args := append([]string{"--store", st, "--log-level", "debug"}, o.args...)
-	d := harness.Start(t, harness.Binary(t), harness.Options{Args: args, Env: append([]string{"XDG_CONFIG_HOME=" + t.TempDir()}, o.env...)})
+	bin := o.bin
+	if bin == "" {
+		bin = harness.Binary(t)
+	}
+	d := harness.Start(t, bin, harness.Options{Args: args, Env: append([]string{"XDG_CONFIG_HOME=" + t.TempDir()}, o.env...)})
 	ctx := harness.Deadline(t, 60*time.Second)
 	e := &env{t: t, d: d, ws: ws, st: st, ctx: ctx}
 	options := o.options

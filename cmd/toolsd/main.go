@@ -19,18 +19,16 @@ import (
 	"os/exec"
 	"os/signal"
 	"path/filepath"
+	"runtime/debug"
 	"runtime/pprof"
 	"strconv"
 	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/attach"
 	"github.com/toolsd/toolsd/internal/cli"
-	"github.com/toolsd/toolsd/internal/cpus"
-	"github.com/toolsd/toolsd/internal/gctune"
 	"github.com/toolsd/toolsd/internal/proc"
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/policy"
@@ -80,13 +78,14 @@ func sandboxCmd(args []string, stdout, stderr io.Writer) int {
 		return code
 	}
 	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
+		proc.SetGuardPath(guardFor(exe))
 	}
 	abs, err := filepath.Abs(*ws)
 	if err == nil {
 		var out string
 		if out, err = session.SandboxCheck(abs); err == nil {
 			fmt.Fprint(stdout, out)
+			fmt.Fprintf(stdout, "  guard and stage: %s\n", proc.GuardPath())
 			return 0
 		}
 	}
@@ -101,20 +100,10 @@ func flagSet(fs *flag.FlagSet, name string) bool {
 	return set
 }
 
-// stdioPipeSize is the capacity pollable asks for the daemon's stdin and stdout pipes,
-// instead of Linux's 64 KiB. 64 callers' answers (1.5 KiB a read, and a tools/progress
-// each) filled a 64 KiB stdout pipe faster than the client read it: the flusher then waited
-// for room, with nothing else to run, 776 times in 10,000 calls, and each of those waits
-// made the process idle and woke it again (a third of its idle spells). The kernel takes a
-// pipe's pages as they are written, so a larger capacity costs nothing while it is empty.
-const stdioPipeSize = 1 << 20
-
 // pollable returns the standard stream fd as a file in non-blocking mode when it is a pipe or
 // a socket (as when an editor spawns the daemon), so that Go's poller serves it and closing
-// it at shutdown interrupts a pending read instead of waiting for the editor. A pipe is
-// given stdioPipeSize if the kernel allows (it refuses past /proc/sys/fs/pipe-max-size and
-// the user's pipe quota; the pipe then keeps its size). A terminal or a regular file is left
-// as it is (its mode is shared with the shell that started us).
+// it at shutdown interrupts a pending read instead of waiting for the editor. A terminal or
+// a regular file is left as it is (its mode is shared with the shell that started us).
 func pollable(fd int, name string, f *os.File) *os.File {
 	var st syscall.Stat_t
 	if err := syscall.Fstat(fd, &st); err != nil {
@@ -125,11 +114,6 @@ func pollable(fd int, name string, f *os.File) *os.File {
 	}
 	if err := syscall.SetNonblock(fd, true); err != nil {
 		return f
-	}
-	if st.Mode&syscall.S_IFMT == syscall.S_IFIFO {
-		if n, err := unix.FcntlInt(uintptr(fd), unix.F_GETPIPE_SZ, 0); err == nil && n < stdioPipeSize {
-			_, _ = unix.FcntlInt(uintptr(fd), unix.F_SETPIPE_SZ, stdioPipeSize)
-		}
 	}
 	return os.NewFile(uintptr(fd), name)
 }
@@ -266,9 +250,6 @@ func run(args []string, stdin io.ReadCloser, stdout io.WriteCloser, stderr io.Wr
 
 	// The folder is known once initialize arrives: read that frame, attach, pass it on.
 	var in io.Reader = stdin
-	if f, ok := stdin.(*os.File); ok {
-		in = newHotReader(f)
-	}
 	if !df.isStandalone() {
 		limit := *df.maxMessage
 		if limit <= 0 {
@@ -403,16 +384,20 @@ func runOwner(args []string, stderr io.Writer) int {
 }
 
 // serving readies the runtime of a process that serves a workspace: its tools start through
-// this binary's guard, the collector's goal suits a small live heap (internal/gctune), and
-// its Go code runs on one processor but while it is busy (internal/cpus). With
-// TOOLSD_CPUPROFILE=PATH, for performance work, it profiles the process's CPU until the
-// returned function runs, into PATH.<pid>.
+// the guard (toolsd-guard next to this binary, else this binary), and the collector runs
+// when the heap has grown by half the live heap (GOGC=50) rather than doubled, unless GOGC
+// says otherwise: the pages of a large output pass through the heap a megabyte at a time,
+// and with the default the daemon's memory doubles while it pages. A goal, unlike a memory
+// limit, scales with the live heap, so a large workspace's index never makes the collector
+// run without end. With TOOLSD_CPUPROFILE=PATH, for performance work, it profiles the
+// process's CPU until the returned function runs, into PATH.<pid>.
 func serving() (stop func()) {
 	if exe, err := os.Executable(); err == nil {
-		proc.SetGuardPath(exe)
+		proc.SetGuardPath(guardFor(exe))
 	}
-	gctune.Start()
-	cpus.Manage()
+	if os.Getenv("GOGC") == "" {
+		debug.SetGCPercent(50)
+	}
 	if path := os.Getenv("TOOLSD_CPUPROFILE"); path != "" {
 		if f, err := os.Create(fmt.Sprintf("%s.%d", path, os.Getpid())); err == nil && pprof.StartCPUProfile(f) == nil {
 			return func() { pprof.StopCPUProfile(); _ = f.Close() }

@@ -18,7 +18,7 @@ BIN_DIR=$(mktemp -d -t toolsd-ext-bin.XXXXXX)
 # The daemons these tests start own their workspaces in a runtime folder of their own.
 export XDG_RUNTIME_DIR=$(mktemp -d -t toolsd-ext-rt.XXXXXX)
 trap 'rm -rf "$BIN_DIR" "$XDG_RUNTIME_DIR"' EXIT
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN_DIR/toolsd" ./cmd/toolsd)
+(cd "$REPO" && CGO_ENABLED=0 go build -o "$BIN_DIR/" ./cmd/toolsd ./cmd/toolsd-guard)
 echo "=== editor-ext: unit tests against $BIN_DIR/toolsd"
 npm run -s build:tests
 TOOLSD_BIN="$BIN_DIR/toolsd" node --test --test-reporter=spec --test-reporter-destination=stdout out/test/*.test.js

@@ -17,12 +17,10 @@ var allowed = map[string][]string{
 	"internal/proc":     {"internal/sandbox"},
 	"internal/sandbox":  {"internal/fspath", "internal/protect"},
 	"internal/cli":      {},
-	"internal/gctune":   {},
-	"internal/cpus":     {},
 	"internal/fspath":   {},
 	"internal/protect":  {},
 	"internal/fsopen":   {},
-	"internal/fswalk":   {"internal/fspath", "internal/cpus"},
+	"internal/fswalk":   {"internal/fspath"},
 	"internal/textdiff": {},
 	"internal/jsonpos":  {},
 	"internal/jsondec":  {},
@@ -43,7 +41,8 @@ var allowed = map[string][]string{
 	"mcpserver":         {"protocol", "session", "registry", "store"},
 	"rpc":               {"protocol", "session", "internal/jsondec"},
 	"attach":            {"protocol", "rpc", "mcpserver", "session", "store"},
-	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach"},
+	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "policy", "internal/sandbox", "attach"},
+	"cmd/toolsd-guard":  {"internal/proc"},
 	"internal/harness":  {"protocol"},
 	"internal/demo":     {"protocol"},
 	"cmd/toolsd-demo":   {"internal/demo"},
@@ -87,8 +86,8 @@ func contains(xs []string, s string) bool {
 }
 
 // keptOut are modules the daemon's binary must not link, and why: every start of the binary
-// (the daemon, each tool's guard and sandbox stage, each `toolsd mcp`) runs the package init
-// of all it links.
+// (the daemon, each `toolsd mcp`, and each tool's guard and sandbox stage where toolsd-guard
+// is not installed) runs the package init of all it links.
 var keptOut = map[string]string{
 	"google.golang.org/grpc":     "the audit trail's OTLP exporter is toolsd's own (audit/otlp.go): gRPC's init and 10 MB of binary cost every start about 0.8 ms",
 	"google.golang.org/protobuf": "the audit trail writes OTLP's protobuf by hand (audit/otlpproto.go), for the same reason",
@@ -111,4 +110,36 @@ func TestBinaryKeepsOut(t *testing.T) {
 	for mod, pkgs := range linked {
 		t.Errorf("cmd/toolsd links %d packages of %s (%s, …): %s", len(pkgs), mod, pkgs[0], keptOut[mod])
 	}
+}
+
+// leanOut are modules the guard's binary (cmd/toolsd-guard) must not link: it starts twice
+// for every tool process, and exists to start without the daemon's packages.
+var leanOut = []string{"github.com/santhosh-tekuri/jsonschema", "github.com/modelcontextprotocol/go-sdk", "go.etcd.io/bbolt", "mvdan.cc/sh", "github.com/go-git/go-git"}
+
+func TestGuardBinaryIsLean(t *testing.T) {
+	if linked := linkedOf(t, "cmd/toolsd-guard", leanOut); len(linked) > 0 {
+		t.Errorf("cmd/toolsd-guard links %s: the guard and the stage would pay the daemon's start", strings.Join(linked, ", "))
+	}
+	if linked := linkedOf(t, "cmd/toolsd", leanOut); len(linked) != len(leanOut) {
+		t.Errorf("cmd/toolsd links only %v of %v: this test no longer tells a lean binary from the daemon's", linked, leanOut)
+	}
+}
+
+// linkedOf returns the modules of mods that the package pkg of this module links.
+func linkedOf(t *testing.T, pkg string, mods []string) []string {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-deps", module+pkg).Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var linked []string
+	for _, mod := range mods {
+		for _, p := range strings.Fields(string(out)) {
+			if p == mod || strings.HasPrefix(p, mod+"/") {
+				linked = append(linked, mod)
+				break
+			}
+		}
+	}
+	return linked
 }

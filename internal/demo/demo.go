@@ -61,7 +61,7 @@ func Run(ctx context.Context, o Options) error {
 		return err
 	}
 	if err := cmd.Start(); err != nil {
-		return fmt.Errorf("starting %s: %w (build it first: go build -o bin/toolsd ./cmd/toolsd)", o.Daemon, err)
+		return fmt.Errorf("starting %s: %w (build it first: go build -o bin/ ./cmd/toolsd ./cmd/toolsd-guard)", o.Daemon, err)
 	}
 	defer func() { _ = cmd.Process.Kill(); _ = cmd.Wait() }()
 	d.conn = jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(rwc{stdout, stdin}, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.AsyncHandler(jsonrpc2.HandlerWithError(d.handle)))

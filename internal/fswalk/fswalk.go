@@ -16,7 +16,6 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
 
-	"github.com/toolsd/toolsd/internal/cpus"
 	"github.com/toolsd/toolsd/internal/fspath"
 )
 
@@ -336,7 +335,6 @@ func Walk(ctx context.Context, o Options, visit func(e Entry)) error {
 	q := &dirQueue{}
 	q.cond = sync.NewCond(&q.mu)
 	q.push(dirItem{rel: "", rules: base})
-	defer cpus.Lend()() // a daemon runs on one processor but while it walks
 	workers := max(2, runtime.GOMAXPROCS(0))
 	var wg sync.WaitGroup
 	for range workers {

@@ -35,7 +35,8 @@ var (
 )
 
 // Binary builds the toolsd binary once per process (with the race detector when the tests
-// run with it, else static as the README builds it) and returns its path.
+// run with it, else static as the README builds it), and toolsd-guard beside it as an
+// install puts it, and returns toolsd's path.
 func Binary(tb testing.TB) string {
 	tb.Helper()
 	buildOnce.Do(func() {
@@ -45,11 +46,11 @@ func Binary(tb testing.TB) string {
 			return
 		}
 		buildPath = filepath.Join(dir, "toolsd")
-		args := []string{"build", "-o", buildPath}
+		args := []string{"build", "-o", dir + "/"}
 		if raceEnabled {
 			args = append(args, "-race")
 		}
-		args = append(args, "github.com/toolsd/toolsd/cmd/toolsd")
+		args = append(args, "github.com/toolsd/toolsd/cmd/toolsd", "github.com/toolsd/toolsd/cmd/toolsd-guard")
 		cmd := exec.Command("go", args...)
 		cmd.Dir = moduleRoot()
 		if !raceEnabled {

@@ -1,14 +1,14 @@
 // Package proc starts tool processes so that a whole process tree dies together: on
 // cancellation, on time-out, after the command ends, and when the daemon itself dies.
 //
-// The daemon sets SetGuardPath to its own executable, and every command then starts through
-// a guard: the hidden "__guard" mode of the toolsd binary (RunGuard). The guard is a child
-// subreaper (PR_SET_CHILD_SUBREAPER): whatever the command starts and orphans — a double
-// fork, `setsid`, `nohup … &`, a daemon that detaches — is reparented to the guard, not to
-// init, so the command's tree never leaves it. The guard kills that whole tree, process
-// groups and sessions notwithstanding, and reaps it before it exits: when the command ends,
-// when the daemon cancels it (SIGTERM, then SIGKILL after the grace), and when the daemon
-// dies (the kernel sends the guard SIGTERM: PR_SET_PDEATHSIG).
+// The daemon sets SetGuardPath to toolsd-guard (cmd/toolsd-guard) or to its own executable,
+// and every command then starts through a guard: the hidden "__guard" mode of that binary
+// (RunGuard). The guard is a child subreaper (PR_SET_CHILD_SUBREAPER): whatever the command
+// starts and orphans — a double fork, `setsid`, `nohup … &`, a daemon that detaches — is
+// reparented to the guard, not to init, so the command's tree never leaves it. The guard
+// kills that whole tree, process groups and sessions notwithstanding, and reaps it before it
+// exits: when the command ends, when the daemon cancels it (SIGTERM, then SIGKILL after the
+// grace), and when the daemon dies (the kernel sends the guard SIGTERM: PR_SET_PDEATHSIG).
 //
 // Without a guard (the tests of packages that do not build the binary), each command leads
 // its own process group: cancelling sends SIGTERM to the group and SIGKILL after the grace,
@@ -40,8 +40,8 @@ const GuardArg = "__guard"
 // guardPath is the executable that runs guards; empty means processes start unguarded.
 var guardPath atomic.Pointer[string]
 
-// SetGuardPath makes every later Command start through the guard at path (the toolsd
-// binary). Called once by main; tests of packages that do not build the binary leave it
+// SetGuardPath makes every later Command start through the guard at path (toolsd-guard, or
+// the toolsd binary). Called once by main; tests of packages that do not build the binary leave it
 // unset.
 func SetGuardPath(path string) { guardPath.Store(&path) }
 

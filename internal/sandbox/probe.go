@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 
@@ -65,20 +66,31 @@ func AppArmorRestrictsUserns() bool {
 	return err == nil && strings.TrimSpace(string(b)) == "1"
 }
 
-// AppArmorFix is what a person runs to let the toolsd binary at exe make user namespaces
-// under AppArmor's restriction, as Ubuntu does for its browsers and for bubblewrap: a
-// profile for that binary alone, which leaves it unconfined but for allowing them. The
-// profile names the binary's path: it is to be made again if the binary moves.
-func AppArmorFix(exe string) string {
-	return "sudo tee /etc/apparmor.d/toolsd >/dev/null <<'EOF'\n" +
+// AppArmorFix is what a person runs to let the toolsd binaries at exes (the daemon, which
+// probes, and the guard, which starts each stage) make user namespaces under AppArmor's
+// restriction, as Ubuntu does for its browsers and for bubblewrap: a profile for each of
+// those binaries alone, which leaves it unconfined but for allowing them. The profiles name
+// the binaries' paths: they are to be made again if the binaries move.
+func AppArmorFix(exes ...string) string {
+	var b strings.Builder
+	b.WriteString("sudo tee /etc/apparmor.d/toolsd >/dev/null <<'EOF'\n" +
 		"abi <abi/4.0>,\n" +
-		"include <tunables/global>\n\n" +
-		"profile toolsd " + appArmorPath(exe) + " flags=(unconfined) {\n" +
-		"  userns,\n" +
-		"  include if exists <local/toolsd>\n" +
-		"}\n" +
-		"EOF\n" +
-		"sudo apparmor_parser -r /etc/apparmor.d/toolsd\n"
+		"include <tunables/global>\n")
+	seen := map[string]bool{}
+	for _, exe := range exes {
+		if seen[exe] {
+			continue
+		}
+		seen[exe] = true
+		name := filepath.Base(exe)
+		b.WriteString("\nprofile " + name + " " + appArmorPath(exe) + " flags=(unconfined) {\n" +
+			"  userns,\n" +
+			"  include if exists <local/" + name + ">\n" +
+			"}\n")
+	}
+	b.WriteString("EOF\n" +
+		"sudo apparmor_parser -r /etc/apparmor.d/toolsd\n")
+	return b.String()
 }
 
 // appArmorPath quotes a path for a profile's attachment when it has characters the profile

@@ -17,6 +17,10 @@ func TestAppArmorFix(t *testing.T) {
 	if d := strings.Join(s.Describe(), "\n"); strings.Contains(d, "AppArmor") {
 		t.Fatalf("AppArmor named though the namespaces work:\n%s", d)
 	}
+	if fix := AppArmorFix("/usr/local/bin/toolsd", "/usr/local/bin/toolsd-guard"); !strings.Contains(fix, "profile toolsd /usr/local/bin/toolsd flags=(unconfined) {\n") ||
+		!strings.Contains(fix, "profile toolsd-guard /usr/local/bin/toolsd-guard flags=(unconfined) {\n") || !strings.Contains(fix, "include if exists <local/toolsd-guard>\n") {
+		t.Errorf("no profile for each of the daemon and its guard in\n%s", fix)
+	}
 	for exe, want := range map[string]string{
 		"/usr/local/bin/toolsd":            "profile toolsd /usr/local/bin/toolsd flags=(unconfined) {",
 		"/home/a b/.vscode/ext/bin/toolsd": `profile toolsd "/home/a b/.vscode/ext/bin/toolsd" flags=(unconfined) {`,
