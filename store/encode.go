@@ -136,6 +136,7 @@ func decisions(o *jsonw.Object, ds []protocol.Decision) {
 			o.StringOmit("reason", p.Reason)
 			o.StringsOmit("reasons", p.Reasons)
 			o.StringOmit("untrusted", p.Untrusted)
+			o.StringOmit("protected", p.Protected)
 			o.Close(in)
 		}
 		o.TimeOmit("askedAt", d.AskedAt)
