@@ -2,11 +2,17 @@ package session
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"testing"
 	"time"
 
 	"github.com/toolsd/toolsd/hook"
+	"github.com/toolsd/toolsd/internal/proc"
+	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
@@ -137,4 +143,106 @@ func TestCompositionNeverLoosens(t *testing.T) {
 		}
 	}
 	t.Logf("%d combinations", n)
+}
+
+// typicalRules are rules people write for an agent: edits allowed, a push asked about, a
+// recursive delete denied.
+var typicalRules = map[string]any{"edit": "allow", "bash": map[string]any{"git push *": "ask", "rm -rf *": "deny"}}
+
+// TestCounterweightDay is the counterweight of issue 24: hardening must not make toolsd
+// useless. A scripted day of ordinary work (the shell lines of TestSandboxDayOfWork, with
+// reads, searches and edits between them) runs through the real workspace under typical
+// rules, once with the sandbox's auto-allow and once without: with it, at least 80% fewer
+// asks, and at least 90% of the day's calls run unasked.
+func TestCounterweightDay(t *testing.T) {
+	if !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	for _, tool := range []string{"go", "git", "make", "npm", "node"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed", tool)
+		}
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	for k, v := range map[string]string{"GIT_AUTHOR_NAME": "t", "GIT_AUTHOR_EMAIL": "t@example.com", "GIT_COMMITTER_NAME": "t", "GIT_COMMITTER_EMAIL": "t@example.com", "XDG_CONFIG_HOME": t.TempDir(), "GOFLAGS": "-mod=mod", "GOTOOLCHAIN": "local"} {
+		t.Setenv(k, v)
+	}
+	proc.SetGuardPath(exe)
+	defer proc.SetGuardPath("")
+	type call struct {
+		tool string
+		args map[string]any
+	}
+	var calls []call
+	for i, line := range day {
+		calls = append(calls, call{"bash", map[string]any{"command": line, "timeout": 120000}})
+		switch i % 4 { // a read, a search or an edit between shell lines, as an agent works
+		case 0:
+			calls = append(calls, call{"read", map[string]any{"filePath": "main.go"}})
+		case 1:
+			calls = append(calls, call{"grep", map[string]any{"pattern": "greet"}})
+		case 2:
+			calls = append(calls, call{"write", map[string]any{"filePath": fmt.Sprintf("notes/n%d.md", i), "content": "note\n"}})
+		case 3:
+			calls = append(calls, call{"glob", map[string]any{"pattern": "**/*.go"}})
+		}
+	}
+	calls = append(calls, call{"edit", map[string]any{"filePath": "main.go", "oldString": "more greetings", "newString": "even more greetings"}})
+	run := func(t *testing.T, autoAllow bool) (asks, asked int) {
+		ws := t.TempDir()
+		for name, content := range dayFiles {
+			if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+		for _, args := range [][]string{{"init", "-q"}, {"add", "-A"}, {"commit", "-qm", "start"}} {
+			if out, err := exec.Command("git", append([]string{"-C", ws}, args...)...).CombinedOutput(); err != nil {
+				t.Fatalf("git %v: %v %s", args, err, out)
+			}
+		}
+		a := &answerer{}
+		opts, _ := json.Marshal(map[string]any{"sandbox": map[string]any{"autoAllow": autoAllow}, "permission": typicalRules})
+		w, err := Open(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), InitOptions: opts},
+			ClientOptions{Name: "test", Kind: protocol.ClientEditor, CanAsk: true, Sink: a})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.w = w
+		defer func() {
+			a.wg.Wait()
+			_ = w.Close()
+		}()
+		for i, c := range calls {
+			args, _ := json.Marshal(c.args)
+			ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+			res, err := w.Execute(ctx, protocol.ExecuteParams{SessionID: "day", MessageID: "m", CallID: fmt.Sprint("c", i), Tool: c.tool, Args: args})
+			cancel()
+			if err != nil || res.Status != protocol.StatusCompleted {
+				t.Errorf("%s %s: %+v %v", c.tool, args, res, err)
+			}
+		}
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		callsAsked := map[string]bool{}
+		for _, p := range a.asks {
+			callsAsked[p.CallID] = true
+		}
+		return len(a.asks), len(callsAsked)
+	}
+	var with, without, askedWith int
+	t.Run("auto-allow", func(t *testing.T) { with, askedWith = run(t, true) })
+	t.Run("asking", func(t *testing.T) { without, _ = run(t, false) })
+	unasked := float64(len(calls)-askedWith) / float64(len(calls))
+	t.Logf("a day of %d calls (%d shell lines) under typical rules: %d asks with the sandbox's auto-allow, %d without (%.0f%% fewer); %.0f%% of the calls ran unasked with it",
+		len(calls), len(day), with, without, 100*float64(without-with)/float64(max(without, 1)), 100*unasked)
+	if without == 0 || float64(without-with) < 0.8*float64(without) {
+		t.Errorf("asks: %d with the auto-allow, %d without: want at least 80%% fewer", with, without)
+	}
+	if unasked < 0.9 {
+		t.Errorf("%.0f%% of the day's calls ran unasked with the sandbox: want at least 90%%", 100*unasked)
+	}
 }
