@@ -208,3 +208,55 @@ func TestAlwaysForAProtectedPathCountsAsOnce(t *testing.T) {
 		}
 	}
 }
+
+// Class 3, checkpoint revert: restoring a protected path is a write like any other, so it
+// asks first; refused, that path is left as it is and the result says why.
+func TestRevertAsksForAProtectedPath(t *testing.T) {
+	e := newEnv(t, envOpts{files: map[string]string{".vscode/settings.json": "{}\n"}})
+	mark := e.d.Mark()
+	_, wait := e.start(protocol.ExecuteParams{CallID: "w", Tool: "write", Args: args("filePath", ".vscode/settings.json", "content", `{"x":1}`+"\n")})
+	if err := e.reply(e.waitAsk(mark, "w").ID, "once", ""); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := wait(); err != nil || res.Status != protocol.StatusCompleted {
+		t.Fatalf("write: %+v %v", res, err)
+	}
+	settings := filepath.Join(e.ws, ".vscode", "settings.json")
+	for _, reply := range []string{"reject", "once"} {
+		mark := e.d.Mark()
+		_, wait, err := e.d.Dispatch(e.ctx, "calls/revert", protocol.CallsRevertParams{SessionID: "s1", CallID: "w"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		raw, _, err := e.d.WaitFor(e.ctx, mark, "permission/asked", func(r json.RawMessage) bool {
+			var a protocol.AskedParams
+			return json.Unmarshal(r, &a) == nil && a.Tool == protocol.ToolRevert
+		})
+		if err != nil {
+			t.Fatalf("the revert did not ask before writing a protected path: %v", err)
+		}
+		var ask protocol.AskedParams
+		_ = json.Unmarshal(raw, &ask)
+		if len(ask.Patterns) != 1 || ask.Patterns[0] != ".vscode/settings.json" || ask.Provenance == nil || ask.Provenance.Kind != protocol.ProvenanceProtected {
+			t.Errorf("the revert's ask: %v %+v", ask.Patterns, ask.Provenance)
+		}
+		if err := e.reply(ask.ID, reply, ""); err != nil {
+			t.Fatal(err)
+		}
+		var res protocol.CallsRevertResult
+		if err := wait(e.ctx, &res); err != nil {
+			t.Fatal(err)
+		}
+		b, _ := os.ReadFile(settings)
+		switch reply {
+		case "reject":
+			if string(b) != `{"x":1}`+"\n" || len(res.Files) != 1 || !strings.Contains(res.Files[0].Skipped, "protected") {
+				t.Errorf("refused, the revert wrote %q anyway: %+v", b, res)
+			}
+		case "once":
+			if string(b) != "{}\n" {
+				t.Errorf("allowed, the revert did not restore it: %q %+v", b, res)
+			}
+		}
+	}
+}
