@@ -152,6 +152,9 @@ func TestWritersHonourTheProtectedSet(t *testing.T) {
 		}
 		res, err := e.execute(p)
 		notRun(t, c.tool+" "+string(c.args), res, err)
+		if res != nil && !strings.Contains(res.Error, "is a protected path") {
+			t.Errorf("%s %s: the model is not told the path is protected: %s", c.tool, c.args, res.Error)
+		}
 		rec := e.record("p" + string(rune('a'+i)))
 		if len(rec.Decisions) == 0 {
 			t.Errorf("%s %s: no decision on record", c.tool, c.args)
