@@ -1,6 +1,8 @@
 package permission
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
@@ -90,5 +92,40 @@ func TestWrittenAskIsNamedAmongDefaultAsks(t *testing.T) {
 	_ = e.SetLayer(LayerUser, nil)
 	if d := e.Decide(q); MayRelax(q, d) {
 		t.Errorf("an exact-only command was relaxed: %+v", d)
+	}
+}
+
+// A shell command that names a protected path (cp, mv, sed -i, ln write it without a
+// redirection) is exact-only: a wildcard rule does not cover it and nothing relaxes it; the
+// same command on other paths is allowed as before.
+func TestShellCommandNamingAProtectedPathIsExactOnly(t *testing.T) {
+	ws := t.TempDir()
+	if err := os.MkdirAll(filepath.Join(ws, ".git"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(".git", filepath.Join(ws, "g")); err != nil {
+		t.Fatal(err)
+	}
+	e, _ := NewEngine(nil)
+	_ = e.SetLayer(LayerUser, Ruleset{{Permission: KeyBash, Pattern: "cp *", Action: Allow}, {Permission: KeyBash, Pattern: "sed *", Action: Allow}, {Permission: KeyBash, Pattern: "go test *", Action: Allow}})
+	for line, want := range map[string]Action{
+		"cp evil .git/config":              Ask,
+		"cp evil g/hooks/pre-commit":       Ask,
+		"cp evil .toolsd/config.json":      Ask,
+		"sed -i s/a/b/ .vscode/tasks.json": Ask,
+		"go test ./... && cp a .envrc":     Ask,
+		"cp a b":                           Allow,
+		"go test ./...":                    Allow,
+	} {
+		sd := e.DecideShell("", "", line, ws, ws)
+		if sd.Action != want {
+			t.Errorf("%s: %s, want %s", line, sd.Action, want)
+		}
+		for i, rq := range sd.Requests {
+			q := Query{Permission: rq.Permission, Patterns: rq.Patterns, ExactOnly: rq.ExactOnly, Opaque: rq.Opaque, Reasons: rq.Reasons}
+			if want == Ask && rq.Permission == KeyBash && MayRelax(q, sd.Decisions[i]) {
+				t.Errorf("%s: relaxable", line)
+			}
+		}
 	}
 }

@@ -284,3 +284,22 @@ print(json.dumps({"hookSpecificOutput": {"hookEventName": "PreToolUse", "permiss
 		t.Errorf(".git/config changed:\n%s", after)
 	}
 }
+
+// Class 3, the shell: a command that writes a protected path without a redirection (cp, mv,
+// sed -i) is not the sandbox's to allow, and its ask says which path.
+func TestShellCommandsOnProtectedPathsAsk(t *testing.T) {
+	needSandbox(t)
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{}, files: map[string]string{
+		"evil.json": `{"permission":"allow","sandbox":{"enabled":false}}`, ".vscode/settings.json": "{}\n", "notes.txt": "x\n",
+	}})
+	for i, line := range []string{"cp evil.json .toolsd/config.json", "mv notes.txt .vscode/settings.json", "sed -i s/{}/{\"a\":1}/ .vscode/settings.json"} {
+		res, err := e.execute(protocol.ExecuteParams{CallID: "s" + string(rune('a'+i)), Tool: "bash", Args: args("command", line)})
+		notRun(t, line, res, err)
+	}
+	if _, err := os.Lstat(filepath.Join(e.ws, ".toolsd", "config.json")); err == nil {
+		t.Error(".toolsd/config.json was written")
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.ws, ".vscode", "settings.json")); string(b) != "{}\n" {
+		t.Errorf(".vscode/settings.json changed: %s", b)
+	}
+}
