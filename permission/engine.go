@@ -440,6 +440,9 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 	if exactOnly && d.Action == Allow && coversByWildcard(d.Rule.Pattern) {
 		d.Action, d.Rule, d.Reason = Ask, nil, why
 	}
+	if exactOnly && d.Action == Ask && (d.Rule == nil || d.Rule.Source == SourceDefault) {
+		d.Reason = why // the person reads why nothing but they may allow it (MayRelax)
+	}
 	if d.Action == Ask {
 		if m := lastMatch(q.Permission, pattern, v.remem...); m != nil && !(exactOnly && coversByWildcard(m.Pattern)) {
 			c := *m

@@ -37,6 +37,9 @@ func ProvenanceOf(d Decision) protocol.Provenance {
 		case r.Source == SourceDefault:
 			p.Kind = protocol.ProvenanceDefault
 			p.Text = fmt.Sprintf("built-in default %s", r.String())
+			if d.Reason != "" {
+				p.Text += "; the command is outside what toolsd knows to be safe for it (" + d.Reason + "), so neither the sandbox nor a hook may allow it"
+			}
 		case d.Tightening:
 			p.Kind = protocol.ProvenanceRule
 			p.Text = fmt.Sprintf("rule %s (%s; untrusted workspace: only tightens)", r.String(), r.Where())

@@ -70,8 +70,12 @@ func TestSandboxDoesNotAllowWhatTheRulesCannotCover(t *testing.T) {
 		{`make -E '$(shell touch pwned3)'`, "pwned3"},
 		{`tar -chf out.tar link`, "out.tar"},
 	} {
-		res, err := e.execute(protocol.ExecuteParams{CallID: "c" + string(rune('a'+i)), Tool: "bash", Args: args("command", c.line)})
+		id := "c" + string(rune('a'+i))
+		res, err := e.execute(protocol.ExecuteParams{CallID: id, Tool: "bash", Args: args("command", c.line)})
 		notRun(t, c.line, res, err)
+		if rec := e.record(id); len(rec.Decisions) == 0 || rec.Decisions[len(rec.Decisions)-1].Provenance == nil || rec.Decisions[len(rec.Decisions)-1].Provenance.Reason == "" {
+			t.Errorf("%s: the decision does not say why it asked: %+v", c.line, rec.Decisions)
+		}
 		if c.marker != "" {
 			if _, err := os.Lstat(filepath.Join(e.ws, c.marker)); err == nil {
 				t.Errorf("%s: %s was made", c.line, c.marker)
