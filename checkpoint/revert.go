@@ -195,7 +195,9 @@ func refList(rs []store.CallRef) string {
 // revert's own window w (exact), so that the revert is itself a checkpoint and a crash in
 // the middle leaves every file either restored or untouched. Paths with a conflict are
 // restored only with force; paths whose content was not kept, or that changed since the
-// plan, are skipped (PlanFile.Skipped says why). It returns how many paths it restored.
+// plan, are skipped (PlanFile.Skipped says why), and so are those the caller marked Skipped
+// before (session asks for protected paths first, as every writer does). It returns how
+// many paths it restored.
 func (t *Tracker) Apply(ctx context.Context, plan *Plan, w *Window, force bool) (int, error) {
 	if err := w.Begin(ctx); err != nil {
 		return 0, err
@@ -212,6 +214,8 @@ func (t *Tracker) Apply(ctx context.Context, plan *Plan, w *Window, force bool) 
 	var steps []step
 	for i, f := range plan.Files {
 		switch {
+		case f.Skipped != "":
+			continue // the caller refused it (a protected path no one allowed to write)
 		case f.NotKept != "":
 			plan.Files[i].Skipped = "its content before the calls was not kept (" + f.NotKept + ")"
 			continue

@@ -22,8 +22,10 @@
 //  2. "user": the user's config file ($XDG_CONFIG_HOME/toolsd/config.json);
 //  3. "editor": the editor's initializationOptions;
 //  4. "project": the workspace's .toolsd/config.json — while the workspace is untrusted it
-//     only tightens: a project rule counts only where it is stricter than the other
-//     layers say (deny > ask > allow), so its allows are ignored; Decision.Untrusted and
+//     only tightens: a project rule counts only where it is at least as strict as the
+//     other layers say (deny > ask > allow) and, when only as strict, where only a
+//     built-in default says so too (Decision.Tightening: the rule decides, as a
+//     tightening), so its allows are ignored; Decision.Untrusted and
 //     Engine.UntrustedAllows report them so the UI can say what trusting would change;
 //  5. "agent:<name>": the rules of the agent the call is for (Query.Agent), from the user
 //     and editor config;
@@ -31,6 +33,16 @@
 //     they only tighten while the workspace is untrusted;
 //  7. remembered "always" answers, for the workspace (persisted through ApprovalStore) and
 //     for the session. They turn an ask into an allow; they never undo a deny.
+//
+// # Protected paths and relaxing an ask
+//
+// A write ("edit") to a workspace path of the protected set (package internal/protect,
+// through Protected) asks whatever an allow rule or a remembered answer says, and is never
+// remembered (Decision.Protected says why); a deny still denies. MayRelax is the one answer
+// to "may something other than a rule (the sandbox's auto-allow, a hook's allow) settle
+// this ask?": only the built-in defaults' ask of a request that is fully understood, writes
+// no protected path, and that no rule of any layer asks or denies. docs/security.md is the
+// model.
 //
 // A query with several patterns (one per command of a shell line) denies if any pattern
 // denies, else asks if any asks. Query.Opaque (shell text nothing could see through) asks

@@ -83,6 +83,12 @@ type Decision struct {
 	// it); Reasons are the query's, saying why.
 	Opaque  bool
 	Reasons []string
+	// Protected says why a path the query writes is protected (Protected): it asks whatever
+	// an allow rule or a remembered answer says; a deny still denies. "" when none is.
+	Protected string
+	// Tightening marks a Rule of the workspace's own config counted while the workspace is
+	// untrusted: it decides only because it tightens (an ask or a deny).
+	Tightening bool
 }
 
 // ApprovalStore persists workspace-scoped "always" answers and the workspace's trust.
@@ -334,19 +340,45 @@ func (e *Engine) Decide(q Query) Decision {
 	plain, project, all := v.split(Rule{Permission: q.Permission, Pattern: "*", Action: Allow, Source: SourceDefault}, q.ReadOnly)
 	var worst Decision
 	var asks []string
+	protected := ""
 	for i, p := range patterns {
 		d := v.decide(q, p, plain, project, all)
 		if d.Action == Ask {
 			asks = append(asks, p)
 		}
-		if i == 0 || rank(d.Action) > rank(worst.Action) || worst.Untrusted == nil && d.Untrusted != nil && d.Action == worst.Action {
+		if protected == "" && d.Protected != "" && d.Action != Deny {
+			protected = d.Protected
+		}
+		if i == 0 || weight(d) > weight(worst) {
 			worst = d
 		}
 	}
 	if worst.Action == Ask {
 		worst.Asks = asks
+		if worst.Protected == "" {
+			worst.Protected = protected
+		}
 	}
 	return worst
+}
+
+// weight orders the decisions of a query's patterns: the strictest action first; among
+// equal actions one a written rule (not a built-in default) decided, so that the decision
+// names the rule someone wrote whenever one asks or denies any pattern of the query (what
+// MayRelax looks at); then one about a protected path; then one an untrusted project rule
+// would allow.
+func weight(d Decision) int {
+	w := rank(d.Action) * 8
+	if d.Rule != nil && d.Rule.Source != SourceDefault {
+		w += 4
+	}
+	if d.Protected != "" {
+		w += 2
+	}
+	if d.Untrusted != nil {
+		w++
+	}
+	return w
 }
 
 // lastMatch returns the last rule of sets that matches, scanning from the end.
@@ -364,11 +396,15 @@ func lastMatch(perm, pattern string, sets ...Ruleset) *Rule {
 
 func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Decision {
 	var untrusted *Rule
+	tightening := false
 	r := lastMatch(q.Permission, pattern, plain...)
 	if len(project) > 0 {
 		if pr := lastMatch(q.Permission, pattern, project...); pr != nil {
-			if pr.Action != Allow && (r == nil || rank(pr.Action) > rank(r.Action)) {
-				r = pr
+			// An untrusted ask or deny is kept wherever it is at least as strict as the rest
+			// and only a built-in default (or nothing) says so too: the person reads that the
+			// workspace asked for it, and nothing may relax it as if only the defaults asked.
+			if pr.Action != Allow && (r == nil || rank(pr.Action) > rank(r.Action) || rank(pr.Action) == rank(r.Action) && r.Source == SourceDefault) {
+				r, tightening = pr, true
 			}
 			if pr.Action == Allow && (r == nil || r.Action != Allow) {
 				// Would it have allowed, trusted? Then the project rule decides there.
@@ -379,10 +415,20 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 			}
 		}
 	}
-	d := Decision{Action: Ask, Pattern: pattern, Untrusted: untrusted}
+	d := Decision{Action: Ask, Pattern: pattern, Untrusted: untrusted, Tightening: tightening}
 	if r != nil {
 		c := *r
 		d.Action, d.Rule = c.Action, &c
+	}
+	if why, ok := Protected(q.Permission, pattern); ok {
+		// A protected path asks whatever allows it; a remembered answer does not count.
+		if d.Action == Allow {
+			d.Action, d.Rule, d.Tightening = Ask, nil, false
+		}
+		if d.Action == Ask {
+			d.Protected = why
+		}
+		return v.floor(q, pattern, d)
 	}
 	if q.Opaque {
 		if d.Action != Deny {
@@ -393,6 +439,9 @@ func (v view) decide(q Query, pattern string, plain, project, all []Ruleset) Dec
 	why, exactOnly := q.ExactOnly[pattern]
 	if exactOnly && d.Action == Allow && coversByWildcard(d.Rule.Pattern) {
 		d.Action, d.Rule, d.Reason = Ask, nil, why
+	}
+	if exactOnly && d.Action == Ask && (d.Rule == nil || d.Rule.Source == SourceDefault) {
+		d.Reason = why // the person reads why nothing but they may allow it (MayRelax)
 	}
 	if d.Action == Ask {
 		if m := lastMatch(q.Permission, pattern, v.remem...); m != nil && !(exactOnly && coversByWildcard(m.Pattern)) {
@@ -412,7 +461,7 @@ func (v view) floor(q Query, pattern string, d Decision) Decision {
 		return d
 	}
 	c := *m
-	return Decision{Action: c.Action, Rule: &c, Pattern: pattern, Untrusted: d.Untrusted}
+	return Decision{Action: c.Action, Rule: &c, Pattern: pattern, Untrusted: d.Untrusted, Protected: d.Protected}
 }
 
 // coversByWildcard reports a pattern that matches by a wildcard, other than "*" alone
@@ -431,7 +480,8 @@ func coversByWildcard(pattern string) bool {
 
 // Remember records an "always" answer for a session, or for the workspace when sessionID
 // is empty (persisted through the store first), given by by (a client's name; may be
-// empty). Patterns already remembered are skipped.
+// empty). Patterns already remembered are skipped, and so are protected paths (Protected):
+// an "always" for one counts as "once".
 func (e *Engine) Remember(sessionID, permission string, patterns []string, by string) error {
 	src := SourceSession
 	if sessionID == "" {
@@ -446,6 +496,9 @@ func (e *Engine) Remember(sessionID, permission string, patterns []string, by st
 	}
 	var rules Ruleset
 	for _, p := range patterns {
+		if _, ok := Protected(permission, p); ok {
+			continue
+		}
 		r := Rule{Permission: permission, Pattern: p, Action: Allow, Source: src, At: e.now().UTC(), By: by}
 		dup := false
 		for _, h := range append(have, rules...) {

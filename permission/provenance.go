@@ -10,12 +10,19 @@ import (
 // ProvenanceOf says what decided d, for the call record, the ask, `toolsd policy check`
 // and the audit trail.
 func ProvenanceOf(d Decision) protocol.Provenance {
-	p := protocol.Provenance{Pattern: d.Pattern, Reason: d.Reason}
+	p := protocol.Provenance{Pattern: d.Pattern, Reason: d.Reason, Protected: d.Protected}
 	if d.Untrusted != nil {
 		p.Untrusted = d.Untrusted.String()
 	}
 	r := d.Rule
 	switch {
+	case d.Protected != "" && d.Action != Deny:
+		p.Kind = protocol.ProvenanceProtected
+		p.Text = "protected path, so it always asks (no allow rule, hook, sandbox or remembered answer covers it): " + d.Protected
+		if r != nil {
+			p.Rule, p.Layer, p.File, p.Line, p.Column = r.String(), r.Source, r.File, r.Line, r.Column
+			p.Text += fmt.Sprintf("; rule %s (%s)", r.String(), r.Where())
+		}
 	case r != nil:
 		p.Rule, p.Layer, p.File, p.Line, p.Column = r.String(), r.Source, r.File, r.Line, r.Column
 		switch {
@@ -30,6 +37,12 @@ func ProvenanceOf(d Decision) protocol.Provenance {
 		case r.Source == SourceDefault:
 			p.Kind = protocol.ProvenanceDefault
 			p.Text = fmt.Sprintf("built-in default %s", r.String())
+			if d.Reason != "" {
+				p.Text += "; the command is outside what toolsd knows to be safe for it (" + d.Reason + "), so neither the sandbox nor a hook may allow it"
+			}
+		case d.Tightening:
+			p.Kind = protocol.ProvenanceRule
+			p.Text = fmt.Sprintf("rule %s (%s; untrusted workspace: only tightens)", r.String(), r.Where())
 		default:
 			p.Kind = protocol.ProvenanceRule
 			p.Text = fmt.Sprintf("rule %s (%s)", r.String(), r.Where())

@@ -1,6 +1,7 @@
 package permission
 
 import (
+	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -65,10 +66,14 @@ func ShellRequests(a *shell.Analysis, cwd, workspace, home string) []Request {
 		}
 	}
 	links := r.links(a, cwds)
+	protected := map[string]string{} // path words that lead to a protected path, with why
 	for _, u := range a.Uses {
 		for _, i := range u.At {
 			for _, base := range cwds[i] {
 				for _, abs := range r.resolve(u.Text, base.real, links, u.Maybe, u.Kind == shell.Create) {
+					if why, ok := Protected(KeyEdit, PathPattern(abs, r.workspace)); ok && protected[u.Text] == "" {
+						protected[u.Text] = why
+					}
 					if !r.inside(abs) {
 						if fi, err := os.Stat(abs); (err == nil && fi.IsDir()) || u.Kind == shell.Chdir {
 							addExternal(abs)
@@ -124,18 +129,54 @@ func ShellRequests(a *shell.Analysis, cwd, workspace, home string) []Request {
 			for _, al := range c.Always {
 				always = appendNew(always, al)
 			}
-			if c.Unsafe != "" {
+			why := c.Unsafe
+			if why == "" {
+				why = namesProtected(c, protected, len(a.Commands) == 1)
+			}
+			if why != "" {
 				if exact == nil {
 					exact = map[string]string{}
 				}
 				if _, seen := exact[c.Text]; !seen {
-					exact[c.Text] = c.Unsafe
+					exact[c.Text] = why
 				}
 			}
 		}
 		out = append(out, Request{Permission: KeyBash, Patterns: pats, Always: always, ExactOnly: exact})
 	}
 	return out
+}
+
+// namesProtected says why a command is exact-only for the protected paths it names (cp, mv,
+// sed -i, ln, rm, touch write them without a redirection the analysis sees as a write): an
+// argument (or an option's value) that is one of the line's path words leading to a
+// protected path, or, for the only command of the line, any such word. "" when none.
+func namesProtected(c shell.Command, protected map[string]string, only bool) string {
+	if len(protected) == 0 {
+		return ""
+	}
+	for _, arg := range c.Args {
+		w := arg
+		if i := strings.IndexByte(arg, '='); i > 0 && strings.HasPrefix(arg, "-") {
+			w = arg[i+1:]
+		}
+		if why, ok := protected[w]; ok {
+			return protectedReason(w, why)
+		}
+	}
+	if only {
+		words := make([]string, 0, len(protected))
+		for w := range protected {
+			words = append(words, w)
+		}
+		sort.Strings(words)
+		return protectedReason(words[0], protected[words[0]])
+	}
+	return ""
+}
+
+func protectedReason(word, why string) string {
+	return fmt.Sprintf("it names %q, a protected path (%s)", word, why)
 }
 
 // PathPattern is the pattern of a file under edit, read and the like: the slash path relative

@@ -100,6 +100,11 @@ func NoUIText(q Query) string {
 			"or do the task with tools that are already allowed.", what(q))
 	}
 	for _, p := range q.Patterns {
+		if why, ok := Protected(q.Permission, p); ok {
+			return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
+				"%q is a protected path (%s): a write to it always needs a person, whatever the rules allow. "+
+				"Leave it alone and do the task without changing it, or tell the user what change it needs and why, so they make it.", what(q), p, why)
+		}
 		if why, ok := q.ExactOnly[p]; ok {
 			return fmt.Sprintf("no one was there to approve %s (the editor cannot show permission asks), so nothing ran. "+
 				"A rule allows commands like it, but not this one: %s. Run it without that (use the options a rule allows, "+

@@ -350,6 +350,7 @@ const (
 	ProvenanceExactOnly  = "exact-only" // a rule with a wildcard matched, but the command is outside its safe grammar: ask (Reason)
 	ProvenanceHook       = "hook"       // a hook decided (Hook; Layer, File, Line and Column say where it is configured)
 	ProvenanceSandbox    = "sandbox"    // reserved: allowed because the sandbox confines it
+	ProvenanceProtected  = "protected"  // the call writes a protected path (Protected says why): it always asks
 )
 
 // Provenance says what decided a permission request, so that a person can tell which rule
@@ -383,6 +384,9 @@ type Provenance struct {
 	// Untrusted is the project rule that would allow the call once the person trusts the
 	// workspace, as config writes it.
 	Untrusted string `json:"untrusted,omitempty"`
+	// Protected says why a path the call writes is protected (kind "protected"): the
+	// workspace's control over what runs unconfined later.
+	Protected string `json:"protected,omitempty"`
 }
 
 // Reply values.

@@ -176,9 +176,10 @@ type AskRequest struct {
 	Reasons []string
 	// Sandboxed marks a request of a call that runs in the OS sandbox, whose policy would
 	// allow what the request covers, with the sandbox's auto-allow on: the pipeline allows
-	// it without asking when nothing but the built-in defaults asks for it (a deny rule
-	// still denies, a rule a person or the workspace wrote that asks still asks, an Opaque
-	// request still asks). The decision then says "sandbox".
+	// it without asking when nothing but the built-in defaults asks for it, as
+	// permission.MayRelax decides (a deny rule still denies; a rule a person or the
+	// workspace wrote that asks, an Opaque or exact-only request and a write to a protected
+	// path still ask). The decision then says "sandbox".
 	Sandboxed bool
 }
 

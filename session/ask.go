@@ -101,11 +101,12 @@ type askAnswer struct {
 // decision to record and nil when the call may proceed, or a *registry.PermissionError.
 //
 // The before hooks' verdict combines with the rules, and never loosens a deny: a hook's ask
-// makes a request the rules allow ask a person (once per call); a hook's allow settles an
-// ask that only the built-in defaults (or no rule) made, never one a rule someone wrote
-// makes, one of the administrator's floor, or one of a shell line toolsd cannot follow
-// (docs/hooks.md says why). The permission hooks then see the decision: they may deny an
-// ask before a person sees it.
+// makes a request the rules allow ask a person (once per call). The sandbox's auto-allow and
+// a hook's allow settle an ask only where permission.MayRelax says so: an ask that only the
+// built-in defaults made, of a request toolsd fully understands, that writes no protected
+// path — never one a rule someone wrote (any layer, trusted or not) makes (docs/security.md
+// says why). The permission hooks then see the decision: they may deny an ask before a
+// person sees it.
 func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest) (protocol.Decision, error) {
 	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, ReadOnly: c.readOnly && req.Permission == c.permKey, Opaque: req.Opaque, ExactOnly: req.ExactOnly, Reasons: req.Reasons}
 	d := b.policy.Decide(q)
@@ -121,13 +122,14 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	case permission.Deny:
 		return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "deny", Message: permission.DeniedText(d.Rule, q)})
 	}
-	if !forced && req.Sandboxed && !req.Opaque && (d.Rule == nil || d.Rule.Source == permission.SourceDefault) {
+	relax := !forced && permission.MayRelax(q, d)
+	if relax && req.Sandboxed {
 		// The OS sandbox confines what runs, and only the defaults asked: no one wrote a
 		// rule that wants this asked. The decision names the sandbox as what allowed it.
 		dec.Action, dec.By = string(permission.Allow), BySandbox
 		return b.final(ctx, c, q, dec, nil)
 	}
-	if !forced && v != nil && v.Action == "allow" && hookMayAllow(d, req) {
+	if relax && v != nil && v.Action == "allow" {
 		hp := v.Provenance(fmt.Sprintf("hook %q (%s) allowed it%s; without it: %s", v.Hook.Name, v.Hook.Where(), because(v.Reason), prov.Text))
 		dec.Action, dec.By, dec.Provenance = string(permission.Allow), "hook", &hp
 		return b.final(ctx, c, q, dec, nil)
@@ -158,6 +160,15 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		always = nil // nothing to remember: the text hides what it runs
 	case len(always) == 0:
 		always = req.Patterns
+	}
+	always = rememberable(req.Permission, always)
+	if d.Protected != "" {
+		if req.Metadata == nil {
+			req.Metadata = map[string]any{}
+		}
+		// Why the path is protected: the person reads it in the ask, which offers no
+		// "always" for it.
+		req.Metadata["protected"] = d.Protected
 	}
 	if d.Untrusted != nil {
 		if req.Metadata == nil {
@@ -214,6 +225,12 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 			return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "reject", Message: permission.RejectedText(a.message, q)})
 		}
 		dec.Action = string(permission.Allow)
+		if a.reply == protocol.ReplyAlways && d.Protected != "" {
+			// Nothing about a protected path is remembered: the answer counts for this call.
+			once := *dec.Provenance
+			once.Text += `; the answer "always" counts as "once" for a protected path: nothing was remembered`
+			dec.Provenance = &once
+		}
 		c.setAnswered()
 		return b.final(ctx, c, q, dec, nil)
 	case <-ctx.Done():
@@ -247,10 +264,16 @@ func (b *broker) permissionHooks(ctx context.Context, c *callState, dec protocol
 	return res.Deny
 }
 
-// hookMayAllow reports whether a hook's allow may settle an ask: one that only the built-in
-// defaults (or no rule) made, of a request toolsd understands.
-func hookMayAllow(d permission.Decision, req registry.AskRequest) bool {
-	return !req.Opaque && !d.Opaque && d.Reason == "" && (d.Rule == nil || d.Rule.Source == permission.SourceDefault)
+// rememberable is the patterns an "always" answer may remember: all but protected paths,
+// for which an "always" counts as "once" (permission.Protected).
+func rememberable(perm string, patterns []string) []string {
+	var out []string
+	for _, p := range patterns {
+		if _, ok := permission.Protected(perm, p); !ok {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // hookDeniedText is what the model reads when a hook denied a request.
@@ -352,7 +375,7 @@ func (b *broker) reply(p protocol.ReplyParams, by *protocol.ClientRef) ([]string
 				return nil, fmt.Errorf("%w: %q is not among the patterns this ask offered (%s)", ErrBadReply, c, strings.Join(a.params.Always, ", "))
 			}
 		}
-		p.Always = chosen
+		p.Always = rememberable(a.query.Permission, chosen)
 	}
 	delete(b.pending, p.ID)
 	a.reply <- askAnswer{reply: p.Reply, scope: p.Scope, message: p.Message, by: "person", client: by}

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/toolsd/toolsd/checkpoint"
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 	"github.com/toolsd/toolsd/store"
@@ -111,6 +112,7 @@ func (s *Service) Revert(ctx context.Context, p protocol.CallsRevertParams) (*pr
 		return nil, fmt.Errorf("recording the revert: %w", err)
 	}
 	s.progress(c, protocol.StatusRunning, title, nil)
+	s.askProtected(ctx, c, plan, p.Force)
 	w := tr.NewWindow(store.CallRef{SessionID: p.SessionID, CallID: callID, Tool: protocol.ToolRevert}, true)
 	_, applyErr := tr.Apply(ctx, plan, w, p.Force)
 	n, endErr := w.End(context.WithoutCancel(ctx))
@@ -128,14 +130,48 @@ func (s *Service) Revert(ctx context.Context, p protocol.CallsRevertParams) (*pr
 	}
 	md, _ := json.Marshal(map[string]any{"calls": res.Calls, "files": res.Files})
 	end := s.opts.Now().UTC()
+	decisions := c.takeDecisions()
 	err = s.opts.Store.UpdateCall(p.SessionID, callID, func(r *protocol.CallRecord) {
 		r.Status, r.Error, r.Output, r.Metadata, r.EndedAt, r.Changes = status, errText, res.Message, md, &end, n
+		if len(decisions) > 0 {
+			r.Decisions = decisions
+		}
 	})
 	if err != nil {
 		return nil, fmt.Errorf("the revert ran, but its record could not be updated: %w", err)
 	}
 	s.progress(c, status, title, nil)
 	return res, nil
+}
+
+// askProtected asks edit for the protected paths (permission.Protected) a revert would write,
+// as every writer does: the revert is the person's act, but a path through which the
+// workspace controls what runs unconfined later is written only when a person allows it
+// there and then (nothing can settle that ask for them; a deny rule denies it). The paths it
+// is not allowed to write are left as they are (the result says why); the rest is reverted.
+func (s *Service) askProtected(ctx context.Context, c *callState, plan *checkpoint.Plan, force bool) {
+	var paths []string
+	var idx []int
+	for i, f := range plan.Files {
+		if f.NotKept != "" || f.Conflict != "" && !force {
+			continue // Apply leaves it anyway
+		}
+		if _, ok := permission.Protected(permission.KeyEdit, f.Path); ok {
+			paths = append(paths, f.Path)
+			idx = append(idx, i)
+		}
+	}
+	if len(paths) == 0 {
+		return
+	}
+	_, err := s.ask(ctx, c, registry.AskRequest{Permission: permission.KeyEdit, Patterns: paths,
+		Metadata: map[string]any{"revert": true, "files": paths}, Destructive: true})
+	if err == nil {
+		return
+	}
+	for _, i := range idx {
+		plan.Files[i].Skipped = "a protected path, and writing it was not allowed: " + err.Error()
+	}
 }
 
 func planMessage(p *checkpoint.Plan) string {
