@@ -45,6 +45,9 @@ const (
 	CodeRequestCancelled     = -32800
 	// CodeInvalidRequest is also used for frames over the message limit.
 	CodeInvalidRequest = -32600
+	// CodeMethodNotFound answers a method the receiver does not handle (the daemon, and the
+	// editor for a request from the daemon it does not know).
+	CodeMethodNotFound = -32601
 	CodeNotFound       = -32004 // an unknown ask id, call id or output id
 	CodeConflict       = -32005 // a duplicate callID in a session, an already answered ask
 )
@@ -394,7 +397,10 @@ const (
 	ReplyOnce   = "once"
 	ReplyAlways = "always"
 	ReplyReject = "reject"
+)
 
+// Scopes of an "always" reply: how long the approval is remembered.
+const (
 	ScopeSession   = "session"
 	ScopeWorkspace = "workspace"
 )

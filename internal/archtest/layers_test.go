@@ -47,6 +47,7 @@ var allowed = map[string][]string{
 	"internal/demo":     {"protocol"},
 	"cmd/toolsd-demo":   {"internal/demo"},
 	"internal/archtest": {},
+	"internal/protogen": {},
 }
 
 func TestLayers(t *testing.T) {
