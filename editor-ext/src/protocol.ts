@@ -374,8 +374,9 @@ export interface RuleInfo {
  * - 'exact-only': a rule with a wildcard matched, but the command is outside its safe grammar: ask (Reason)
  * - 'hook': a hook decided (Hook; Layer, File, Line and Column say where it is configured)
  * - 'sandbox': reserved: allowed because the sandbox confines it
+ * - 'protected': the call writes a protected path (Protected says why): it always asks
  */
-export type ProvenanceKind = 'rule' | 'default' | 'no-rule' | 'remembered' | 'opaque' | 'exact-only' | 'hook' | 'sandbox';
+export type ProvenanceKind = 'rule' | 'default' | 'no-rule' | 'remembered' | 'opaque' | 'exact-only' | 'hook' | 'sandbox' | 'protected';
 
 /**
  * Provenance says what decided a permission request, so that a person can tell which rule
@@ -414,6 +415,11 @@ export interface Provenance {
    * workspace, as config writes it.
    */
   untrusted?: string;
+  /**
+   * Protected says why a path the call writes is protected (kind "protected"): the
+   * workspace's control over what runs unconfined later.
+   */
+  protected?: string;
 }
 
 /** Reply values. */
