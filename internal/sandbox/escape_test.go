@@ -30,7 +30,56 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 3 && os.Args[1] == "__dial" {
 		os.Exit(dial(os.Args[2], os.Args[3]))
 	}
-	goleak.VerifyTestMain(m)
+	os.Exit(runSuite(m))
+}
+
+// runSuite runs the tests with TMPDIR a folder of their own, made as the system's temp folder
+// is (1777), and fails the suite when its mode, or the system temp folder's, changed: tests
+// change only what they created (a suite that once opened every folder up to os.TempDir()
+// to 0755 took /tmp's sticky bit away on every machine that ran it as root).
+func runSuite(m *testing.M) int {
+	sys := os.TempDir()
+	sysMode, err := modeOf(sys)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp(sys, "toolsd-sandbox-test-")
+	if err == nil {
+		err = os.Chmod(tmp, 0o777|os.ModeSticky)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	for dir, want := range map[string]os.FileMode{tmp: 0o777 | os.ModeSticky, sys: sysMode} {
+		if got, err := modeOf(dir); err != nil || got != want {
+			fmt.Fprintf(os.Stderr, "FAIL: the tests changed the mode of %s: %v, was %v (%v)\n", dir, got, want, err)
+			code = 1
+		}
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: goroutines left: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// modeOf is a folder's permission bits with its sticky, setuid and setgid bits.
+func modeOf(dir string) (os.FileMode, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode() & (os.ModePerm | os.ModeSticky | os.ModeSetuid | os.ModeSetgid), nil
 }
 
 // dial connects to addr over network and writes a line: the "escape" a test's listener
@@ -77,16 +126,17 @@ type world struct {
 // binary when guard is "".
 func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 	t.Helper()
-	root := t.TempDir()
 	// Every user must be able to reach what the tool needs: the checks are the sandbox's,
-	// not the file modes'.
-	for d := root; d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil && d == root {
-			t.Fatal(err)
-		}
-		if d == os.TempDir() {
-			break
-		}
+	// not the file modes'. t.TempDir's folders are the user's alone (0700), and the folders
+	// above them are not the test's to open up: the world lives in a folder the test makes
+	// in the temp folder (which every user may enter) and opens up itself.
+	root, err := os.MkdirTemp("", "toolsd-world-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	w := &world{uid: uid}
 	mk := func(rel string, mode os.FileMode) string {
@@ -126,7 +176,6 @@ func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 		copyFile(t, guard, w.guard)
 	}
 
-	var err error
 	if w.tcp, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
