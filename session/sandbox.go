@@ -97,10 +97,8 @@ func newSandboxer(folder, storePath string) *sandboxer {
 		s.kernel = kernelSupport()
 	}
 	if base, err := os.UserCacheDir(); err == nil {
-		s.cacheDir = filepath.Join(base, "toolsd", "sandbox")
-		if err := os.MkdirAll(s.cacheDir, 0o700); err != nil {
-			s.cacheDir = ""
-		}
+		// The workspace's own: a confined build never reads another project's cache.
+		s.cacheDir, _ = sandbox.WorkspaceCache(filepath.Join(base, "toolsd", "sandbox"), folder)
 	}
 	// The store (the folder of the default one; only the file and its call logs of one given
 	// on the command line, whose folder may be anything).

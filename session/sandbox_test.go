@@ -257,3 +257,13 @@ func TestNamespaceProbeWaitsForInitialized(t *testing.T) {
 		}
 	})
 }
+
+// TestSandboxCachePerWorkspace: confined builds of two workspaces get two build caches, so
+// that a hostile repository's build cannot poison another project's.
+func TestSandboxCachePerWorkspace(t *testing.T) {
+	t.Setenv("XDG_CACHE_HOME", t.TempDir())
+	a, b := newSandboxer(t.TempDir(), filepath.Join(t.TempDir(), "s.db")), newSandboxer(t.TempDir(), filepath.Join(t.TempDir(), "s.db"))
+	if a.cacheDir == "" || a.cacheDir == b.cacheDir {
+		t.Fatalf("caches %q and %q: want one per workspace", a.cacheDir, b.cacheDir)
+	}
+}

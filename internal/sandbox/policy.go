@@ -174,7 +174,8 @@ type Options struct {
 	Home string
 	// TempDir is the temp folder of the tool's environment ($TMPDIR, else the system's).
 	TempDir string
-	// CacheDir is the sandbox's own cache folder (build caches of confined commands).
+	// CacheDir is the workspace's own sandbox cache folder (build caches of its confined
+	// commands; WorkspaceCache).
 	CacheDir string
 	// Write are more writable folders (settings); "~/" is the home folder.
 	Write []string
