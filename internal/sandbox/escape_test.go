@@ -156,6 +156,7 @@ func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 	}
 	w.ws = mk("ws", 0o755)
 	mk("ws/.git/hooks", 0o755)
+	mk("ws/.toolsd", 0o755) // as the daemon makes it when the workspace opens
 	write(filepath.Join(w.ws, ".git", "config"), "[core]\n", 0o666)
 	write(filepath.Join(w.ws, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n", 0o777)
 	mk("ws/src", 0o755)
@@ -238,18 +239,27 @@ func copyFile(t *testing.T, src, dst string) {
 // run runs script with bash in the workspace, confined, as the world's user.
 func (w *world) run(t *testing.T, script string) (string, int) {
 	t.Helper()
+	return w.runIn(t, w.ws, w.policy, script)
+}
+
+// runIn runs script with bash in the folder ws, confined by p, as the world's user, with
+// env added to its environment.
+func (w *world) runIn(t *testing.T, ws string, p *sandbox.Policy, script string, env ...string) (string, int) {
+	t.Helper()
 	proc.SetGuardPath(w.guard)
 	defer proc.SetGuardPath("")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := proc.Command(ctx, time.Second, "bash", "-c", script)
-	if err := proc.Confine(cmd, w.policy); err != nil {
+	if err := proc.Confine(cmd, p); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Dir = w.ws
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w.home, "TMPDIR=" + w.tmp, "GORACE=atexit_sleep_ms=0",
+	cmd.Dir = ws
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w.home, "TMPDIR=" + w.tmp, "GORACE=atexit_sleep_ms=0",
 		"OUT=" + w.out, "SECRETS=" + filepath.Join(w.home, ".ssh"), "DAEMON=" + strconv.Itoa(os.Getpid()),
-		"TCP=" + w.tcp.Addr().String(), "UDP=" + w.udp.LocalAddr().String(), "SOCK=" + w.unix.Addr().String(), "EXE=" + w.exe}
+		"TCP=" + w.tcp.Addr().String(), "UDP=" + w.udp.LocalAddr().String(), "SOCK=" + w.unix.Addr().String(), "EXE=" + w.exe,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}, env...)
 	if w.uid != os.Getuid() {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.uid)}
 	}
@@ -422,7 +432,7 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
-// TestEscapesStaticBinary runs every escape with a toolsd built as toolsd is shipped, without
+// TestEscapesStaticBinary runs every escape (and every git attack) with a toolsd built as toolsd is shipped, without
 // cgo, as the guard and the stage: a static binary applies Landlock to all its threads
 // another way (the runtime's AllThreadsSyscall, where a cgo build goes through libc's
 // threads), and the race detector, which the other tests run with, needs cgo.
@@ -433,7 +443,11 @@ func TestEscapesStaticBinary(t *testing.T) {
 	exe := staticToolsd(t)
 	for _, landlockOnly := range []bool{false, true} {
 		t.Run(modeName(landlockOnly), func(t *testing.T) {
-			runEscapes(t, newWorld(t, os.Getuid(), landlockOnly, exe))
+			w := newWorld(t, os.Getuid(), landlockOnly, exe)
+			runEscapes(t, w)
+			if _, err := exec.LookPath("git"); err == nil {
+				t.Run("git", func(t *testing.T) { runGitAttacks(t, w) })
+			}
 		})
 	}
 }
