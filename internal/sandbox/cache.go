@@ -43,11 +43,11 @@ func CacheKey(workspace string) string {
 }
 
 // WorkspaceCache makes (or reuses) workspace's cache folder below root and returns it. It
-// marks the folder used now, and removes what no confined build can use any more: the
-// folders of workspaces that are gone or were not opened for CacheMaxAge, and anything else
-// in root (the single cache every workspace once shared, which a hostile repository may
-// have poisoned). Which workspace a folder is for is written beside it (KEY.workspace), out
-// of the reach of the commands that write the folder.
+// marks the folder used now, and removes the folders of workspaces that are gone or were not
+// opened for CacheMaxAge. Which workspace a folder is for is written beside it
+// (KEY.workspace), out of the reach of the commands that write the folder. Anything else in
+// root is left alone: the single cache every workspace once shared (root itself was
+// XDG_CACHE_HOME) is read by nothing any more, and a toolsd of before may still be using it.
 func WorkspaceCache(root, workspace string) (string, error) {
 	if err := os.MkdirAll(root, 0o700); err != nil {
 		return "", err
@@ -72,13 +72,15 @@ func WorkspaceCache(root, workspace string) (string, error) {
 			continue
 		}
 		if k, ok := strings.CutSuffix(name, recordSuffix); ok && cacheName.MatchString(k) {
-			if _, err := os.Lstat(filepath.Join(root, k)); err == nil {
-				continue // removed with its folder
+			if _, err := os.Lstat(filepath.Join(root, k)); err != nil {
+				_ = os.Remove(filepath.Join(root, name)) // its folder is gone
 			}
-		} else if cacheName.MatchString(name) && e.IsDir() && !stale(filepath.Join(root, name), now) {
 			continue
 		}
-		_ = os.RemoveAll(filepath.Join(root, name))
+		if cacheName.MatchString(name) && e.IsDir() && stale(filepath.Join(root, name), now) {
+			_ = os.RemoveAll(filepath.Join(root, name))
+			_ = os.Remove(filepath.Join(root, name+recordSuffix))
+		}
 	}
 	return dir, nil
 }

@@ -11,7 +11,7 @@ import (
 
 // TestWorkspaceCache: two workspaces get two caches (and a confined build's variables point
 // into its own); the same workspace, by any path that leads to it, gets the same one; the
-// shared cache of old and caches of workspaces long unused are removed.
+// caches of workspaces gone or long unused are removed, and nothing else.
 func TestWorkspaceCache(t *testing.T) {
 	root := filepath.Join(t.TempDir(), "sandbox")
 	base := t.TempDir()
@@ -25,7 +25,7 @@ func TestWorkspaceCache(t *testing.T) {
 	if err := os.Symlink(a, link); err != nil {
 		t.Fatal(err)
 	}
-	// What the old layout left: one cache for everyone.
+	// What the old layout left: one cache for everyone (nothing reads it any more).
 	if err := os.MkdirAll(filepath.Join(root, "go-build", "ab"), 0o700); err != nil {
 		t.Fatal(err)
 	}
@@ -43,8 +43,8 @@ func TestWorkspaceCache(t *testing.T) {
 	if cl, _ := WorkspaceCache(root, link); cl != ca {
 		t.Errorf("the workspace by a symlink got %s, by its real path %s", cl, ca)
 	}
-	if _, err := os.Stat(filepath.Join(root, "go-build")); !os.IsNotExist(err) {
-		t.Errorf("the shared cache of old is still there (%v)", err)
+	if _, err := os.Stat(filepath.Join(root, "go-build", "ab")); err != nil {
+		t.Errorf("the shared cache of old, which an older toolsd may still use, was removed (%v)", err)
 	}
 	for ws, c := range map[string]string{a: ca, b: cb} {
 		p := Build(Options{Workspace: ws, TempDir: t.TempDir(), CacheDir: c})
