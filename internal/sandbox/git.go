@@ -117,8 +117,11 @@ const Quarantine = ".toolsd-quarantine"
 // before it started; Finish compares with what is there after it.
 type Watch struct {
 	p      *Policy
-	before map[string]uint64 // path → inode
+	before map[string]fileID
 }
+
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
 
 // StartWatch looks at the workspace of p before a confined command starts, and returns the
 // policy to start it with: p, with the nested git folders and git files found made
@@ -154,7 +157,7 @@ func (w *Watch) Finish(out io.Writer) []string {
 		return nil
 	}
 	after := gitEntries(w.p)
-	known := map[uint64]bool{}
+	known := map[fileID]bool{}
 	for _, ino := range w.before {
 		known[ino] = true
 	}
@@ -218,13 +221,13 @@ func (w *Watch) quarantine(p string) string {
 
 // gitEntries finds what a Watch compares: the protected entries of the workspace's top level, the
 // watched paths, and every git folder or git file in the workspace (not below a git folder;
-// symlinks are not followed), each with its inode.
-func gitEntries(p *Policy) map[string]uint64 {
-	out := map[string]uint64{}
+// symlinks are not followed), each with its identity.
+func gitEntries(p *Policy) map[string]fileID {
+	out := map[string]fileID{}
 	add := func(path string) {
 		var st unix.Stat_t
 		if unix.Lstat(path, &st) == nil {
-			out[path] = st.Ino
+			out[path] = fileID{uint64(st.Dev), st.Ino}
 		}
 	}
 	for _, e := range protect.Top {
