@@ -291,7 +291,7 @@ func SandboxCheck(folder string) (string, error) {
 	fmt.Fprintf(&b, "  read:      %s\n", strings.Join(p.Read, ", "))
 	fmt.Fprintf(&b, "  write:     %s\n", strings.Join(p.Write, ", "))
 	fmt.Fprintf(&b, "  read-only: %s\n", strings.Join(p.Protect, ", "))
-	fmt.Fprintf(&b, "  moved aside: what a command makes of these (none can be held read-only before it exists), and a git folder or git file it makes anywhere in the workspace%s, once the command ended\n", watchWords(p.Watch))
+	fmt.Fprintf(&b, "  moved aside once a command ended, if it made them: a read-only entry above that did not exist, a git folder or git file anywhere in the workspace%s (they exist while it runs: docs/sandbox.md)\n", watchWords(p.Watch))
 	fmt.Fprintf(&b, "  hidden:    %s\n", strings.Join(p.Deny, ", "))
 	fmt.Fprintf(&b, "  network:   %s", p.Net.Mode)
 	if len(p.Net.Allow) > 0 {
