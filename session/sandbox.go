@@ -97,10 +97,8 @@ func newSandboxer(folder, storePath string) *sandboxer {
 		s.kernel = kernelSupport()
 	}
 	if base, err := os.UserCacheDir(); err == nil {
-		s.cacheDir = filepath.Join(base, "toolsd", "sandbox")
-		if err := os.MkdirAll(s.cacheDir, 0o700); err != nil {
-			s.cacheDir = ""
-		}
+		// The workspace's own: a confined build never reads another project's cache.
+		s.cacheDir, _ = sandbox.WorkspaceCache(filepath.Join(base, "toolsd", "sandbox"), folder)
 	}
 	// The store (the folder of the default one; only the file of one given on the command
 	// line, whose folder may be anything).
@@ -118,21 +116,15 @@ func newSandboxer(folder, storePath string) *sandboxer {
 	return s
 }
 
-// prepareProtected makes the protected folders that do not exist yet (.toolsd, and
-// .git/hooks in a git repository) empty, once, when the workspace opens: a confined command
-// must not be able to create them (and plant rules or hooks), and a folder can only be held
-// read-only once it exists. Made here rather than by each command's stage, the folders are
-// part of the workspace before the first look of the checkpoints, not changes of a call.
+// prepareProtected makes .toolsd, when it does not exist yet, empty, once, when the workspace
+// opens: toolsd reads it live (its rules, its tools), so a confined command must not be able
+// to create it even for the time it runs, and a folder can only be held read-only once it
+// exists. (Another protected entry a confined command makes is moved aside by the guard once
+// the command ended: sandbox.Watch.) Made here rather than by each command's stage, the
+// folder is part of the workspace before the first look of the checkpoints, not a change of
+// a call.
 func (s *sandboxer) prepareProtected() {
-	for _, dir := range []string{filepath.Join(s.folder, ".toolsd"), filepath.Join(s.folder, ".git", "hooks")} {
-		parent, err := os.Lstat(filepath.Dir(dir))
-		if err != nil || !parent.IsDir() {
-			continue // no .git folder (or one that is a file: a worktree's link)
-		}
-		if err := os.Mkdir(dir, 0o755); err != nil && !os.IsExist(err) {
-			continue // the stage says so when it cannot protect it
-		}
-	}
+	_ = os.Mkdir(filepath.Join(s.folder, ".toolsd"), 0o755) // the stage says so when it cannot protect it
 }
 
 // support is what the kernel offers, the namespace probe included: it starts the probe if
@@ -334,6 +326,7 @@ func SandboxCheck(folder string) (string, error) {
 	fmt.Fprintf(&b, "  read:      %s\n", strings.Join(p.Read, ", "))
 	fmt.Fprintf(&b, "  write:     %s\n", strings.Join(p.Write, ", "))
 	fmt.Fprintf(&b, "  read-only: %s\n", strings.Join(p.Protect, ", "))
+	fmt.Fprintf(&b, "  moved aside once a command ended, if it made them: a read-only entry above that did not exist, a git folder or git file anywhere in the workspace%s (they exist while it runs: docs/sandbox.md)\n", watchWords(p.Watch))
 	fmt.Fprintf(&b, "  hidden:    %s\n", strings.Join(p.Deny, ", "))
 	fmt.Fprintf(&b, "  network:   %s", p.Net.Mode)
 	if len(p.Net.Allow) > 0 {
@@ -341,4 +334,11 @@ func SandboxCheck(folder string) (string, error) {
 	}
 	fmt.Fprintf(&b, "\n  unix sockets: %v; at most %d processes at once\n", p.UnixSockets, p.MaxProcs)
 	return b.String(), nil
+}
+
+func watchWords(watch []string) string {
+	if len(watch) == 0 {
+		return ""
+	}
+	return ", " + strings.Join(watch, ", ")
 }

@@ -119,7 +119,9 @@ func RunGuard(args []string) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 
-	tool, err := startTool(argv, o.policy)
+	// What the command may leave behind for an unconfined git to run (sandbox.Watch).
+	policy, watch := sandbox.StartWatch(o.policy)
+	tool, err := startTool(argv, policy)
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {
@@ -132,7 +134,9 @@ func RunGuard(args []string) int {
 		// RLIMIT_NPROC, which bounds a confined tree of any other user, does not hold root.
 		g.maxProcs = o.policy.MaxProcs
 	}
-	return g.supervise(stop, chld)
+	code := g.supervise(stop, chld)
+	watch.Finish(os.Stderr)
+	return code
 }
 
 // startTool starts the command with the guard's stdin, stdout and stderr, leading a process

@@ -11,7 +11,12 @@
 //     own folders), which it can neither read nor write; /dev only through the usual device
 //     files (null, zero, random, the terminal);
 //   - writes only below the Policy's Write folders, and there not below its Protect paths
-//     (.git/hooks, .git/config, .toolsd), which stay read-only;
+//     (the workspace's whole git folder, the settings internal/protect names, nested git
+//     repositories), which stay read-only;
+//   - leaves no git folder or git file anywhere in the workspace, and no protected entry at
+//     its top level, that was not there before it: once its tree has ended, the guard moves
+//     aside what appeared (StartWatch, Watch.Finish), so that no unconfined git — the
+//     editor's, the person's — runs a configuration or hook the command planted;
 //   - reaches no network (NetNone): with a network namespace it has a loopback of its own,
 //     else it can open no IPv4 or IPv6 socket; or only the daemon's egress proxy (NetProxy),
 //     which lets through HTTP(S) to the allowed domains, never to a private address;
@@ -30,7 +35,8 @@
 //
 // The guard (internal/proc) stays unconfined; it starts this binary again as the stage
 // (RunStage), which becomes the tool: it sets up the namespaces when it has them (bringing
-// the loopback up, mounting each protected path read-only over itself), drops every
+// the loopback up, mounting each protected path read-only over itself, which also keeps it
+// from being renamed or replaced), drops every
 // capability, applies Landlock and the seccomp filter to all its threads, and execs the
 // command. A handshake socket tells the guard the outcome before the command runs, and
 // carries the loopback listener that the guard bridges to the proxy.
@@ -38,7 +44,7 @@
 // Where user namespaces give no capabilities (some distributions restrict them), the stage
 // reports so and the guard starts it again without them (ModeLandlock): Landlock then also
 // keeps the protected paths read-only, which it can only do by not granting writes on the
-// folders that hold them (the workspace's top level and .git cannot get new entries), and
+// folders that hold them (the workspace's top level cannot get new entries), and
 // no network at all is reachable but the proxy's port (on any address: Landlock filters TCP
 // by port only). See docs/sandbox.md for the limits.
 package sandbox

@@ -30,7 +30,59 @@ func TestMain(m *testing.M) {
 	if len(os.Args) > 3 && os.Args[1] == "__dial" {
 		os.Exit(dial(os.Args[2], os.Args[3]))
 	}
-	goleak.VerifyTestMain(m)
+	os.Exit(runSuite(m))
+}
+
+// runSuite runs the tests with TMPDIR a folder of their own, made as the system's temp folder
+// is (1777), and fails the suite when its mode, or the system temp folder's, changed: tests
+// change only what they created (a suite that once opened every folder up to os.TempDir()
+// to 0755 took /tmp's sticky bit away on every machine that ran it as root).
+func runSuite(m *testing.M) int {
+	sys := os.TempDir()
+	sysMode, err := modeOf(sys)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	tmp, err := os.MkdirTemp(sys, "toolsd-sandbox-test-")
+	if err == nil {
+		err = os.Chmod(tmp, 0o777|os.ModeSticky)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer os.RemoveAll(tmp)
+	if err := os.Setenv("TMPDIR", tmp); err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	code := m.Run()
+	if got, err := modeOf(tmp); err != nil || got != 0o777|os.ModeSticky {
+		fmt.Fprintf(os.Stderr, "FAIL: the tests changed the mode of their temp folder %s: %v, was %v (%v)\n", tmp, got, 0o777|os.ModeSticky, err)
+		code = 1
+	}
+	if got, err := modeOf(sys); err != nil || got != sysMode {
+		// Only these tests use their temp folder; the system's, another process may change.
+		fmt.Fprintf(os.Stderr, "FAIL: the mode of the system temp folder %s changed while the tests ran (by them, or by another process): %v, was %v (%v)\n", sys, got, sysMode, err)
+		code = 1
+	}
+	if code == 0 {
+		if err := goleak.Find(); err != nil {
+			fmt.Fprintf(os.Stderr, "FAIL: goroutines left: %v\n", err)
+			code = 1
+		}
+	}
+	return code
+}
+
+// modeOf is a folder's permission bits with its sticky, setuid and setgid bits.
+func modeOf(dir string) (os.FileMode, error) {
+	fi, err := os.Stat(dir)
+	if err != nil {
+		return 0, err
+	}
+	return fi.Mode() & (os.ModePerm | os.ModeSticky | os.ModeSetuid | os.ModeSetgid), nil
 }
 
 // dial connects to addr over network and writes a line: the "escape" a test's listener
@@ -77,16 +129,17 @@ type world struct {
 // binary when guard is "".
 func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 	t.Helper()
-	root := t.TempDir()
 	// Every user must be able to reach what the tool needs: the checks are the sandbox's,
-	// not the file modes'.
-	for d := root; d != "/"; d = filepath.Dir(d) {
-		if err := os.Chmod(d, 0o755); err != nil && d == root {
-			t.Fatal(err)
-		}
-		if d == os.TempDir() {
-			break
-		}
+	// not the file modes'. t.TempDir's folders are the user's alone (0700), and the folders
+	// above them are not the test's to open up: the world lives in a folder the test makes
+	// in the temp folder (which every user may enter) and opens up itself.
+	root, err := os.MkdirTemp("", "toolsd-world-")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = os.RemoveAll(root) })
+	if err := os.Chmod(root, 0o755); err != nil {
+		t.Fatal(err)
 	}
 	w := &world{uid: uid}
 	mk := func(rel string, mode os.FileMode) string {
@@ -106,6 +159,7 @@ func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 	}
 	w.ws = mk("ws", 0o755)
 	mk("ws/.git/hooks", 0o755)
+	mk("ws/.toolsd", 0o755) // as the daemon makes it when the workspace opens
 	write(filepath.Join(w.ws, ".git", "config"), "[core]\n", 0o666)
 	write(filepath.Join(w.ws, ".git", "hooks", "pre-commit.sample"), "#!/bin/sh\n", 0o777)
 	mk("ws/src", 0o755)
@@ -126,7 +180,6 @@ func newWorld(t *testing.T, uid int, landlockOnly bool, guard string) *world {
 		copyFile(t, guard, w.guard)
 	}
 
-	var err error
 	if w.tcp, err = net.Listen("tcp4", "127.0.0.1:0"); err != nil {
 		t.Fatal(err)
 	}
@@ -189,18 +242,27 @@ func copyFile(t *testing.T, src, dst string) {
 // run runs script with bash in the workspace, confined, as the world's user.
 func (w *world) run(t *testing.T, script string) (string, int) {
 	t.Helper()
+	return w.runIn(t, w.ws, w.policy, script)
+}
+
+// runIn runs script with bash in the folder ws, confined by p, as the world's user, with
+// env added to its environment.
+func (w *world) runIn(t *testing.T, ws string, p *sandbox.Policy, script string, env ...string) (string, int) {
+	t.Helper()
 	proc.SetGuardPath(w.guard)
 	defer proc.SetGuardPath("")
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	cmd := proc.Command(ctx, time.Second, "bash", "-c", script)
-	if err := proc.Confine(cmd, w.policy); err != nil {
+	if err := proc.Confine(cmd, p); err != nil {
 		t.Fatal(err)
 	}
-	cmd.Dir = w.ws
-	cmd.Env = []string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w.home, "TMPDIR=" + w.tmp, "GORACE=atexit_sleep_ms=0",
+	cmd.Dir = ws
+	cmd.Env = append([]string{"PATH=/usr/local/bin:/usr/bin:/bin", "HOME=" + w.home, "TMPDIR=" + w.tmp, "GORACE=atexit_sleep_ms=0",
 		"OUT=" + w.out, "SECRETS=" + filepath.Join(w.home, ".ssh"), "DAEMON=" + strconv.Itoa(os.Getpid()),
-		"TCP=" + w.tcp.Addr().String(), "UDP=" + w.udp.LocalAddr().String(), "SOCK=" + w.unix.Addr().String(), "EXE=" + w.exe}
+		"TCP=" + w.tcp.Addr().String(), "UDP=" + w.udp.LocalAddr().String(), "SOCK=" + w.unix.Addr().String(), "EXE=" + w.exe,
+		"GIT_CONFIG_NOSYSTEM=1", "GIT_CONFIG_GLOBAL=/dev/null", "GIT_AUTHOR_NAME=t", "GIT_AUTHOR_EMAIL=t@example.com",
+		"GIT_COMMITTER_NAME=t", "GIT_COMMITTER_EMAIL=t@example.com"}, env...)
 	if w.uid != os.Getuid() {
 		cmd.SysProcAttr.Credential = &syscall.Credential{Uid: uint32(w.uid), Gid: uint32(w.uid)}
 	}
@@ -373,7 +435,7 @@ func TestEscapes(t *testing.T) {
 	}
 }
 
-// TestEscapesStaticBinary runs every escape with a toolsd built as toolsd is shipped, without
+// TestEscapesStaticBinary runs every escape (and every git attack) with a toolsd built as toolsd is shipped, without
 // cgo, as the guard and the stage: a static binary applies Landlock to all its threads
 // another way (the runtime's AllThreadsSyscall, where a cgo build goes through libc's
 // threads), and the race detector, which the other tests run with, needs cgo.
@@ -384,7 +446,11 @@ func TestEscapesStaticBinary(t *testing.T) {
 	exe := staticToolsd(t)
 	for _, landlockOnly := range []bool{false, true} {
 		t.Run(modeName(landlockOnly), func(t *testing.T) {
-			runEscapes(t, newWorld(t, os.Getuid(), landlockOnly, exe))
+			w := newWorld(t, os.Getuid(), landlockOnly, exe)
+			runEscapes(t, w)
+			if _, err := exec.LookPath("git"); err == nil {
+				t.Run("git", func(t *testing.T) { runGitAttacks(t, w) })
+			}
 		})
 	}
 }

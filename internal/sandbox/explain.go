@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/toolsd/toolsd/internal/protect"
 )
 
 // The kernel does not tell a process that the sandbox refused it: a refused write reads
@@ -121,7 +123,15 @@ func explainPath(p *Policy, mode, workdir, c string) string {
 	case within(r, p.Deny):
 		return fmt.Sprintf("%s: the sandbox hides it (secrets and the daemon's own folders cannot be read or written; sandbox.deny in the settings)", c)
 	case within(r, p.Protect):
-		return fmt.Sprintf("%s: read-only in the sandbox (a command cannot change .git/hooks, .git/config or .toolsd, so that it cannot plant a hook or loosen its own rules)", c)
+		why, _ := protect.Check(p.Workspace, r)
+		if why == "" {
+			why = "a git folder or git configuration outside the workspace"
+		}
+		advice := "a confined command cannot change what git, the editor, the agents or toolsd run outside the sandbox later"
+		if isGit(why) {
+			advice += "; git commands that write the repository (add, commit, checkout, switch, stash, fetch, pull) run only outside the sandbox"
+		}
+		return fmt.Sprintf("%s: read-only in the sandbox (%s): %s", c, why, advice)
 	case !within(r, p.Write):
 		return fmt.Sprintf("writing %s: outside the folders a command may write in the sandbox (%s; more in sandbox.write in the settings)", c, strings.Join(p.Write, ", "))
 	case mode == ModeLandlock:
@@ -132,4 +142,9 @@ func explainPath(p *Policy, mode, workdir, c string) string {
 		}
 	}
 	return ""
+}
+
+// isGit reports whether a protected path's reason is about git.
+func isGit(why string) bool {
+	return strings.Contains(why, ".git") || strings.Contains(why, "git folder")
 }

@@ -32,9 +32,19 @@ type Policy struct {
 	// Write are folders (or files) that may be written: the workspace, the temp folder, the
 	// sandbox's cache folder, and configured ones.
 	Write []string `json:"write"`
-	// Protect are paths inside Write that stay read-only: .git/hooks, .git/config and
-	// .toolsd of the workspace.
+	// Protect are paths inside Write that stay read-only: the workspace's git folder (or git
+	// file) and the settings at its top level that internal/protect names (.toolsd, the
+	// editors' and agents' folders, .envrc, …), the git folder a git file leads to, and the
+	// nested git repositories the guard finds before the command starts (Watch).
 	Protect []string `json:"protect"`
+	// Workspace is the workspace folder: after the command, the guard moves aside every git
+	// folder or git file that appeared in it, at any depth, and every protected settings
+	// entry that appeared at its top level (Watch).
+	Workspace string `json:"workspace,omitempty"`
+	// Watch are paths outside the workspace that the command may not create, checked the
+	// same way after it: a git folder in a writable folder above the workspace (git would
+	// take it for the workspace's repository), git's user configuration in a writable home.
+	Watch []string `json:"watch,omitempty"`
 	// Deny are paths that may be neither read nor written (secrets, the daemon's own
 	// folders), wherever they are.
 	Deny []string `json:"deny"`
@@ -174,7 +184,8 @@ type Options struct {
 	Home string
 	// TempDir is the temp folder of the tool's environment ($TMPDIR, else the system's).
 	TempDir string
-	// CacheDir is the sandbox's own cache folder (build caches of confined commands).
+	// CacheDir is the workspace's own sandbox cache folder (build caches of its confined
+	// commands; WorkspaceCache).
 	CacheDir string
 	// Write are more writable folders (settings); "~/" is the home folder.
 	Write []string
@@ -194,8 +205,8 @@ type Options struct {
 const DefaultMaxProcs = 1024
 
 // Build returns the policy for a tool process: read the system, write the workspace, the
-// temp folder, the cache folder and the configured folders; .git/hooks, .git/config and
-// .toolsd of the workspace read-only; the secrets and the daemon's folders hidden.
+// temp folder, the cache folder and the configured folders; the workspace's git folder and
+// protected settings read-only (protected); the secrets and the daemon's folders hidden.
 func Build(o Options) *Policy {
 	expand := func(x string) string {
 		switch {
@@ -232,11 +243,8 @@ func Build(o Options) *Policy {
 		}
 	}
 	ws := real(o.Workspace)
-	protect := []string{filepath.Join(ws, ".git", "hooks"), filepath.Join(ws, ".git", "config"), filepath.Join(ws, ".toolsd")}
-	if fi, err := os.Lstat(filepath.Join(ws, ".git")); err == nil && !fi.IsDir() {
-		// A worktree or submodule: .git is a file naming the real git folder.
-		protect = append(protect[:0], filepath.Join(ws, ".git"), filepath.Join(ws, ".toolsd"))
-	}
+	write = dedupe(write)
+	protect, watch := protected(ws, o.Home, write)
 	maxProcs := o.MaxProcs
 	if maxProcs <= 0 {
 		maxProcs = DefaultMaxProcs
@@ -254,7 +262,7 @@ func Build(o Options) *Policy {
 			"PIP_CACHE_DIR=" + filepath.Join(c, "pip"), "YARN_CACHE_FOLDER=" + filepath.Join(c, "yarn")}
 	}
 	return &Policy{
-		Read: []string{"/"}, Write: dedupe(write), Protect: protect, Deny: dedupe(deny), Temp: tempReal(o.TempDir),
+		Read: []string{"/"}, Write: write, Protect: protect, Workspace: ws, Watch: watch, Deny: dedupe(deny), Temp: tempReal(o.TempDir),
 		Net: net, UnixSockets: o.UnixSockets, MaxProcs: maxProcs, Env: env, Daemon: os.Getpid(),
 	}
 }

@@ -133,9 +133,9 @@ func (s Support) Describe() []string {
 		out = append(out, "seccomp: no; tool processes run unconfined")
 	}
 	if s.Namespaces {
-		out = append(out, "user namespaces: yes (mount and network namespaces of its own for each tool: .git/hooks, .git/config and .toolsd are read-only mounts; the network is a loopback of its own)")
+		out = append(out, "user namespaces: yes (mount and network namespaces of its own for each tool: the git folder and the protected settings are read-only mounts; the network is a loopback of its own)")
 	} else {
-		out = append(out, "user namespaces: no ("+s.NamespacesWhy+"); Landlock alone keeps .git/hooks, .git/config and .toolsd read-only, so the workspace's top level and .git take no new entries, and loopback servers are out of reach")
+		out = append(out, "user namespaces: no ("+s.NamespacesWhy+"); Landlock alone keeps the git folder and the protected settings read-only, so the workspace's top level takes no new entries, and loopback servers are out of reach")
 		if s.AppArmorUserns {
 			out = append(out, "AppArmor restricts unprivileged user namespaces here (kernel.apparmor_restrict_unprivileged_userns = 1): a profile that allows them for the toolsd binary alone gives its tools their namespaces (below)")
 		}

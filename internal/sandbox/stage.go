@@ -6,7 +6,6 @@ import (
 	"net"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"runtime"
 	"strconv"
 	"syscall"
@@ -173,14 +172,9 @@ func setupNamespaces(p *Policy, netns bool) error {
 	}
 	for _, path := range p.Protect {
 		if _, err := os.Lstat(path); errors.Is(err, os.ErrNotExist) {
-			// A folder not there yet (.toolsd, .git/hooks) is made empty, so that it can be
-			// held read-only: otherwise the tool could create it. A missing file is left so.
-			if filepath.Base(path) == "config" || !isDir(filepath.Dir(path)) {
-				continue
-			}
-			if err := os.Mkdir(path, 0o755); err != nil && !errors.Is(err, os.ErrExist) {
-				return fmt.Errorf("creating %s: %w", path, err)
-			}
+			// Nothing to hold read-only: one the tool makes, the guard moves aside after it
+			// (Watch). The stage makes nothing in the workspace.
+			continue
 		}
 		if err := readOnlyBind(path); err != nil {
 			return fmt.Errorf("making %s read-only: %w", path, err)
@@ -207,11 +201,6 @@ func setupNamespaces(p *Policy, netns bool) error {
 		}
 	}
 	return nil
-}
-
-func isDir(p string) bool {
-	fi, err := os.Stat(p)
-	return err == nil && fi.IsDir()
 }
 
 // readOnlyBind mounts path over itself, read-only, keeping the flags of the mount it is on

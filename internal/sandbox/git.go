@@ -1,0 +1,265 @@
+package sandbox
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+
+	"github.com/toolsd/toolsd/internal/protect"
+	"golang.org/x/sys/unix"
+)
+
+// No confined process can change what an unconfined git in the workspace runs later (the
+// editor's git, which VS Code runs by itself, or the person's next git commit). Git runs
+// what its configuration and hooks say, and it finds them through the git folder: its
+// config, config.worktree, hooks, info, commondir, objects/info/alternates, the git folders
+// of worktrees and submodules; a git file (".git" that names a folder elsewhere); and a
+// git folder anywhere below, which an editor takes for a repository of its own and runs git
+// in (a submodule's, git status itself goes into).
+//
+// So the workspace's whole git folder (or git file) is read-only, in both modes — as a
+// mount of its own it cannot be renamed or replaced either — and the git folder a git file
+// leads to when it is writable. Git commands that only read work confined (status, diff,
+// log, show, blame); the ones that write the repository (add, commit, checkout, stash,
+// fetch) are refused, and the daemon offers to run them outside the sandbox.
+//
+// Neither Landlock nor mounts can forbid a name at any depth: a confined command can still
+// make a folder named .git somewhere below the workspace. The guard therefore looks for
+// git folders and git files before the command starts (nested ones that exist are made
+// read-only like the workspace's own) and again once the command's whole tree has ended:
+// one that appeared, and a protected settings entry that appeared at the top level, is
+// moved aside (renamed, never deleted) and the command's output says so.
+
+// protected returns the paths Build protects for workspace ws, and the ones outside it the
+// guard watches: the protected entries of the top level and the git folder (internal/
+// protect), the git folder a git file leads to, and, where the policy lets a command write
+// there, a git folder above the workspace and git's user configuration.
+func protected(ws, home string, write []string) (prot, watch []string) {
+	for _, e := range protect.Top {
+		prot = append(prot, filepath.Join(ws, filepath.FromSlash(e.Name)))
+	}
+	gitPath := filepath.Join(ws, protect.Git)
+	prot = append(prot, gitPath)
+	prot = append(prot, gitTargets(gitPath, write)...)
+	guard := func(p string) {
+		if !within(p, write) {
+			return
+		}
+		if _, err := os.Lstat(p); err == nil {
+			prot = append(prot, p)
+			prot = append(prot, gitTargets(p, write)...)
+		} else {
+			watch = append(watch, p)
+		}
+	}
+	// Git looks for the repository in the folders above one that has none: a writable one
+	// (the workspace in the temp folder, a sandbox.write folder above it) could get one.
+	// Read-only for Landlock, a missing one would leave that whole folder without new
+	// entries: the guard watches it instead.
+	for below, d := ws, filepath.Dir(ws); d != below; below, d = d, filepath.Dir(d) {
+		guard(filepath.Join(d, protect.Git))
+	}
+	if home != "" {
+		guard(filepath.Join(home, ".gitconfig"))
+		guard(filepath.Join(home, ".config", "git"))
+	}
+	return dedupe(prot), dedupe(watch)
+}
+
+// gitTargets returns, for a git file at p ("gitdir: FOLDER", a worktree's or a submodule's),
+// the git folder it names and the common folder that one names (commondir), where a command
+// may write them: their configuration and hooks are the ones git runs.
+func gitTargets(p string, write []string) []string {
+	var out []string
+	for range 2 {
+		fi, err := os.Lstat(p)
+		if err != nil {
+			return out
+		}
+		var target string
+		if fi.Mode()&os.ModeSymlink != 0 {
+			target = real(p)
+		} else if fi.Mode().IsRegular() && filepath.Base(p) == protect.Git {
+			b, err := os.ReadFile(p)
+			rest, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "gitdir:")
+			if err != nil || !ok {
+				return out
+			}
+			target = strings.TrimSpace(rest)
+		} else if fi.IsDir() {
+			b, err := os.ReadFile(filepath.Join(p, "commondir"))
+			if err != nil {
+				return out
+			}
+			target, p = strings.TrimSpace(string(b)), filepath.Join(p, "commondir")
+		} else {
+			return out
+		}
+		if !filepath.IsAbs(target) {
+			target = filepath.Join(filepath.Dir(p), target)
+		}
+		p = real(target)
+		if within(p, write) {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// Quarantine is the suffix of the name an entry gets when the guard moves it aside.
+const Quarantine = ".toolsd-quarantine"
+
+// A Watch is what the guard saw of a confined command's git folders and protected entries
+// before it started; Finish compares with what is there after it.
+type Watch struct {
+	p      *Policy
+	before map[string]fileID
+}
+
+// fileID is a file's identity: its device and inode.
+type fileID struct{ dev, ino uint64 }
+
+// StartWatch looks at the workspace of p before a confined command starts, and returns the
+// policy to start it with: p, with the nested git folders and git files found made
+// read-only too. nil when p confines no workspace.
+func StartWatch(p *Policy) (*Policy, *Watch) {
+	if p == nil || p.Workspace == "" {
+		return p, nil
+	}
+	w := &Watch{p: p, before: gitEntries(p)}
+	q := *p
+	q.Protect = slices.Clone(p.Protect)
+	paths := make([]string, 0, len(w.before))
+	for path := range w.before {
+		paths = append(paths, path)
+	}
+	sort.Strings(paths)
+	for _, path := range paths {
+		if !within(path, q.Protect) && within(path, q.Write) {
+			q.Protect = append(q.Protect, path)
+			q.Protect = append(q.Protect, gitTargets(path, q.Write)...)
+		}
+	}
+	q.Protect = dedupe(q.Protect)
+	return &q, w
+}
+
+// Finish looks again once the command's tree has ended: every git folder or git file that
+// appeared (or replaced one), and every protected entry that appeared at the workspace's
+// top level or among the watched paths, is renamed aside (NAME.toolsd-quarantine), and out
+// (the command's stderr) says so, for the model and the person. It returns what it moved.
+func (w *Watch) Finish(out io.Writer) []string {
+	if w == nil {
+		return nil
+	}
+	after := gitEntries(w.p)
+	known := map[fileID]bool{}
+	for _, ino := range w.before {
+		known[ino] = true
+	}
+	var moved, said []string
+	paths := make([]string, 0, len(after))
+	for p := range after {
+		paths = append(paths, p)
+	}
+	sort.Strings(paths)
+	for _, p := range paths {
+		ino := after[p]
+		if b, ok := w.before[p]; ok && b == ino {
+			continue
+		}
+		if _, ok := w.before[p]; !ok && known[ino] {
+			continue // one that was there, moved with the folder it is in (it stayed read-only)
+		}
+		moved = append(moved, p)
+		said = append(said, w.quarantine(p))
+	}
+	// Said once all is moved: out may be a pipe nobody reads any more (the daemon died).
+	for _, line := range said {
+		fmt.Fprintln(out, line)
+	}
+	return moved
+}
+
+// quarantine renames p aside and says so.
+func (w *Watch) quarantine(p string) string {
+	name := p
+	if rel, err := filepath.Rel(w.p.Workspace, p); err == nil && !strings.HasPrefix(rel, "..") {
+		name = rel
+	}
+	what := "a git repository (or a git file naming one)"
+	why := "git (the editor's, which runs by itself, and the person's) would run what its configuration and hooks say, outside the sandbox"
+	if r, ok := protect.Check(w.p.Workspace, p); ok && !strings.EqualFold(filepath.Base(p), protect.Git) {
+		what, why = "a protected entry", r
+	} else if !strings.EqualFold(filepath.Base(p), protect.Git) {
+		what = "git's user configuration"
+	}
+	dst := ""
+	for i := 1; i < 100; i++ {
+		c := p + Quarantine
+		if i > 1 {
+			c = fmt.Sprintf("%s-%d", c, i)
+		}
+		if _, err := os.Lstat(c); os.IsNotExist(err) {
+			dst = c
+			break
+		}
+	}
+	err := os.ErrExist
+	if dst != "" {
+		err = os.Rename(p, dst)
+	}
+	if err != nil {
+		return fmt.Sprintf("toolsd: this command made %s at %s, which the sandbox could not move aside (%v): %s. Remove it before git or the editor runs there.", what, name, err, why)
+	}
+	return fmt.Sprintf("toolsd: this command made %s at %s; the sandbox moved it aside to %s (its contents are kept): %s. A confined command cannot make one; if it is wanted, ask the person to run the command outside the sandbox.", what, name, filepath.Base(dst), why)
+}
+
+// gitEntries finds what a Watch compares: the protected entries of the workspace's top level, the
+// watched paths, and every git folder or git file in the workspace (not below a git folder;
+// symlinks are not followed), each with its identity.
+func gitEntries(p *Policy) map[string]fileID {
+	out := map[string]fileID{}
+	add := func(path string) {
+		var st unix.Stat_t
+		if unix.Lstat(path, &st) == nil {
+			out[path] = fileID{uint64(st.Dev), st.Ino}
+		}
+	}
+	for _, e := range protect.Top {
+		add(filepath.Join(p.Workspace, filepath.FromSlash(e.Name)))
+	}
+	for _, path := range p.Watch {
+		add(path)
+	}
+	stack := []string{p.Workspace}
+	for len(stack) > 0 {
+		dir := stack[len(stack)-1]
+		stack = stack[:len(stack)-1]
+		f, err := os.Open(dir)
+		if err != nil {
+			continue
+		}
+		for {
+			entries, err := f.ReadDir(256)
+			for _, e := range entries {
+				path := filepath.Join(dir, e.Name())
+				switch {
+				case strings.EqualFold(e.Name(), protect.Git):
+					add(path)
+				case e.Type().IsDir():
+					stack = append(stack, path)
+				}
+			}
+			if err != nil {
+				break
+			}
+		}
+		_ = f.Close()
+	}
+	return out
+}
