@@ -12,6 +12,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -214,7 +215,7 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 	var count atomic.Int64
 	b := newBudget(t.opts.MaxCallBytes)
 	idx := t.index // only syncMu holders write it
-	gen := t.beginWalk()
+	gen, walkStart := t.beginWalk()
 	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
 		if old, ok := idx.get(e.Rel); ok && sameIdentity(old, cur) {
 			cur = old
@@ -231,7 +232,7 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 	if n := count.Load(); n > int64(t.opts.MaxFiles) {
 		return t.tooLarge(n)
 	}
-	t.endWalk(gen)
+	t.endWalk(gen, walkStart, count.Load())
 	changed := map[string]store.FileState{}
 	quiet := map[string]bool{}
 	ignoreChanged := false
@@ -452,7 +453,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	var count atomic.Int64
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
-	gen := t.beginWalk()
+	gen, walkStart := t.beginWalk()
 	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
 		if t.git == nil && cur.Kind != store.KindDir {
 			cur = t.readEntry(e, cur, b) // no git index to spare the read
@@ -468,7 +469,7 @@ func (t *Tracker) baseline(ctx context.Context) error {
 	if n := count.Load(); n > int64(t.opts.MaxFiles) {
 		return t.tooLarge(n)
 	}
-	t.endWalk(gen)
+	t.endWalk(gen, walkStart, count.Load())
 	if convErr != nil {
 		t.log.Info("git check-attr failed: reading every file instead", "err", convErr)
 	}
@@ -568,24 +569,36 @@ func (t *Tracker) writeIndex() {
 }
 
 // beginWalk readies the journal for a walk of the whole workspace (which watches every
-// folder it lists); without a journal it does nothing.
-func (t *Tracker) beginWalk() int {
+// folder it lists), starting one first when there is none and the kernel may allow it now.
+// It returns the generation that endWalk needs.
+func (t *Tracker) beginWalk() (int, time.Time) {
+	start := t.opts.Now()
+	t.retryJournal()
 	if t.jr == nil {
-		return 0
+		return 0, start
 	}
 	gen, err := t.jr.beginWalk()
 	if err != nil {
-		t.log.Info("the change journal stopped: every look at the workspace walks it", "err", err)
-		t.jr.close()
-		t.jr = nil
+		t.dropJournal(err)
 	}
-	return gen
+	return gen, start
 }
 
-func (t *Tracker) endWalk(gen int) {
-	if t.jr != nil {
-		t.jr.endWalk(gen)
+// endWalk trusts the journal again after a walk of n entries, unless the kernel refused it a
+// watch meanwhile: then the journal stops.
+func (t *Tracker) endWalk(gen int, start time.Time, n int64) {
+	t.statusMu.Lock()
+	t.walked, t.walkTook = n, t.opts.Now().Sub(start)
+	t.statusMu.Unlock()
+	if t.jr == nil {
+		return
 	}
+	if err := t.jr.refusal(); err != nil {
+		t.dropJournal(err)
+		return
+	}
+	t.jr.endWalk(gen)
+	t.journalServes()
 }
 
 // batcher stores contents in batches of a few MiB, one transaction each (the first look

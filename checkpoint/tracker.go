@@ -53,6 +53,13 @@ type Options struct {
 	Git string
 	// NoJournal turns the change journal off: every look at the workspace walks it.
 	NoJournal bool
+	// OnJournal, if set, hears when the change journal stops serving (the kernel refused
+	// an inotify watch or instance: every changing call then walks the workspace) and
+	// when it serves again. Called from the tracker's goroutines; it must not block or
+	// call the Tracker.
+	OnJournal func(JournalStatus)
+	// faults, in tests, make the kernel refuse watches and instances on purpose.
+	faults *faults
 	// Skip, if set, leaves out a path (absolute) that is toolsd's own (its store file, when
 	// it lies in the workspace, and the store's slot files).
 	Skip func(abs string) bool
@@ -71,6 +78,17 @@ type Tracker struct {
 	git  *gitRepo
 	jr   *journal // nil: every sync walks the workspace
 	own  []string // absolute paths never tracked (the journal's folder)
+
+	// After the kernel refused the journal (guarded by syncMu): when to try again, the
+	// backoff, and the limits then (a change retries at once).
+	retryAt  time.Time
+	backoff  time.Duration
+	limitsAt [2]int
+
+	statusMu sync.Mutex // guards status, walked and walkTook
+	status   JournalStatus
+	walked   int64         // files and folders of the last walk of the whole workspace
+	walkTook time.Duration // how long it took
 
 	ready    chan struct{} // closed when the first look is done
 	startErr error         // written before ready is closed
@@ -220,15 +238,8 @@ func (t *Tracker) start() error {
 	if t.opts.Git != "none" {
 		t.git = findGit(t.opts.Git, t.ws)
 	}
-	if !t.opts.NoJournal {
-		// Started before the walk, so that nothing changed during it is missed.
-		if jr, err := newJournal(t.ws, t.log); err == nil {
-			t.jr = jr
-			t.own = append(t.own, jr.private)
-		} else {
-			t.log.Info("no change journal: every look at the workspace walks it", "err", err)
-		}
-	}
+	// The journal is started (retryJournal) by the first walk's beginWalk, before the walk,
+	// so that nothing changed during it is missed.
 	// The index is loaded here, not in Open: on a large workspace it takes a while, and
 	// nothing reads it before the first look is done.
 	complete, err := t.st.LoadCheckpointIndex(t.index.set)
