@@ -71,6 +71,8 @@ export interface Diagnostic {
   column?: number;
   message: string;
   severity: 'error' | 'warning' | string;
+  /** A command the person can run to fix it (a sysctl, say). */
+  fix?: string;
 }
 
 export interface ResolveResult { tools: ToolInfo[]; diagnostics: Diagnostic[] }
