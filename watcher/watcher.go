@@ -10,8 +10,10 @@
 // symlink, the folder holding the link is watched too, so that re-pointing the link is seen.
 //
 // Events are debounced with a timer that restarts on each event, then de-duplicated and
-// delivered as one batch. When the OS refuses another watch (inotify's max_user_watches,
-// ENOSPC) or another inotify instance, the watcher logs a warning and polls instead.
+// delivered as one batch. The Watchers of a process share one inotify instance (instances
+// are few per user: fs.inotify.max_user_instances). When the OS refuses another watch
+// (inotify's max_user_watches, ENOSPC) or the instance, the watcher logs a warning and polls
+// instead.
 package watcher
 
 import (
@@ -78,7 +80,7 @@ type Watcher struct {
 	wg        sync.WaitGroup
 
 	// Owned by the loop goroutine.
-	fsw     *fsnotify.Watcher    // nil while polling
+	sub     *subscription        // our share of the process's inotify instance; nil while polling
 	watched map[string]watchInfo // by real folder path
 	snap    map[string]fileState
 	pending map[string]struct{}
@@ -162,10 +164,10 @@ func New(opts Options) (*Watcher, error) {
 
 	if opts.forcePollOnStart {
 		w.startPolling(errors.New("polling forced"))
-	} else if fsw, err := fsnotify.NewBufferedWatcher(64); err != nil {
+	} else if sub, err := shared.join(); err != nil {
 		w.startPolling(err)
 	} else {
-		w.fsw = fsw
+		w.sub = sub
 		w.arm(false)
 	}
 	w.wg.Add(2)
@@ -199,16 +201,16 @@ func (w *Watcher) loop() {
 		if tick != nil {
 			tick.Stop()
 		}
-		if w.fsw != nil {
-			w.fsw.Close()
+		if w.sub != nil {
+			shared.leave(w.sub)
 		}
 	}()
 	for {
 		var events <-chan fsnotify.Event
 		var errs <-chan error
 		var tickC <-chan time.Time
-		if w.fsw != nil {
-			events, errs = w.fsw.Events, w.fsw.Errors
+		if w.sub != nil {
+			events, errs = w.sub.events, w.sub.errs
 		} else {
 			if tick == nil {
 				tick = time.NewTicker(w.opts.PollInterval)
@@ -261,8 +263,8 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		// the file system hands the new folder the same inode number.
 		for real := range w.watched {
 			if real == ev.Name || within(real, ev.Name) {
-				if w.fsw != nil {
-					_ = w.fsw.Remove(real) // a moved folder keeps its watch; a removed one has none
+				if w.sub != nil {
+					shared.remove(w.sub, real) // a moved folder keeps its watch; a removed one has none
 				}
 				delete(w.watched, real)
 			}
@@ -431,7 +433,7 @@ func (w *Watcher) arm(report bool) {
 	// A folder may appear between computing the wanted set and watching its parent; go
 	// round until nothing new is wanted.
 	for range 16 {
-		if w.fsw == nil || !w.armOnce(report) {
+		if w.sub == nil || !w.armOnce(report) {
 			return
 		}
 	}
@@ -442,7 +444,7 @@ func (w *Watcher) armOnce(report bool) (added bool) {
 	want := w.desired()
 	for real := range w.watched {
 		if _, ok := want[real]; !ok {
-			_ = w.fsw.Remove(real)
+			shared.remove(w.sub, real)
 			delete(w.watched, real)
 		}
 	}
@@ -506,14 +508,14 @@ func (w *Watcher) addWatch(path string) error {
 			return err
 		}
 	}
-	return w.fsw.Add(path)
+	return shared.add(w.sub, path)
 }
 
 // startPolling switches to polling for good. Called from New or the loop goroutine.
 func (w *Watcher) startPolling(cause error) {
-	if w.fsw != nil {
-		w.fsw.Close()
-		w.fsw = nil
+	if w.sub != nil {
+		shared.leave(w.sub)
+		w.sub = nil
 	}
 	clear(w.watched)
 	w.pollingMu.Lock()
