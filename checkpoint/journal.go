@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
+	"github.com/toolsd/toolsd/watcher"
 )
 
 // journal lists the paths of the workspace touched since it was last drained, from inotify
@@ -35,7 +35,7 @@ type journal struct {
 	onRefused func(error)
 
 	mu      sync.Mutex // guards the fields below
-	w       *fsnotify.Watcher
+	w       *watcher.Inotify
 	dirty   map[string]bool // workspace-relative paths touched
 	broken  string          // why the journal cannot be trusted until the next walk
 	refused error           // the kernel refused a watch: the journal cannot cover the workspace
@@ -75,7 +75,9 @@ func (j *journal) restart() error {
 			return err
 		}
 	}
-	w, err := fsnotify.NewWatcher()
+	// A share of the process's one inotify instance (instances are few per user); a new
+	// share drops every watch of the old one.
+	w, err := watcher.JoinInotify()
 	if err != nil {
 		return err
 	}
@@ -120,20 +122,20 @@ func (j *journal) brokeLocked(why string) {
 }
 
 // loop reads the watcher's events until it is closed.
-func (j *journal) loop(w *fsnotify.Watcher, done chan struct{}) {
+func (j *journal) loop(w *watcher.Inotify, done chan struct{}) {
 	defer j.wg.Done()
 	for {
 		select {
 		case <-done:
 			return
-		case ev, ok := <-w.Events:
+		case ev, ok := <-w.Events():
 			if !ok {
 				return
 			}
 			if err := j.event(w, ev); err != nil && j.onRefused != nil {
 				j.onRefused(err)
 			}
-		case err, ok := <-w.Errors:
+		case err, ok := <-w.Errors():
 			if !ok {
 				return
 			}
@@ -149,7 +151,7 @@ func (j *journal) loop(w *fsnotify.Watcher, done chan struct{}) {
 }
 
 // event takes one event; it returns the error of a watch the kernel refused first.
-func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) error {
+func (j *journal) event(w *watcher.Inotify, ev fsnotify.Event) error {
 	if filepath.Dir(ev.Name) == j.private {
 		j.mu.Lock()
 		if ch, ok := j.barrier[filepath.Base(ev.Name)]; ok && ev.Has(fsnotify.Create) {
@@ -169,7 +171,7 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) error {
 	switch {
 	case base == ".gitignore" || base == ".ignore":
 		j.brokeLocked("an ignore file changed")
-	case ev.Has(fsnotify.Rename) && j.isWatchedLocked(w, ev.Name):
+	case ev.Has(fsnotify.Rename) && w.Watched(ev.Name):
 		// A folder moved away: the watches below it would report under its old name.
 		j.brokeLocked("a folder was renamed")
 	}
@@ -187,22 +189,13 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) error {
 }
 
 // add watches a folder, unless a fault refuses it.
-func (j *journal) add(w *fsnotify.Watcher, abs string) error {
+func (j *journal) add(w *watcher.Inotify, abs string) error {
 	if j.faults != nil && j.faults.addWatch != nil {
 		if err := j.faults.addWatch(abs); err != nil {
 			return err
 		}
 	}
 	return w.Add(abs)
-}
-
-func (j *journal) isWatchedLocked(w *fsnotify.Watcher, abs string) bool {
-	for _, p := range w.WatchList() {
-		if p == abs || strings.HasPrefix(p, abs+string(filepath.Separator)) {
-			return true
-		}
-	}
-	return false
 }
 
 // watch adds a folder of the workspace (relative; "" for the workspace) during a walk, before

@@ -1,8 +1,12 @@
 package session
 
 import (
+	"context"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
+	"time"
 
 	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/protocol"
@@ -32,4 +36,49 @@ func TestJournalStatusReachesEditors(t *testing.T) {
 		}
 		return !slices.ContainsFunc(s.changed[len(s.changed)-1].Diagnostics, func(d protocol.Diagnostic) bool { return d.Path == protocol.DiagnosticCheckpoints })
 	})
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOneInotifyInstance: a workspace's watchers (its config, its project tools) and the
+// checkpoints' journal take one inotify instance between them (the user has 128 for every
+// program), and give it back when the workspace closes.
+func TestOneInotifyInstance(t *testing.T) {
+	before := inotifyFDs(t)
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	w, err := OpenWorkspace(context.Background(), WorkspaceOptions{Folder: t.TempDir(), StorePath: filepath.Join(t.TempDir(), "s.db")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-w.Checkpoints().Ready(): // the journal starts with the first look
+	case <-time.After(30 * time.Second):
+		t.Fatal("the first look did not end")
+	}
+	if w.Checkpoints().Journal().Off != "" {
+		t.Fatalf("no journal: %+v", w.Checkpoints().Journal())
+	}
+	if n := inotifyFDs(t) - before; n != 1 {
+		t.Errorf("the workspace holds %d inotify instances, want 1", n)
+	}
+	if err := w.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := inotifyFDs(t) - before; n != 0 {
+		t.Errorf("%d inotify instances left after Close", n)
+	}
 }

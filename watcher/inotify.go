@@ -143,3 +143,36 @@ func (n *inotify) forward(fsw *fsnotify.Watcher) {
 		}
 	}
 }
+
+// Inotify is a share of the process's inotify instance for a user that reads the raw events
+// itself (the checkpoints' change journal). Its events and errors arrive in the kernel's
+// order. Close unwatches what it alone watched.
+type Inotify struct{ s *subscription }
+
+// JoinInotify takes a share of the process's inotify instance, starting it if needed.
+func JoinInotify() (*Inotify, error) {
+	s, err := shared.join()
+	if err != nil {
+		return nil, err
+	}
+	return &Inotify{s}, nil
+}
+
+// Events are the instance's events, every subscriber's folders alike.
+func (i *Inotify) Events() <-chan fsnotify.Event { return i.s.events }
+
+// Errors are the instance's errors (fsnotify.ErrEventOverflow: events were lost).
+func (i *Inotify) Errors() <-chan error { return i.s.errs }
+
+// Add watches a folder.
+func (i *Inotify) Add(path string) error { return shared.add(i.s, path) }
+
+// Watched reports whether this share watches the folder.
+func (i *Inotify) Watched(path string) bool {
+	shared.mu.Lock()
+	defer shared.mu.Unlock()
+	return i.s.owned[path]
+}
+
+// Close leaves the instance.
+func (i *Inotify) Close() { shared.leave(i.s) }

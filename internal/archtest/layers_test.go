@@ -36,7 +36,7 @@ var allowed = map[string][]string{
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
 	"policy":            {"protocol", "config", "permission", "builtin", "registry", "store", "internal/jsonpos"},
 	"audit":             {"protocol"},
-	"checkpoint":        {"protocol", "store", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen"},
+	"checkpoint":        {"protocol", "store", "watcher", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen"},
 	"hook":              {"protocol", "permission", "registry", "internal/proc", "internal/sandbox"},
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc", "policy", "audit", "checkpoint", "internal/sandbox", "hook", "internal/jsonw"},
 	"mcp":               {"protocol", "registry", "internal/proc", "internal/sandbox"},
