@@ -18,7 +18,7 @@ type inotify struct {
 	fsw  *fsnotify.Watcher
 	refs map[string]int // watched folder -> how many subscribers watch it
 	subs map[*subscription]struct{}
-	wg   sync.WaitGroup // the forwarding goroutine
+	fwd  chan struct{} // closed when the forwarding goroutine of fsw has returned
 }
 
 // subscription is one Watcher's share of the instance.
@@ -38,9 +38,8 @@ func (n *inotify) join() (*subscription, error) {
 		if err != nil {
 			return nil, err
 		}
-		n.fsw, n.refs, n.subs = fsw, map[string]int{}, map[*subscription]struct{}{}
-		n.wg.Add(1)
-		go n.forward(fsw)
+		n.fsw, n.refs, n.subs, n.fwd = fsw, map[string]int{}, map[*subscription]struct{}{}, make(chan struct{})
+		go n.forward(fsw, n.fwd)
 	}
 	s := &subscription{events: make(chan fsnotify.Event, 64), errs: make(chan error, 4), done: make(chan struct{}), owned: map[string]bool{}}
 	n.subs[s] = struct{}{}
@@ -61,13 +60,16 @@ func (n *inotify) leave(s *subscription) {
 		n.removeLocked(s, p)
 	}
 	var fsw *fsnotify.Watcher
+	var fwd chan struct{}
 	if len(n.subs) == 0 {
-		fsw, n.fsw = n.fsw, nil
+		fsw, fwd, n.fsw = n.fsw, n.fwd, nil
 	}
 	n.mu.Unlock()
 	if fsw != nil {
+		// A Watcher made meanwhile has an instance of its own: only this one's goroutine
+		// is waited for.
 		fsw.Close()
-		n.wg.Wait()
+		<-fwd
 	}
 }
 
@@ -105,8 +107,8 @@ func (n *inotify) removeLocked(s *subscription, path string) {
 }
 
 // forward hands every event and error to every subscriber until the instance is closed.
-func (n *inotify) forward(fsw *fsnotify.Watcher) {
-	defer n.wg.Done()
+func (n *inotify) forward(fsw *fsnotify.Watcher, done chan struct{}) {
+	defer close(done)
 	for {
 		var ev fsnotify.Event
 		var err error
@@ -124,8 +126,10 @@ func (n *inotify) forward(fsw *fsnotify.Watcher) {
 		}
 		n.mu.Lock()
 		subs := make([]*subscription, 0, len(n.subs))
-		for s := range n.subs {
-			subs = append(subs, s)
+		if n.fsw == fsw { // not an instance closed meanwhile, whose subscribers are gone
+			for s := range n.subs {
+				subs = append(subs, s)
+			}
 		}
 		n.mu.Unlock()
 		for _, s := range subs {
