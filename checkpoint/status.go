@@ -147,7 +147,8 @@ func (t *Tracker) offStatus(err error) JournalStatus {
 	s.Fix = fmt.Sprintf("sudo sysctl fs.inotify.%s=%d", name, want)
 	s.Message = fmt.Sprintf("Checkpoints: the kernel's inotify limit fs.inotify.%s (%s) refused toolsd a watch: %s. "+
 		"Raise it with `%s` (and put fs.inotify.%s=%d in a file in /etc/sysctl.d/ to keep it); "+
-		"toolsd uses the journal again at the next changing call after the limit changes, without a restart.",
+		"toolsd uses the journal again at the next changing call after the limit changes, without a restart "+
+		"(`toolsd checkpoints check` shows what is in use).",
 		name, have, cost, s.Fix, name, want)
 	return s
 }

@@ -98,6 +98,10 @@ type Workspace struct {
 // Checkpoints is the workspace's checkpoint tracker, nil when checkpoints are off.
 func (w *Workspace) Checkpoints() *checkpoint.Tracker { return w.checkpoints }
 
+// CheckpointsCheck is `toolsd checkpoints check`: whether the change journal fits in the
+// kernel's inotify limits for the workspace folder ws (checkpoint.Check).
+func CheckpointsCheck(ws string) (string, error) { return checkpoint.Check(ws) }
+
 // DefaultStorePath is the store file of a workspace (store.DefaultPath).
 func DefaultStorePath(folder string) string { return store.DefaultPath(folder) }
 
