@@ -13,7 +13,7 @@
 // delivered as one batch. The Watchers of a process share one inotify instance (instances
 // are few per user: fs.inotify.max_user_instances). When the OS refuses another watch
 // (inotify's max_user_watches, ENOSPC) or the instance, the watcher logs a warning and polls
-// instead.
+// instead, trying inotify again every 30 s.
 package watcher
 
 import (
@@ -66,7 +66,14 @@ type Options struct {
 	addWatch func(path string) error
 	// forcePollOnStart starts in polling mode, as if inotify could not be initialised.
 	forcePollOnStart bool
+	// retryEvery is how often a watcher that polls because the kernel refused a watch or
+	// the instance tries inotify again. Zero means DefaultRetry.
+	retryEvery time.Duration
 }
+
+// DefaultRetry is how often a watcher polling after a refusal of the kernel (inotify's
+// limits) tries to watch again.
+const DefaultRetry = 30 * time.Second
 
 // Watcher watches a fixed set of paths. It owns two goroutines, which Close stops and joins.
 // Its methods are safe for concurrent use.
@@ -101,6 +108,11 @@ type Watcher struct {
 
 	pollingMu sync.Mutex // guards polling
 	polling   bool
+
+	// Owned by the loop goroutine: polling because the kernel refused (not forced), so
+	// inotify is tried again from retryAt on.
+	retry   bool
+	retryAt time.Time
 }
 
 // watchInfo is a watched folder: the logical paths it stands for and the inode that was
@@ -134,6 +146,9 @@ func New(opts Options) (*Watcher, error) {
 	}
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
+	}
+	if opts.retryEvery <= 0 {
+		opts.retryEvery = DefaultRetry
 	}
 	w := &Watcher{
 		opts:    opts,
@@ -242,6 +257,9 @@ func (w *Watcher) loop() {
 			w.log.Warn("watcher: error", "err", err)
 		case <-tickC:
 			w.poll()
+			if w.retry && !time.Now().Before(w.retryAt) {
+				w.watchAgain()
+			}
 		case <-w.timer.C:
 			w.flush()
 		}
@@ -511,7 +529,30 @@ func (w *Watcher) addWatch(path string) error {
 	return shared.add(w.sub, path)
 }
 
-// startPolling switches to polling for good. Called from New or the loop goroutine.
+// watchAgain tries inotify again after a refusal: the kernel may allow it now (the limit
+// was raised, other programs let watches go). What changed meanwhile is reported. Called
+// from the loop goroutine.
+func (w *Watcher) watchAgain() {
+	sub, err := shared.join()
+	if err != nil {
+		w.retryAt = time.Now().Add(w.opts.retryEvery)
+		return
+	}
+	w.sub = sub
+	clear(w.watched)
+	w.arm(true)
+	if w.sub == nil {
+		return // refused again: arm went back to polling
+	}
+	w.retry = false
+	w.pollingMu.Lock()
+	w.polling = false
+	w.pollingMu.Unlock()
+	w.log.Info("watcher: watching with the OS notifier again")
+}
+
+// startPolling switches to polling; after a refusal of the kernel (a limit) the loop tries
+// inotify again every Options.retryEvery. Called from New or the loop goroutine.
 func (w *Watcher) startPolling(cause error) {
 	if w.sub != nil {
 		shared.leave(w.sub)
@@ -521,11 +562,18 @@ func (w *Watcher) startPolling(cause error) {
 	w.pollingMu.Lock()
 	w.polling = true
 	w.pollingMu.Unlock()
+	limit := errors.Is(cause, syscall.ENOSPC) || errors.Is(cause, syscall.EMFILE)
 	msg := "watcher: cannot watch with the OS notifier; polling instead"
 	if errors.Is(cause, syscall.ENOSPC) {
 		msg = "watcher: OS watch limit reached (raise fs.inotify.max_user_watches); polling instead"
 	}
-	w.log.Warn(msg, "err", cause, "interval", w.opts.PollInterval)
+	if w.retry {
+		w.log.Debug(msg, "err", cause) // said when it first happened
+	} else {
+		w.log.Warn(msg, "err", cause, "interval", w.opts.PollInterval)
+	}
+	w.retry = limit
+	w.retryAt = time.Now().Add(w.opts.retryEvery)
 	w.snap = w.scan()
 }
 

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -422,5 +423,47 @@ func TestOneInstanceShared(t *testing.T) {
 	wb.Close()
 	if n := inotifyFDs(t) - before; n != 0 {
 		t.Fatalf("%d inotify instances left after both closed", n)
+	}
+}
+
+// TestWatchAgainAfterRefusal: a watcher that polls because the kernel refused a watch
+// (max_user_watches) watches with inotify again once the kernel allows it, and reports what
+// changed meanwhile and after; one polling because it was forced to stays polling.
+func TestWatchAgainAfterRefusal(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".toolsd/tool")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	opts := watcher.Options{Paths: []string{dir}, PollInterval: 10 * time.Millisecond}
+	watcher.SetAddWatch(&opts, func(path string) error {
+		if refuse.Load() {
+			return fmt.Errorf("inotify_add_watch %s: %w", path, syscall.ENOSPC)
+		}
+		return nil
+	})
+	watcher.SetRetry(&opts, 20*time.Millisecond)
+	w, r := start(t, opts)
+	if !w.Polling() {
+		t.Fatal("not polling while watches are refused")
+	}
+	write(t, filepath.Join(dir, "a.json"), "{}")
+	r.waitFor(t, filepath.Join(dir, "a.json"))
+	refuse.Store(false)
+	// Watching again reports the folder's entries (they may have changed meanwhile).
+	r.waitFor(t, filepath.Join(dir, "a.json"))
+	if w.Polling() {
+		t.Fatal("still polling after the kernel allowed watches again")
+	}
+	write(t, filepath.Join(dir, "b.json"), "{}")
+	r.waitFor(t, filepath.Join(dir, "b.json"))
+
+	forced := watcher.Options{Paths: []string{dir}, PollInterval: 10 * time.Millisecond}
+	watcher.ForcePoll(&forced)
+	watcher.SetRetry(&forced, 10*time.Millisecond)
+	f, fr := start(t, forced)
+	write(t, filepath.Join(dir, "c.json"), "{}")
+	fr.waitFor(t, filepath.Join(dir, "c.json"))
+	if !f.Polling() {
+		t.Error("a watcher forced to poll stopped polling")
 	}
 }
