@@ -115,9 +115,10 @@ type Tracker struct {
 // Open starts the first look at the workspace in the background: it loads the index, then
 // takes the baseline of a workspace never seen (from its git index where it has one), or
 // the changes since the daemon last ran, which it attributes to the calls a dead daemon left
-// running. Open itself reads no index, so it returns at once; Begin waits for the look. In a folder that is not a git repository, whose first look
-// reads every file, it starts only when something needs it (the first changing call), unless
-// a dead daemon left calls running.
+// running. Open itself reads no index, so it returns at once; Begin waits for the look. In a
+// folder that is not a git repository, whose first look reads every file, it starts only
+// when something needs it (the first changing call), unless a dead daemon left calls
+// running.
 func Open(opts Options) (*Tracker, error) {
 	if opts.Store == nil || opts.Workspace == "" {
 		return nil, errors.New("checkpoint: Open needs a workspace and a store")
@@ -240,6 +241,7 @@ func (t *Tracker) start() error {
 	}
 	// The journal is started (retryJournal) by the first walk's beginWalk, before the walk,
 	// so that nothing changed during it is missed.
+
 	// The index is loaded here, not in Open: on a large workspace it takes a while, and
 	// nothing reads it before the first look is done.
 	complete, err := t.st.LoadCheckpointIndex(t.index.set)
