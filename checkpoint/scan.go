@@ -272,6 +272,11 @@ func (t *Tracker) tooLarge(n int64) error {
 	t.mu.Lock()
 	t.disabled = fmt.Sprintf("the workspace has more than %d files and folders that are not ignored", t.opts.MaxFiles)
 	t.mu.Unlock()
+	if t.jr != nil {
+		// Tracking is off for good: the watches the walk took go back to the person.
+		t.jr.close()
+		t.jr, t.own = nil, nil
+	}
 	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
 }
 

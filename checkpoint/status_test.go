@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -8,6 +9,8 @@ import (
 	"time"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/store"
 )
 
 // kernel plays the kernel's inotify limits for a tracker: it refuses watches (ENOSPC) or
@@ -153,5 +156,32 @@ func TestJournalInstancesRefused(t *testing.T) {
 	e.shell("true")
 	if e.tr.jr == nil || k.last() != (JournalStatus{}) {
 		t.Fatalf("after the backoff: journal %v, said %+v", e.tr.jr != nil, k.last())
+	}
+}
+
+// TestTooLargeLetsWatchesGo: a workspace over MaxFiles is not tracked, and its journal does
+// not keep the watches the walk took.
+func TestTooLargeLetsWatchesGo(t *testing.T) {
+	ws := t.TempDir()
+	for p, body := range base {
+		writeFile(t, filepath.Join(ws, p), body, 0o644)
+	}
+	st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), &store.Options{Retention: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	tr, err := Open(Options{Workspace: ws, Store: st, Git: "none", MaxFiles: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tr.Close()
+	<-tr.Ready()
+	if tr.jr != nil {
+		t.Fatal("an untracked workspace keeps its journal")
+	}
+	w := tr.NewWindow(store.CallRef{SessionID: "s", CallID: "c", Tool: "bash"}, false)
+	if err := w.Begin(t.Context()); err != nil || !strings.Contains(w.Off(), "over the limit of 3") {
+		t.Fatalf("Begin: %v, off %q", err, w.Off())
 	}
 }
