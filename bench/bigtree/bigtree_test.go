@@ -45,9 +45,9 @@ type figures struct {
 	// The daemon's CPU time (its own and its waited-for children's) from its spawn to the
 	// end of the first changing call: on a loaded machine steadier than the wall clock.
 	firstCPU, reopenCPU time.Duration
-	sed, temps             time.Duration
-	sedCPU, tempsCPU       time.Duration // CPU per call, the daemon's and its children's
-	rssAnonKiB             int
+	sed, temps          time.Duration
+	sedCPU, tempsCPU    time.Duration // CPU per call, the daemon's and its children's
+	rssAnonKiB          int
 }
 
 type run struct {
