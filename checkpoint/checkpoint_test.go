@@ -336,11 +336,11 @@ func TestGitCheckout(t *testing.T) {
 	e := newEnv(t, envOpts{files: base, git: true, journal: true})
 	clean := 0
 	e.tr.mu.Lock()
-	for _, s := range e.tr.index {
+	e.tr.index.each(func(_ string, s store.FileState) {
 		if s.Kind == store.KindFile && s.Git != "" && s.Content == "" {
 			clean++
 		}
-	}
+	})
 	e.tr.mu.Unlock()
 	if clean < 5 {
 		t.Fatalf("only %d files were taken from git's index without reading them", clean)
@@ -596,5 +596,39 @@ func TestOwnFilesSkipped(t *testing.T) {
 	ref := e.shell("echo x > own.db && echo y >> a.txt")
 	if got := e.changes(ref); len(got) != 1 || got["a.txt"].Status != protocol.ChangeModified {
 		t.Fatalf("changes: %v", got)
+	}
+}
+
+// TestFirstIndexWrittenAndRedone: the first look's index reaches the store (written in the
+// background, whole by Close), and an index whose writing a dead daemon left unfinished is
+// made again at the next start instead of being taken for the workspace.
+func TestFirstIndexWrittenAndRedone(t *testing.T) {
+	for _, git := range []bool{false, true} {
+		e := newEnv(t, envOpts{files: base, git: git})
+		e.tr.Close()
+		stored := map[string]store.FileState{}
+		if complete, err := e.st.LoadCheckpointIndex(func(p string, s store.FileState) { stored[p] = s }); err != nil || !complete {
+			t.Fatalf("git %v: the stored index: complete %v, %v", git, complete, err)
+		}
+		if _, ok := stored["dir/sub/d.txt"]; !ok || len(stored) != e.tr.index.len() {
+			t.Fatalf("git %v: stored %d paths, the index has %d: %v", git, len(stored), e.tr.index.len(), stored)
+		}
+		// A first writing that stopped after one batch (the daemon was killed).
+		one := stored["a.txt"]
+		if err := e.st.UpdateCheckpoints(&store.CheckpointUpdate{IndexStart: true, Index: map[string]*store.FileState{"a.txt": &one}}); err != nil {
+			t.Fatal(err)
+		}
+		e.open(envOpts{git: git})
+		if n := e.tr.index.len(); n != len(stored) {
+			t.Fatalf("git %v: after an unfinished writing the index has %d paths, want %d", git, n, len(stored))
+		}
+		// Made again as a first look: a clean file comes from git's index, unread.
+		if d, _ := e.tr.index.get("dir/sub/d.txt"); git && (d.Git == "" || d.Content != "") {
+			t.Fatalf("the index made again: %+v is not from git's index", d)
+		}
+		ref := e.shell("echo more >> dir/c.txt")
+		if ch := e.changes(ref); len(ch) != 1 || ch["dir/c.txt"].Status != "modified" {
+			t.Fatalf("git %v: the call after: %+v", git, ch)
+		}
 	}
 }

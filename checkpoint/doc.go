@@ -23,8 +23,13 @@
 // folder that is not ignored, drained behind a barrier so that no event before the drain is
 // missed — or, when the journal cannot be trusted (it overflowed, a folder was renamed, an
 // ignore file changed, a watch was refused) or there is none, from a walk of the whole
-// workspace (stat calls only). The state before a change must be kept before the change
-// happens: every version the index names is in the store, except files that are exactly
+// workspace (stat calls only). When the kernel refuses the journal (inotify's watch or
+// instance limit), Options.OnJournal hears it at once, with the cost and the fix; the refused
+// journal is closed and tried again at the first walk after the limits change or a backoff.
+// The index is a B-tree in path order (what was below a path gone is one range), loaded and,
+// the first time, written to the store in the background.
+//
+// The state before a change must be kept before the change happens: every version the index names is in the store, except files that are exactly
 // what the workspace's git index says (same stat, not racy, no filter or line-ending
 // conversion): their bytes are the blob git already keeps, so the first look at a git
 // workspace reads none of them. When a call changes such a file, its blob is copied from

@@ -6,7 +6,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"strings"
 	"sync"
 	"time"
 
@@ -14,6 +13,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
+	"github.com/toolsd/toolsd/watcher"
 )
 
 // journal lists the paths of the workspace touched since it was last drained, from inotify
@@ -29,12 +29,16 @@ type journal struct {
 	ws      string
 	log     *slog.Logger
 	private string // the barrier's folder, outside the workspace
+	faults  *faults
+	// onRefused is called (without any lock of the journal held) when the kernel first
+	// refuses a watch: the journal cannot cover the workspace.
+	onRefused func(error)
 
 	mu      sync.Mutex // guards the fields below
-	w       *fsnotify.Watcher
+	w       *watcher.Inotify
 	dirty   map[string]bool // workspace-relative paths touched
 	broken  string          // why the journal cannot be trusted until the next walk
-	refused bool            // the kernel refused a watch: the journal cannot cover the workspace
+	refused error           // the kernel refused a watch: the journal cannot cover the workspace
 	gen     int             // incremented whenever broken is set
 	barrier map[string]chan struct{}
 	seq     int
@@ -42,12 +46,19 @@ type journal struct {
 	wg      sync.WaitGroup
 }
 
-func newJournal(ws string, log *slog.Logger) (*journal, error) {
+// faults make the kernel's refusals happen on purpose, in tests (nil: none).
+type faults struct {
+	newWatcher func() error           // an error: inotify_init1 fails (max_user_instances)
+	addWatch   func(abs string) error // an error: inotify_add_watch fails (max_user_watches)
+	limits     func() [2]int          // the limits read instead of /proc/sys/fs/inotify
+}
+
+func newJournal(ws string, log *slog.Logger, f *faults, onRefused func(error)) (*journal, error) {
 	private, err := os.MkdirTemp("", "toolsd-journal-")
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{ws: ws, log: log, private: private, dirty: map[string]bool{}, barrier: map[string]chan struct{}{}}
+	j := &journal{ws: ws, log: log, private: private, faults: f, onRefused: onRefused, dirty: map[string]bool{}, barrier: map[string]chan struct{}{}}
 	if err := j.restart(); err != nil {
 		_ = os.RemoveAll(private)
 		return nil, err
@@ -59,11 +70,18 @@ func newJournal(ws string, log *slog.Logger) (*journal, error) {
 // marks the journal broken: a walk must add the workspace's folders).
 func (j *journal) restart() error {
 	j.stopLoop()
-	w, err := fsnotify.NewWatcher()
+	if j.faults != nil && j.faults.newWatcher != nil {
+		if err := j.faults.newWatcher(); err != nil {
+			return err
+		}
+	}
+	// A share of the process's one inotify instance (instances are few per user); a new
+	// share drops every watch of the old one.
+	w, err := watcher.JoinInotify()
 	if err != nil {
 		return err
 	}
-	if err := w.Add(j.private); err != nil {
+	if err := j.add(w, j.private); err != nil {
 		w.Close()
 		return err
 	}
@@ -104,18 +122,20 @@ func (j *journal) brokeLocked(why string) {
 }
 
 // loop reads the watcher's events until it is closed.
-func (j *journal) loop(w *fsnotify.Watcher, done chan struct{}) {
+func (j *journal) loop(w *watcher.Inotify, done chan struct{}) {
 	defer j.wg.Done()
 	for {
 		select {
 		case <-done:
 			return
-		case ev, ok := <-w.Events:
+		case ev, ok := <-w.Events():
 			if !ok {
 				return
 			}
-			j.event(w, ev)
-		case err, ok := <-w.Errors:
+			if err := j.event(w, ev); err != nil && j.onRefused != nil {
+				j.onRefused(err)
+			}
+		case err, ok := <-w.Errors():
 			if !ok {
 				return
 			}
@@ -130,7 +150,8 @@ func (j *journal) loop(w *fsnotify.Watcher, done chan struct{}) {
 	}
 }
 
-func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
+// event takes one event; it returns the error of a watch the kernel refused first.
+func (j *journal) event(w *watcher.Inotify, ev fsnotify.Event) error {
 	if filepath.Dir(ev.Name) == j.private {
 		j.mu.Lock()
 		if ch, ok := j.barrier[filepath.Base(ev.Name)]; ok && ev.Has(fsnotify.Create) {
@@ -138,11 +159,11 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
 			close(ch)
 		}
 		j.mu.Unlock()
-		return
+		return nil
 	}
 	rel, ok := fspath.Within(j.ws, ev.Name)
 	if !ok || rel == "." {
-		return
+		return nil
 	}
 	j.mu.Lock()
 	defer j.mu.Unlock()
@@ -150,7 +171,7 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
 	switch {
 	case base == ".gitignore" || base == ".ignore":
 		j.brokeLocked("an ignore file changed")
-	case ev.Has(fsnotify.Rename) && j.isWatchedLocked(w, ev.Name):
+	case ev.Has(fsnotify.Rename) && w.Watched(ev.Name):
 		// A folder moved away: the watches below it would report under its old name.
 		j.brokeLocked("a folder was renamed")
 	}
@@ -159,20 +180,22 @@ func (j *journal) event(w *fsnotify.Watcher, ev fsnotify.Event) {
 		// A new folder is watched at once; the look that drains this path walks it, so
 		// whatever was made in it before the watch is found too.
 		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
-			if err := w.Add(ev.Name); err != nil {
-				j.addFailedLocked(err)
+			if err := j.add(w, ev.Name); err != nil {
+				return j.addFailedLocked(err)
 			}
 		}
 	}
+	return nil
 }
 
-func (j *journal) isWatchedLocked(w *fsnotify.Watcher, abs string) bool {
-	for _, p := range w.WatchList() {
-		if p == abs || strings.HasPrefix(p, abs+string(filepath.Separator)) {
-			return true
+// add watches a folder, unless a fault refuses it.
+func (j *journal) add(w *watcher.Inotify, abs string) error {
+	if j.faults != nil && j.faults.addWatch != nil {
+		if err := j.faults.addWatch(abs); err != nil {
+			return err
 		}
 	}
-	return false
+	return w.Add(abs)
 }
 
 // watch adds a folder of the workspace (relative; "" for the workspace) during a walk, before
@@ -188,22 +211,37 @@ func (j *journal) watch(rel string) {
 	if w == nil {
 		return
 	}
-	if err := w.Add(abs); err != nil {
+	if err := j.add(w, abs); err != nil {
 		j.mu.Lock()
-		j.addFailedLocked(err)
+		first := j.addFailedLocked(err)
 		j.mu.Unlock()
+		if first != nil && j.onRefused != nil {
+			j.onRefused(first)
+		}
 	}
 }
 
 // addFailedLocked handles a watch that could not be added: a folder gone meanwhile is no
 // matter (its parent's events cover it); any other failure (the kernel's limit on watches)
-// means the journal cannot cover the workspace.
-func (j *journal) addFailedLocked(err error) {
+// means the journal cannot cover the workspace. It returns err when it is the first
+// refusal.
+func (j *journal) addFailedLocked(err error) error {
 	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return
+		return nil
 	}
-	j.refused = true
 	j.brokeLocked("a watch was refused: " + err.Error())
+	if j.refused != nil {
+		return nil
+	}
+	j.refused = err
+	return err
+}
+
+// refusal is the first watch the kernel refused (nil: none).
+func (j *journal) refusal() error {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	return j.refused
 }
 
 // beginWalk prepares a walk of the whole workspace: a fresh watcher when the journal was
@@ -213,9 +251,10 @@ func (j *journal) beginWalk() (int, error) {
 	fresh := j.broken != "" && j.broken != "the journal starts"
 	refused := j.refused
 	j.mu.Unlock()
-	if refused {
-		// Watching anew would be refused again (max_user_watches): walks from now on.
-		return 0, errors.New("the kernel refused a watch (see /proc/sys/fs/inotify/max_user_watches)")
+	if refused != nil {
+		// Watching anew would be refused again (max_user_watches): the tracker stops this
+		// journal and starts another when watches may be free.
+		return 0, refused
 	}
 	if fresh {
 		if err := j.restart(); err != nil {

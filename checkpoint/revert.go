@@ -90,7 +90,7 @@ func (t *Tracker) Plan(ctx context.Context, sessionID, callID string, from bool)
 	t.syncMu.Lock()
 	err = t.syncLocked(ctx, false)
 	t.mu.Lock()
-	current := func(p string) store.FileState { return t.index[p] }
+	current := func(p string) store.FileState { s, _ := t.index.get(p); return s }
 	plan := &Plan{}
 	sim := map[string]store.FileState{}
 	byPath := map[string]*PlanFile{}

@@ -8,9 +8,11 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"golang.org/x/sys/unix"
 
@@ -213,9 +215,9 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 	var count atomic.Int64
 	b := newBudget(t.opts.MaxCallBytes)
 	idx := t.index // only syncMu holders write it
-	gen := t.beginWalk()
+	gen, walkStart := t.beginWalk()
 	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if old, ok := idx[e.Rel]; ok && sameIdentity(old, cur) {
+		if old, ok := idx.get(e.Rel); ok && sameIdentity(old, cur) {
 			cur = old
 		} else {
 			cur = t.readEntry(e, cur, b)
@@ -230,12 +232,12 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 	if n := count.Load(); n > int64(t.opts.MaxFiles) {
 		return t.tooLarge(n)
 	}
-	t.endWalk(gen)
+	t.endWalk(gen, walkStart, count.Load())
 	changed := map[string]store.FileState{}
 	quiet := map[string]bool{}
 	ignoreChanged := false
 	for p, s := range found {
-		old, ok := idx[p]
+		old, ok := idx.get(p)
 		if ok && sameIdentity(old, s) && old.Content == s.Content && old.NotKept == s.NotKept {
 			continue
 		}
@@ -249,20 +251,20 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 		// was not made now: it is only newly seen. Tell it with the old ignore files.
 		old := t.oldIgnoreFiles(changed, idx)
 		for p, s := range changed {
-			if _, ok := idx[p]; !ok && fswalk.IgnoredWith(t.ws, p, s.Kind == store.KindDir, old) {
+			if _, ok := idx.get(p); !ok && fswalk.IgnoredWith(t.ws, p, s.Kind == store.KindDir, old) {
 				quiet[p] = true
 			}
 		}
 	}
-	for p := range idx {
+	idx.each(func(p string, _ store.FileState) {
 		if _, ok := found[p]; ok {
-			continue
+			return
 		}
 		changed[p] = store.FileState{}
 		if _, err := os.Lstat(filepath.Join(t.ws, filepath.FromSlash(p))); err == nil {
 			quiet[p] = true // still there, but ignored now
 		}
-	}
+	})
 	return t.commitLocked(changed, quiet)
 }
 
@@ -270,6 +272,11 @@ func (t *Tracker) tooLarge(n int64) error {
 	t.mu.Lock()
 	t.disabled = fmt.Sprintf("the workspace has more than %d files and folders that are not ignored", t.opts.MaxFiles)
 	t.mu.Unlock()
+	if t.jr != nil {
+		// Tracking is off for good: the watches the walk took go back to the person.
+		t.jr.close()
+		t.jr, t.own = nil, nil
+	}
 	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
 }
 
@@ -301,15 +308,17 @@ func (t *Tracker) commitLocked(changed map[string]store.FileState, quiet map[str
 		return nil
 	}
 	loud := make(map[string]store.FileState, len(changed))
+	t.writeMu.Lock()
+	defer t.writeMu.Unlock()
 	t.mu.Lock()
 	idxDelta := map[string]*store.FileState{}
 	for p, s := range changed {
 		if quiet[p] {
 			if s.Kind == store.KindAbsent {
-				delete(t.index, p)
+				t.index.del(p)
 				idxDelta[p] = nil
 			} else {
-				t.index[p] = s
+				t.index.set(p, s)
 				n := s
 				idxDelta[p] = &n
 			}
@@ -354,29 +363,19 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 				unix.Close(dirfd)
 			}
 			// Gone (or no longer a file we track): it and everything the index has below it.
-			if _, had := idx[p]; had {
+			if _, had := idx.get(p); had {
 				changed[p] = store.FileState{}
 			}
-			prefix := p + "/"
-			for q := range idx {
-				if strings.HasPrefix(q, prefix) {
-					changed[q] = store.FileState{}
-				}
-			}
+			idx.below(p, func(q string) { changed[q] = store.FileState{} })
 			continue
 		}
 		if fswalk.Ignored(t.ws, p, cur.Kind == store.KindDir) {
 			unix.Close(dirfd)
 			continue
 		}
-		old, had := idx[p]
+		old, had := idx.get(p)
 		if had && old.Kind == store.KindDir && cur.Kind != store.KindDir {
-			prefix := p + "/"
-			for q := range idx {
-				if strings.HasPrefix(q, prefix) {
-					changed[q] = store.FileState{}
-				}
-			}
+			idx.below(p, func(q string) { changed[q] = store.FileState{} })
 		}
 		if !had || !sameIdentity(old, cur) {
 			if cur.Kind != store.KindDir || !had {
@@ -408,7 +407,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			if !ok {
 				return
 			}
-			if old, ok := idx[rel]; ok && sameIdentity(old, cur) {
+			if old, ok := idx.get(rel); ok && sameIdentity(old, cur) {
 				return
 			}
 			cur = t.readEntry(fswalkEntryAt(e, rel), cur, b)
@@ -431,92 +430,180 @@ func fswalkEntryAt(e fswalk.Entry, rel string) fswalk.Entry {
 
 // baseline is the first look at a workspace: every file's state, its bytes kept, except for
 // files that are exactly what the workspace's git index says (their blobs are in git's
-// object store: reading them would cost a read of the whole repository). syncMu is held.
+// object store: reading them would cost a read of the whole repository). Git's index is read,
+// and its attributes asked, while the workspace is walked. syncMu is held.
 func (t *Tracker) baseline(ctx context.Context) error {
 	start := t.opts.Now()
 	var clean map[string]cleanEntry
 	var racy int64
-	if t.git != nil {
-		clean, racy = t.git.readIndex()
-	}
+	var conv map[string]bool
+	var convErr error
+	gitDone := make(chan struct{})
+	go func() {
+		defer close(gitDone)
+		if t.git == nil {
+			return
+		}
+		if clean, racy = t.git.readIndex(); len(clean) == 0 {
+			return
+		}
+		paths := make([]string, 0, len(clean))
+		for p := range clean {
+			paths = append(paths, p)
+		}
+		conv, convErr = t.git.converted(ctx, paths)
+	}()
 	found := map[string]store.FileState{}
-	var fromGit []string
-	var mu sync.Mutex // guards found and fromGit
+	var mu sync.Mutex // guards found
 	var count atomic.Int64
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
-	gen := t.beginWalk()
+	gen, walkStart := t.beginWalk()
 	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if ce, ok := clean[e.Rel]; ok && ce.matches(cur, racy) {
-			cur.Git = ce.oid
-			mu.Lock()
-			found[e.Rel] = cur
-			fromGit = append(fromGit, e.Rel)
-			mu.Unlock()
-			return
+		if t.git == nil && cur.Kind != store.KindDir {
+			cur = t.readEntry(e, cur, b) // no git index to spare the read
 		}
-		cur = t.readEntry(e, cur, b)
 		mu.Lock()
 		found[e.Rel] = cur
 		mu.Unlock()
 	})
+	<-gitDone
 	if err != nil {
 		return err
 	}
 	if n := count.Load(); n > int64(t.opts.MaxFiles) {
 		return t.tooLarge(n)
 	}
-	t.endWalk(gen)
-	if len(fromGit) > 0 {
-		conv, err := t.git.converted(ctx, fromGit)
-		if err != nil {
-			t.log.Info("git check-attr failed: reading every file instead", "err", err)
-		}
-		for _, p := range fromGit {
-			if err == nil && !conv[p] {
+	t.endWalk(gen, walkStart, count.Load())
+	if convErr != nil {
+		t.log.Info("git check-attr failed: reading every file instead", "err", convErr)
+	}
+	fromGit := 0
+	if t.git != nil {
+		// The files git's index does not vouch for are read now, a few at a time.
+		var toRead []string
+		for p, cur := range found {
+			if cur.Kind == store.KindDir {
 				continue
 			}
-			s := found[p]
-			s.Git = ""
-			dir, name := path.Split(p)
-			if dirfd, err := t.openDir(strings.TrimSuffix(dir, "/")); err == nil {
-				s = t.readAt(dirfd, name, s, b)
-				unix.Close(dirfd)
+			if ce, ok := clean[p]; ok && convErr == nil && !conv[p] && ce.matches(cur, racy) {
+				cur.Git = ce.oid
+				found[p] = cur
+				fromGit++
+				continue
 			}
-			found[p] = s
+			toRead = append(toRead, p)
+		}
+		var wg sync.WaitGroup
+		next := atomic.Int64{}
+		for range 4 {
+			wg.Go(func() {
+				for i := next.Add(1) - 1; i < int64(len(toRead)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+					p := toRead[i]
+					mu.Lock()
+					s := found[p]
+					mu.Unlock()
+					dir, name := path.Split(p)
+					if dirfd, err := t.openDir(strings.TrimSuffix(dir, "/")); err == nil {
+						s = t.readAt(dirfd, name, s, b)
+						unix.Close(dirfd)
+					} else {
+						s.NotKept = "unreadable"
+					}
+					mu.Lock()
+					found[p] = s
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		if err := ctx.Err(); err != nil {
+			return err
 		}
 	}
 	if err := b.batch.flush(); err != nil {
 		return fmt.Errorf("storing the workspace's files: %w", err)
 	}
-	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", len(fromGit), "took", t.opts.Now().Sub(start))
+	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
 	t.lastSync = start
-	quiet := make(map[string]bool, len(found))
-	for p := range found {
-		quiet[p] = true
+	// Every path is new to the index, and none is a change: the index is complete in memory
+	// now, and the store gets it in the background.
+	t.mu.Lock()
+	for p, s := range found {
+		t.index.set(p, s)
 	}
-	return t.commitLocked(found, quiet)
+	t.mu.Unlock()
+	t.writeIndex()
+	return nil
+}
+
+// indexBatch is how many index entries one transaction of writeIndex puts.
+const indexBatch = 8192
+
+// writeIndex writes the whole index to the store anew, in batches in path order, from a
+// goroutine: no call waits for it (a 100k-file workspace's index is a few seconds of writing
+// on a loaded machine). Until the last batch the store marks the index incomplete, so a
+// daemon killed meanwhile makes it again at its next start. Close waits for it.
+func (t *Tracker) writeIndex() {
+	t.wg.Add(1)
+	go func() {
+		defer t.wg.Done()
+		start := t.opts.Now()
+		last, first := "", true
+		for {
+			t.writeMu.Lock()
+			t.mu.Lock()
+			batch := make(map[string]*store.FileState, indexBatch)
+			last = t.index.after(last, indexBatch, func(p string, s store.FileState) { batch[p] = &s })
+			t.mu.Unlock()
+			done := len(batch) < indexBatch
+			err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{IndexStart: first, IndexDone: done, Index: batch})
+			t.writeMu.Unlock()
+			if err != nil {
+				t.log.Warn("writing the workspace's index failed: the next start looks at the whole workspace again", "err", err)
+				return
+			}
+			if done {
+				t.log.Debug("the workspace's index is written", "took", t.opts.Now().Sub(start))
+				debug.FreeOSMemory() // as after the first look (kick)
+				return
+			}
+			first = false
+		}
+	}()
 }
 
 // beginWalk readies the journal for a walk of the whole workspace (which watches every
-// folder it lists); without a journal it does nothing.
-func (t *Tracker) beginWalk() int {
+// folder it lists), starting one first when there is none and the kernel may allow it now.
+// It returns the generation that endWalk needs.
+func (t *Tracker) beginWalk() (int, time.Time) {
+	start := t.opts.Now()
+	t.retryJournal()
 	if t.jr == nil {
-		return 0
+		return 0, start
 	}
 	gen, err := t.jr.beginWalk()
 	if err != nil {
-		t.log.Info("the change journal stopped: every look at the workspace walks it", "err", err)
-		t.jr.close()
-		t.jr = nil
+		t.dropJournal(err)
 	}
-	return gen
+	return gen, start
 }
 
-func (t *Tracker) endWalk(gen int) {
-	if t.jr != nil {
-		t.jr.endWalk(gen)
+// endWalk trusts the journal again after a walk of n entries, unless the kernel refused it a
+// watch meanwhile: then the journal stops.
+func (t *Tracker) endWalk(gen int, start time.Time, n int64) {
+	t.statusMu.Lock()
+	t.walked, t.walkTook = n, t.opts.Now().Sub(start)
+	t.statusMu.Unlock()
+	if t.jr == nil {
+		return
 	}
+	if err := t.jr.refusal(); err != nil {
+		t.dropJournal(err)
+		return
+	}
+	t.jr.endWalk(gen)
+	t.journalServes()
 }
 
 // batcher stores contents in batches of a few MiB, one transaction each (the first look
@@ -561,13 +648,13 @@ func (b *batcher) flush() error {
 
 // oldIgnoreFiles is the content before this look of every ignore file that changed in it
 // (nil for one that did not exist), for fswalk.IgnoredWith.
-func (t *Tracker) oldIgnoreFiles(changed map[string]store.FileState, idx map[string]store.FileState) map[string][]byte {
+func (t *Tracker) oldIgnoreFiles(changed map[string]store.FileState, idx *pathIndex) map[string][]byte {
 	out := map[string][]byte{}
 	for p := range changed {
 		if b := path.Base(p); b != ".gitignore" && b != ".ignore" {
 			continue
 		}
-		old, ok := idx[p]
+		old, ok := idx.get(p)
 		if !ok || old.Kind != store.KindFile {
 			out[p] = nil
 			continue

@@ -8,6 +8,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime/debug"
 	"sort"
 	"sync"
 	"time"
@@ -52,6 +53,13 @@ type Options struct {
 	Git string
 	// NoJournal turns the change journal off: every look at the workspace walks it.
 	NoJournal bool
+	// OnJournal, if set, hears when the change journal stops serving (the kernel refused
+	// an inotify watch or instance: every changing call then walks the workspace) and
+	// when it serves again. Called from the tracker's goroutines; it must not block or
+	// call the Tracker.
+	OnJournal func(JournalStatus)
+	// faults, in tests, make the kernel refuse watches and instances on purpose.
+	faults *faults
 	// Skip, if set, leaves out a path (absolute) that is toolsd's own (its store file, when
 	// it lies in the workspace, and the store's slot files).
 	Skip func(abs string) bool
@@ -71,6 +79,17 @@ type Tracker struct {
 	jr   *journal // nil: every sync walks the workspace
 	own  []string // absolute paths never tracked (the journal's folder)
 
+	// After the kernel refused the journal (guarded by syncMu): when to try again, the
+	// backoff, and the limits then (a change retries at once).
+	retryAt  time.Time
+	backoff  time.Duration
+	limitsAt [2]int
+
+	statusMu sync.Mutex // guards status, walked and walkTook
+	status   JournalStatus
+	walked   int64         // files and folders of the last walk of the whole workspace
+	walkTook time.Duration // how long it took
+
 	ready    chan struct{} // closed when the first look is done
 	startErr error         // written before ready is closed
 	stop     chan struct{}
@@ -80,21 +99,26 @@ type Tracker struct {
 
 	// syncMu serializes looks at the workspace (syncs) and the changes a revert makes.
 	syncMu sync.Mutex
+	// writeMu orders the index's writes to the store (a look's, and those of the first
+	// index, which is written in the background) so that the store ends with what the
+	// index in memory says. Taken before mu.
+	writeMu sync.Mutex
 	// lastSync is when the previous sync started (guarded by syncMu).
 	lastSync time.Time
 
 	mu       sync.Mutex // guards index, windows and disabled
-	index    map[string]store.FileState
+	index    *pathIndex
 	windows  map[*Window]struct{}
 	disabled string // why tracking is off; "" when on
 }
 
-// Open loads the index of the workspace and starts the first look at it in the background:
-// the baseline of a workspace never seen (from its git index where it has one), or the
-// changes since the daemon last ran, which it attributes to the calls a dead daemon left
-// running. Begin waits for it. In a folder that is not a git repository, whose first look
-// reads every file, it starts only when something needs it (the first changing call), unless
-// a dead daemon left calls running.
+// Open starts the first look at the workspace in the background: it loads the index, then
+// takes the baseline of a workspace never seen (from its git index where it has one), or
+// the changes since the daemon last ran, which it attributes to the calls a dead daemon left
+// running. Open itself reads no index, so it returns at once; Begin waits for the look. In a
+// folder that is not a git repository, whose first look reads every file, it starts only
+// when something needs it (the first changing call), unless a dead daemon left calls
+// running.
 func Open(opts Options) (*Tracker, error) {
 	if opts.Store == nil || opts.Workspace == "" {
 		return nil, errors.New("checkpoint: Open needs a workspace and a store")
@@ -116,10 +140,7 @@ func Open(opts Options) (*Tracker, error) {
 	}
 	t := &Tracker{
 		opts: opts, log: opts.Logger.With("component", "checkpoint"), st: opts.Store, ws: opts.Workspace,
-		ready: make(chan struct{}), stop: make(chan struct{}), index: map[string]store.FileState{}, windows: map[*Window]struct{}{},
-	}
-	if err := t.st.LoadCheckpointIndex(func(p string, s store.FileState) { t.index[p] = s }); err != nil {
-		return nil, err
+		ready: make(chan struct{}), stop: make(chan struct{}), index: newIndex(), windows: map[*Window]struct{}{},
 	}
 	open, err := t.st.OpenCheckpoints()
 	if err != nil {
@@ -169,6 +190,10 @@ func (t *Tracker) kick() {
 			t.mu.Unlock()
 		}
 		close(t.ready)
+		// The first look of a large workspace leaves a heap many times the index's size
+		// (the walk, git's index, the store's transaction): give it back to the system now
+		// rather than over the next minutes.
+		debug.FreeOSMemory()
 	}()
 }
 
@@ -214,14 +239,14 @@ func (t *Tracker) start() error {
 	if t.opts.Git != "none" {
 		t.git = findGit(t.opts.Git, t.ws)
 	}
-	if !t.opts.NoJournal {
-		// Started before the walk, so that nothing changed during it is missed.
-		if jr, err := newJournal(t.ws, t.log); err == nil {
-			t.jr = jr
-			t.own = append(t.own, jr.private)
-		} else {
-			t.log.Info("no change journal: every look at the workspace walks it", "err", err)
-		}
+	// The journal is started (retryJournal) by the first walk's beginWalk, before the walk,
+	// so that nothing changed during it is missed.
+
+	// The index is loaded here, not in Open: on a large workspace it takes a while, and
+	// nothing reads it before the first look is done.
+	complete, err := t.st.LoadCheckpointIndex(t.index.set)
+	if err != nil {
+		return err
 	}
 	open, err := t.st.OpenCheckpoints()
 	if err != nil {
@@ -243,7 +268,8 @@ func (t *Tracker) start() error {
 		t.windows[w] = struct{}{}
 		left = append(left, w)
 	}
-	fresh := len(t.index) == 0
+	// An index whose first writing never finished (the daemon died) is made again.
+	fresh := !complete || t.index.len() == 0
 	t.mu.Unlock()
 	if fresh {
 		if err := t.baseline(ctx); err != nil {
@@ -464,7 +490,7 @@ func (w *Window) closeLockedN(ctx context.Context) (int, error) {
 			continue
 		}
 		before := w.before[p]
-		after, ok := t.index[p]
+		after, ok := t.index.get(p)
 		if !ok {
 			after = store.FileState{}
 		}
@@ -525,12 +551,12 @@ func (t *Tracker) applyLocked(found map[string]store.FileState) (map[string]*sto
 	delta := make(map[string]*store.FileState, len(found))
 	touched := map[*Window]bool{}
 	for p, now := range found {
-		old := t.index[p]
+		old, _ := t.index.get(p)
 		if now.Kind == store.KindAbsent {
-			delete(t.index, p)
+			t.index.del(p)
 			delta[p] = nil
 		} else {
-			t.index[p] = now
+			t.index.set(p, now)
 			n := now
 			delta[p] = &n
 		}

@@ -206,14 +206,23 @@ type ToolAnnotations struct {
 	OpenWorldHint *bool `json:"openWorldHint,omitempty"`
 }
 
-// Diagnostic reports a tool definition or config file that failed to load.
+// Diagnostic reports a tool definition or config file that failed to load, or (with a
+// Path that names no file: DiagnosticCheckpoints, "audit", "hooks") a part of the daemon
+// that does not work as it should.
 type Diagnostic struct {
 	Path     string `json:"path"`
 	Line     int    `json:"line,omitempty"`
 	Column   int    `json:"column,omitempty"`
 	Message  string `json:"message"`
 	Severity string `json:"severity"` // "error" or "warning"
+	// Fix is a command the person can run to fix it (a sysctl, say), when one is known.
+	Fix string `json:"fix,omitempty"`
 }
+
+// DiagnosticCheckpoints is the Path of the diagnostic that says checkpoints find changes the
+// slow way: the kernel refused the change journal an inotify watch or instance, so every
+// changing call walks the workspace until the limit is raised (Fix).
+const DiagnosticCheckpoints = "checkpoints"
 
 // ResolveResult is the result of tools/resolve.
 type ResolveResult struct {

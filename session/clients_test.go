@@ -19,6 +19,7 @@ type fakeSink struct {
 	answered []protocol.AnsweredParams
 	progress []protocol.ProgressParams
 	clients  []protocol.ClientsParams
+	changed  []protocol.ChangedParams
 	more     chan struct{}
 }
 
@@ -37,7 +38,9 @@ func (s *fakeSink) Asked(p protocol.AskedParams) { s.note(func() { s.asked = app
 func (s *fakeSink) Answered(p protocol.AnsweredParams) {
 	s.note(func() { s.answered = append(s.answered, p) })
 }
-func (s *fakeSink) Changed(protocol.ChangedParams) {}
+func (s *fakeSink) Changed(p protocol.ChangedParams) {
+	s.note(func() { s.changed = append(s.changed, p) })
+}
 func (s *fakeSink) Clients(p protocol.ClientsParams) {
 	s.note(func() { s.clients = append(s.clients, p) })
 }

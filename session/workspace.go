@@ -98,6 +98,10 @@ type Workspace struct {
 // Checkpoints is the workspace's checkpoint tracker, nil when checkpoints are off.
 func (w *Workspace) Checkpoints() *checkpoint.Tracker { return w.checkpoints }
 
+// CheckpointsCheck is `toolsd checkpoints check`: whether the change journal fits in the
+// kernel's inotify limits for the workspace folder ws (checkpoint.Check).
+func CheckpointsCheck(ws string) (string, error) { return checkpoint.Check(ws) }
+
 // DefaultStorePath is the store file of a workspace (store.DefaultPath).
 func DefaultStorePath(folder string) string { return store.DefaultPath(folder) }
 
@@ -195,6 +199,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 			copts = *o.Checkpoint
 		}
 		copts.Workspace, copts.Store, copts.Logger = real, st, o.Logger
+		copts.OnJournal = w.journalChanged
 		// The store's own files, should the person keep them in the workspace.
 		stAbs := st.Path()
 		ext := filepath.Ext(storePath)
@@ -438,6 +443,16 @@ func (w *Workspace) clientHooksChanged() {
 	if defs || w.hooks.Active(protocol.HookPointDefinition) {
 		w.notifyChanged(registry.Change{Added: []string{}, Removed: []string{}, Changed: w.allTools()})
 	}
+}
+
+// journalChanged makes the checkpoints' journal status a diagnostic of the catalogue (none
+// while the journal serves) and tells the clients at once.
+func (w *Workspace) journalChanged(s checkpoint.JournalStatus) {
+	var diags []protocol.Diagnostic
+	if s.Off != "" {
+		diags = []protocol.Diagnostic{{Path: protocol.DiagnosticCheckpoints, Severity: "warning", Message: s.Message, Fix: s.Fix}}
+	}
+	w.notifyChanged(w.reg.SetSource("checkpoints", nil, diags))
 }
 
 // notifyChanged sends tools/changed with the catalogue's diagnostics.

@@ -2,9 +2,11 @@ package store
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"math/rand"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -123,7 +125,7 @@ func TestCheckpointRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := map[string]FileState{}
-	if err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 1 || idx["a"].Content != a2.Content {
+	if _, err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 1 || idx["a"].Content != a2.Content {
 		t.Fatalf("index %v, %v", idx, err)
 	}
 	cps, err := s.SessionCheckpoints("s1", "c2")
@@ -149,7 +151,7 @@ func TestCheckpointRecords(t *testing.T) {
 		t.Fatalf("unknown call: %v", err)
 	}
 	idx = map[string]FileState{}
-	_ = s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st })
+	_, _ = s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st })
 	if _, ok := idx["b"]; ok {
 		t.Fatal("a refused update left its index entry")
 	}
@@ -242,5 +244,87 @@ func TestCollectContentDaily(t *testing.T) {
 	prune()
 	if s.HasContent(b.Content) {
 		t.Fatal("old content nothing names was not collected a day later")
+	}
+}
+
+// TestCheckpointIndexEncoding: every field of an index entry survives the binary form, an
+// entry an earlier version wrote as JSON still reads, and a damaged one is ErrCorrupt.
+func TestCheckpointIndexEncoding(t *testing.T) {
+	s := openTest(t, nil)
+	states := map[string]*FileState{
+		"f":     {Kind: KindFile, Mode: 0o755, Size: 1234, Content: "ab12", Git: "cd34", Mtime: -5, Ctime: 1 << 62, Ino: 1<<64 - 1},
+		"l":     {Kind: KindLink, Size: 3, Link: "../x"},
+		"d":     {Kind: KindDir, Mode: 0o700},
+		"big":   {Kind: KindFile, Size: 5 << 20, NotKept: "larger than 4 MiB", Mtime: 7},
+		"a/é b": {Kind: KindFile},
+	}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: states}); err != nil {
+		t.Fatal(err)
+	}
+	// An entry as toolsd wrote it before the binary form.
+	old := FileState{Kind: KindFile, Mode: 0o644, Size: 9, Content: "ee", Mtime: 11, Ctime: 12, Ino: 13}
+	oldJSON, _ := json.Marshal(old)
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndex).Put([]byte("old"), oldJSON) }); err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]FileState{}
+	var order []string
+	if complete, err := s.LoadCheckpointIndex(func(p string, st FileState) { got[p] = st; order = append(order, p) }); err != nil || !complete {
+		t.Fatal(complete, err)
+	}
+	for p, want := range states {
+		if got[p] != *want {
+			t.Errorf("%s: read back %+v, wrote %+v", p, got[p], *want)
+		}
+	}
+	if got["old"] != old {
+		t.Errorf("a JSON entry read back as %+v, want %+v", got["old"], old)
+	}
+	if !slices.IsSorted(order) {
+		t.Errorf("not in path order: %v", order)
+	}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"x": {Kind: "fifo"}}}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("an unknown kind: %v, want ErrInvalid", err)
+	}
+	good, _ := encodeIndexState(states["f"])
+	for _, bad := range [][]byte{good[:len(good)-1], append(bytes.Clone(good), 0), {indexFormat}, {9, 1}, {indexFormat, 7}} {
+		if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndex).Put([]byte("bad"), bad) }); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := s.LoadCheckpointIndex(func(string, FileState) {}); !errors.Is(err, ErrCorrupt) {
+			t.Errorf("entry %x: %v, want ErrCorrupt", bad, err)
+		}
+	}
+}
+
+// TestCheckpointIndexInBatches: an index written anew in several updates empties the old one,
+// reads as incomplete (nothing) until the last update, and whole after it.
+func TestCheckpointIndexInBatches(t *testing.T) {
+	s := openTest(t, nil)
+	f := FileState{Kind: KindFile, Size: 1}
+	load := func() (map[string]FileState, bool) {
+		t.Helper()
+		got := map[string]FileState{}
+		complete, err := s.LoadCheckpointIndex(func(p string, st FileState) { got[p] = st })
+		if err != nil {
+			t.Fatal(err)
+		}
+		return got, complete
+	}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"stale": &f}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{IndexStart: true, Index: map[string]*FileState{"a": &f}}); err != nil {
+		t.Fatal(err)
+	}
+	if got, complete := load(); complete || len(got) != 0 {
+		t.Fatalf("while written: complete %v, %v", complete, got)
+	}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{IndexDone: true, Index: map[string]*FileState{"b": &f}}); err != nil {
+		t.Fatal(err)
+	}
+	got, complete := load()
+	if _, stale := got["stale"]; !complete || len(got) != 2 || stale {
+		t.Fatalf("after: complete %v, %v", complete, got)
 	}
 }

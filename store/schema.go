@@ -60,7 +60,8 @@ var (
 	// bucketChunks: sha256(chunk) -> one byte (0 raw, 1 deflate) and the chunk's bytes. A
 	// chunk is written in the transaction of the first manifest that names it.
 	bucketChunks = []byte("cp_chunks")
-	// bucketCPIndex: workspace-relative path -> JSON FileState: the workspace as toolsd
+	// bucketCPIndex: workspace-relative path -> FileState (binary, see encodeIndexState;
+	// JSON from earlier versions): the workspace as toolsd
 	// last saw it (stat identity and content id), the pre-image of the next change.
 	bucketCPIndex = []byte("cp_index")
 	// bucketCPRecords: be64(call seq) -> JSON Checkpoint of a finished call.

@@ -10,8 +10,10 @@
 // symlink, the folder holding the link is watched too, so that re-pointing the link is seen.
 //
 // Events are debounced with a timer that restarts on each event, then de-duplicated and
-// delivered as one batch. When the OS refuses another watch (inotify's max_user_watches,
-// ENOSPC) or another inotify instance, the watcher logs a warning and polls instead.
+// delivered as one batch. The Watchers of a process share one inotify instance (instances
+// are few per user: fs.inotify.max_user_instances). When the OS refuses another watch
+// (inotify's max_user_watches, ENOSPC) or the instance, the watcher logs a warning and polls
+// instead, trying inotify again every 30 s.
 package watcher
 
 import (
@@ -64,7 +66,14 @@ type Options struct {
 	addWatch func(path string) error
 	// forcePollOnStart starts in polling mode, as if inotify could not be initialised.
 	forcePollOnStart bool
+	// retryEvery is how often a watcher that polls because the kernel refused a watch or
+	// the instance tries inotify again. Zero means DefaultRetry.
+	retryEvery time.Duration
 }
+
+// DefaultRetry is how often a watcher polling after a refusal of the kernel (inotify's
+// limits) tries to watch again.
+const DefaultRetry = 30 * time.Second
 
 // Watcher watches a fixed set of paths. It owns two goroutines, which Close stops and joins.
 // Its methods are safe for concurrent use.
@@ -78,7 +87,7 @@ type Watcher struct {
 	wg        sync.WaitGroup
 
 	// Owned by the loop goroutine.
-	fsw     *fsnotify.Watcher    // nil while polling
+	sub     *subscription        // our share of the process's inotify instance; nil while polling
 	watched map[string]watchInfo // by real folder path
 	snap    map[string]fileState
 	pending map[string]struct{}
@@ -99,6 +108,11 @@ type Watcher struct {
 
 	pollingMu sync.Mutex // guards polling
 	polling   bool
+
+	// Owned by the loop goroutine: polling because the kernel refused (not forced), so
+	// inotify is tried again from retryAt on.
+	retry   bool
+	retryAt time.Time
 }
 
 // watchInfo is a watched folder: the logical paths it stands for and the inode that was
@@ -133,6 +147,9 @@ func New(opts Options) (*Watcher, error) {
 	if opts.PollInterval <= 0 {
 		opts.PollInterval = DefaultPollInterval
 	}
+	if opts.retryEvery <= 0 {
+		opts.retryEvery = DefaultRetry
+	}
 	w := &Watcher{
 		opts:    opts,
 		log:     opts.Logger,
@@ -162,10 +179,10 @@ func New(opts Options) (*Watcher, error) {
 
 	if opts.forcePollOnStart {
 		w.startPolling(errors.New("polling forced"))
-	} else if fsw, err := fsnotify.NewBufferedWatcher(64); err != nil {
+	} else if sub, err := shared.join(); err != nil {
 		w.startPolling(err)
 	} else {
-		w.fsw = fsw
+		w.sub = sub
 		w.arm(false)
 	}
 	w.wg.Add(2)
@@ -199,16 +216,16 @@ func (w *Watcher) loop() {
 		if tick != nil {
 			tick.Stop()
 		}
-		if w.fsw != nil {
-			w.fsw.Close()
+		if w.sub != nil {
+			shared.leave(w.sub)
 		}
 	}()
 	for {
 		var events <-chan fsnotify.Event
 		var errs <-chan error
 		var tickC <-chan time.Time
-		if w.fsw != nil {
-			events, errs = w.fsw.Events, w.fsw.Errors
+		if w.sub != nil {
+			events, errs = w.sub.events, w.sub.errs
 		} else {
 			if tick == nil {
 				tick = time.NewTicker(w.opts.PollInterval)
@@ -240,6 +257,9 @@ func (w *Watcher) loop() {
 			w.log.Warn("watcher: error", "err", err)
 		case <-tickC:
 			w.poll()
+			if w.retry && !time.Now().Before(w.retryAt) {
+				w.watchAgain()
+			}
 		case <-w.timer.C:
 			w.flush()
 		}
@@ -261,8 +281,8 @@ func (w *Watcher) handle(ev fsnotify.Event) {
 		// the file system hands the new folder the same inode number.
 		for real := range w.watched {
 			if real == ev.Name || within(real, ev.Name) {
-				if w.fsw != nil {
-					_ = w.fsw.Remove(real) // a moved folder keeps its watch; a removed one has none
+				if w.sub != nil {
+					shared.remove(w.sub, real) // a moved folder keeps its watch; a removed one has none
 				}
 				delete(w.watched, real)
 			}
@@ -431,7 +451,7 @@ func (w *Watcher) arm(report bool) {
 	// A folder may appear between computing the wanted set and watching its parent; go
 	// round until nothing new is wanted.
 	for range 16 {
-		if w.fsw == nil || !w.armOnce(report) {
+		if w.sub == nil || !w.armOnce(report) {
 			return
 		}
 	}
@@ -442,7 +462,7 @@ func (w *Watcher) armOnce(report bool) (added bool) {
 	want := w.desired()
 	for real := range w.watched {
 		if _, ok := want[real]; !ok {
-			_ = w.fsw.Remove(real)
+			shared.remove(w.sub, real)
 			delete(w.watched, real)
 		}
 	}
@@ -506,24 +526,54 @@ func (w *Watcher) addWatch(path string) error {
 			return err
 		}
 	}
-	return w.fsw.Add(path)
+	return shared.add(w.sub, path)
 }
 
-// startPolling switches to polling for good. Called from New or the loop goroutine.
+// watchAgain tries inotify again after a refusal: the kernel may allow it now (the limit
+// was raised, other programs let watches go). What changed meanwhile is reported. Called
+// from the loop goroutine.
+func (w *Watcher) watchAgain() {
+	sub, err := shared.join()
+	if err != nil {
+		w.retryAt = time.Now().Add(w.opts.retryEvery)
+		return
+	}
+	w.sub = sub
+	clear(w.watched)
+	w.arm(true)
+	if w.sub == nil {
+		return // refused again: arm went back to polling
+	}
+	w.retry = false
+	w.pollingMu.Lock()
+	w.polling = false
+	w.pollingMu.Unlock()
+	w.log.Info("watcher: watching with the OS notifier again")
+}
+
+// startPolling switches to polling; after a refusal of the kernel (a limit) the loop tries
+// inotify again every Options.retryEvery. Called from New or the loop goroutine.
 func (w *Watcher) startPolling(cause error) {
-	if w.fsw != nil {
-		w.fsw.Close()
-		w.fsw = nil
+	if w.sub != nil {
+		shared.leave(w.sub)
+		w.sub = nil
 	}
 	clear(w.watched)
 	w.pollingMu.Lock()
 	w.polling = true
 	w.pollingMu.Unlock()
+	limit := errors.Is(cause, syscall.ENOSPC) || errors.Is(cause, syscall.EMFILE)
 	msg := "watcher: cannot watch with the OS notifier; polling instead"
 	if errors.Is(cause, syscall.ENOSPC) {
 		msg = "watcher: OS watch limit reached (raise fs.inotify.max_user_watches); polling instead"
 	}
-	w.log.Warn(msg, "err", cause, "interval", w.opts.PollInterval)
+	if w.retry {
+		w.log.Debug(msg, "err", cause) // said when it first happened
+	} else {
+		w.log.Warn(msg, "err", cause, "interval", w.opts.PollInterval)
+	}
+	w.retry = limit
+	w.retryAt = time.Now().Add(w.opts.retryEvery)
 	w.snap = w.scan()
 }
 

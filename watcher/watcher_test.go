@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -370,5 +371,99 @@ func TestBadOptions(t *testing.T) {
 				t.Fatal("want an error")
 			}
 		})
+	}
+}
+
+// inotifyFDs counts this process's inotify instances.
+func inotifyFDs(t *testing.T) int {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Skip("no /proc/self/fd")
+	}
+	n := 0
+	for _, fd := range fds {
+		if l, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name())); err == nil && l == "anon_inode:inotify" {
+			n++
+		}
+	}
+	return n
+}
+
+// TestOneInstanceShared: the Watchers of a process share one inotify instance (a scarce
+// per-user resource); each still hears only about its own paths, one that closes leaves the
+// other watching (also a folder both watch), and the last one closes the instance.
+func TestOneInstanceShared(t *testing.T) {
+	before := inotifyFDs(t)
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a"), filepath.Join(dir, "b")
+	wa, ra := start(t, watcher.Options{Paths: []string{a, filepath.Join(dir, "both.json")}})
+	wb, rb := start(t, watcher.Options{Paths: []string{b, filepath.Join(dir, "both.json")}})
+	if n := inotifyFDs(t) - before; n != 1 {
+		t.Fatalf("%d inotify instances for two watchers, want 1", n)
+	}
+	write(t, filepath.Join(a, "x.json"), "1")
+	ra.waitFor(t, filepath.Join(a, "x.json"))
+	write(t, filepath.Join(b, "y.json"), "1")
+	for _, p := range rb.waitFor(t, filepath.Join(b, "y.json")) {
+		for _, q := range p {
+			if strings.HasPrefix(q, a) {
+				t.Errorf("b heard about a's path %s", q)
+			}
+		}
+	}
+	wa.Close()
+	atomicWrite(t, filepath.Join(dir, "both.json"), "2")
+	rb.waitFor(t, filepath.Join(dir, "both.json"))
+	write(t, filepath.Join(b, "z.json"), "1")
+	rb.waitFor(t, filepath.Join(b, "z.json"))
+	if wb.Polling() {
+		t.Fatal("b polls")
+	}
+	wb.Close()
+	if n := inotifyFDs(t) - before; n != 0 {
+		t.Fatalf("%d inotify instances left after both closed", n)
+	}
+}
+
+// TestWatchAgainAfterRefusal: a watcher that polls because the kernel refused a watch
+// (max_user_watches) watches with inotify again once the kernel allows it, and reports what
+// changed meanwhile and after; one polling because it was forced to stays polling.
+func TestWatchAgainAfterRefusal(t *testing.T) {
+	ws := t.TempDir()
+	dir := filepath.Join(ws, ".toolsd/tool")
+	var refuse atomic.Bool
+	refuse.Store(true)
+	opts := watcher.Options{Paths: []string{dir}, PollInterval: 10 * time.Millisecond}
+	watcher.SetAddWatch(&opts, func(path string) error {
+		if refuse.Load() {
+			return fmt.Errorf("inotify_add_watch %s: %w", path, syscall.ENOSPC)
+		}
+		return nil
+	})
+	watcher.SetRetry(&opts, 20*time.Millisecond)
+	w, r := start(t, opts)
+	if !w.Polling() {
+		t.Fatal("not polling while watches are refused")
+	}
+	write(t, filepath.Join(dir, "a.json"), "{}")
+	r.waitFor(t, filepath.Join(dir, "a.json"))
+	refuse.Store(false)
+	// Watching again reports the folder's entries (they may have changed meanwhile).
+	r.waitFor(t, filepath.Join(dir, "a.json"))
+	if w.Polling() {
+		t.Fatal("still polling after the kernel allowed watches again")
+	}
+	write(t, filepath.Join(dir, "b.json"), "{}")
+	r.waitFor(t, filepath.Join(dir, "b.json"))
+
+	forced := watcher.Options{Paths: []string{dir}, PollInterval: 10 * time.Millisecond}
+	watcher.ForcePoll(&forced)
+	watcher.SetRetry(&forced, 10*time.Millisecond)
+	f, fr := start(t, forced)
+	write(t, filepath.Join(dir, "c.json"), "{}")
+	fr.waitFor(t, filepath.Join(dir, "c.json"))
+	if !f.Polling() {
+		t.Error("a watcher forced to poll stopped polling")
 	}
 }

@@ -55,6 +55,8 @@ func main() {
 			os.Exit(sandboxCmd(os.Args[2:], os.Stdout, os.Stderr))
 		case "policy":
 			os.Exit(policy.Main(os.Args[2:], os.Stdout, os.Stderr))
+		case "checkpoints":
+			os.Exit(checkpointsCmd(os.Args[2:], os.Stdout, os.Stderr))
 		case "mcp":
 			os.Exit(runMCP(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case ownerArg:
@@ -90,6 +92,34 @@ func sandboxCmd(args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	fmt.Fprintf(stderr, "toolsd sandbox check: %v\n", err)
+	return 1
+}
+
+// checkpointsCmd is `toolsd checkpoints check [--workspace DIR]`: whether the change journal
+// fits in the kernel's inotify limits for the workspace, and the fix when it does not.
+func checkpointsCmd(args []string, stdout, stderr io.Writer) int {
+	if len(args) == 0 || args[0] != "check" {
+		fmt.Fprintln(stderr, "usage: toolsd checkpoints check [--workspace DIR]")
+		return 2
+	}
+	fs := flag.NewFlagSet("toolsd checkpoints check", flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	ws := fs.String("workspace", ".", "the workspace folder")
+	if code, ok := cli.Parse(fs, args[1:], "toolsd checkpoints check", stderr); !ok {
+		return code
+	}
+	abs, err := filepath.Abs(*ws)
+	if err == nil {
+		abs, err = filepath.EvalSymlinks(abs)
+	}
+	if err == nil {
+		var out string
+		if out, err = session.CheckpointsCheck(abs); err == nil {
+			fmt.Fprint(stdout, out)
+			return 0
+		}
+	}
+	fmt.Fprintf(stderr, "toolsd checkpoints check: %v\n", err)
 	return 1
 }
 

@@ -215,7 +215,11 @@ export interface ToolAnnotations {
   openWorldHint?: boolean;
 }
 
-/** Diagnostic reports a tool definition or config file that failed to load. */
+/**
+ * Diagnostic reports a tool definition or config file that failed to load, or (with a
+ * Path that names no file: DiagnosticCheckpoints, "audit", "hooks") a part of the daemon
+ * that does not work as it should.
+ */
 export interface Diagnostic {
   path: string;
   line?: number;
@@ -223,7 +227,16 @@ export interface Diagnostic {
   message: string;
   /** "error" or "warning" */
   severity: string;
+  /** Fix is a command the person can run to fix it (a sysctl, say), when one is known. */
+  fix?: string;
 }
+
+/**
+ * DiagnosticCheckpoints is the Path of the diagnostic that says checkpoints find changes the
+ * slow way: the kernel refused the change journal an inotify watch or instance, so every
+ * changing call walks the workspace until the limit is raised (Fix).
+ */
+export const DiagnosticCheckpoints = 'checkpoints';
 
 /** ResolveResult is the result of tools/resolve. */
 export interface ResolveResult {

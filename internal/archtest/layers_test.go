@@ -34,7 +34,7 @@ var allowed = map[string][]string{
 	"project":           {"protocol", "registry", "watcher", "internal/proc", "internal/jsonpos", "internal/fsopen", "internal/sandbox"},
 	"policy":            {"protocol", "config", "permission", "builtin", "registry", "store", "internal/jsonpos"},
 	"audit":             {"protocol"},
-	"checkpoint":        {"protocol", "store", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen", "internal/protect"},
+	"checkpoint":        {"protocol", "store", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen", "internal/protect", "watcher"},
 	"hook":              {"protocol", "permission", "registry", "internal/proc", "internal/sandbox", "internal/protect"},
 	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc", "policy", "audit", "checkpoint", "internal/sandbox", "hook", "internal/protect"},
 	"mcp":               {"protocol", "registry", "internal/proc", "internal/sandbox"},

@@ -1,0 +1,71 @@
+package checkpoint
+
+import (
+	"github.com/google/btree"
+
+	"github.com/toolsd/toolsd/store"
+)
+
+// pathIndex is what toolsd last saw of every tracked path, kept in path order (a B-tree), so
+// that everything below a folder is one range: a path that disappears costs O(log n) plus
+// what was below it, not a look at every entry. Reads may run concurrently; a write must
+// not run with anything else (the Tracker writes only with syncMu and mu held).
+type pathIndex struct {
+	t *btree.BTreeG[entry]
+}
+
+type entry struct {
+	path string
+	st   store.FileState
+}
+
+func newIndex() *pathIndex {
+	return &pathIndex{t: btree.NewG(32, func(a, b entry) bool { return a.path < b.path })}
+}
+
+func (x *pathIndex) get(p string) (store.FileState, bool) {
+	e, ok := x.t.Get(entry{path: p})
+	return e.st, ok
+}
+
+func (x *pathIndex) set(p string, s store.FileState) { x.t.ReplaceOrInsert(entry{path: p, st: s}) }
+
+func (x *pathIndex) del(p string) { x.t.Delete(entry{path: p}) }
+
+func (x *pathIndex) len() int { return x.t.Len() }
+
+// below calls fn with every path strictly below the folder p, in order.
+func (x *pathIndex) below(p string, fn func(q string)) {
+	// Every path that starts with "p/" sorts from "p/" up to "p0" ('0' follows '/').
+	x.t.AscendRange(entry{path: p + "/"}, entry{path: p + "0"}, func(e entry) bool {
+		fn(e.path)
+		return true
+	})
+}
+
+// each calls fn with every path, in order.
+func (x *pathIndex) each(fn func(p string, s store.FileState)) {
+	x.t.Ascend(func(e entry) bool {
+		fn(e.path, e.st)
+		return true
+	})
+}
+
+// after calls fn with up to n paths that sort after p ("" for the first), in order, and
+// returns the last one given.
+func (x *pathIndex) after(p string, n int, fn func(q string, s store.FileState)) string {
+	last := p
+	x.t.AscendGreaterOrEqual(entry{path: p}, func(e entry) bool {
+		if e.path == p {
+			return true
+		}
+		if n == 0 {
+			return false
+		}
+		n--
+		fn(e.path, e.st)
+		last = e.path
+		return true
+	})
+	return last
+}
