@@ -305,3 +305,60 @@ func TestHookWithoutEditorAndCodex(t *testing.T) {
 		t.Fatalf("the Codex call's record: %+v", rec)
 	}
 }
+
+// `toolsd hook install` and `uninstall` through the binary: the diff printed, --dry-run
+// writing nothing, the person's file kept.
+func TestHookInstall(t *testing.T) {
+	home, ws := t.TempDir(), t.TempDir()
+	settings := filepath.Join(home, ".claude", "settings.json")
+	orig := "{\n  \"model\": \"opus\",\n  \"hooks\": {\n    \"Stop\": [{\"hooks\": [{\"type\": \"command\", \"command\": \"say done\"}]}]\n  }\n}\n"
+	if err := os.MkdirAll(filepath.Dir(settings), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(settings, []byte(orig), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	run := func(args ...string) (string, int) {
+		cmd := exec.Command(harness.Binary(t), append([]string{"hook"}, args...)...)
+		cmd.Env = append(os.Environ(), "HOME="+home, "CLAUDE_CONFIG_DIR=", "CODEX_HOME=")
+		out, err := cmd.CombinedOutput()
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return string(out), ee.ExitCode()
+		}
+		return string(out), 0
+	}
+	out, code := run("install", "claude", "--user", "--dry-run")
+	if b, _ := os.ReadFile(settings); code != 0 || string(b) != orig || !strings.Contains(out, "+        \"matcher\": \"Bash|") || !strings.Contains(out, "dry run") {
+		t.Fatalf("dry run: exit %d\n%s", code, out)
+	}
+	if out, code = run("install", "claude", "--user"); code != 0 {
+		t.Fatalf("install: %d %s", code, out)
+	}
+	b, _ := os.ReadFile(settings)
+	if fi, _ := os.Stat(settings); !strings.Contains(string(b), `"model": "opus"`) || !strings.Contains(string(b), `"say done"`) || !strings.Contains(string(b), "hook --agent claude PostToolUseFailure") || fi.Mode().Perm() != 0o600 {
+		t.Fatalf("installed settings (mode %v):\n%s", fi.Mode(), b)
+	}
+	if out, _ := run("install", "claude", "--user"); !strings.Contains(out, "nothing to change") {
+		t.Fatalf("a second install: %s", out)
+	}
+	if out, code = run("uninstall", "claude", "--user"); code != 0 {
+		t.Fatalf("uninstall: %d %s", code, out)
+	}
+	if b, _ := os.ReadFile(settings); string(b) != orig {
+		t.Fatalf("after uninstall:\n%s\nwant\n%s", b, orig)
+	}
+	// A project's Codex hooks, made from nothing; a file that is not settings is left alone.
+	if out, code = run("install", "codex", "--project", "--workspace", ws); code != 0 || !strings.Contains(out, filepath.Join(ws, ".codex", "hooks.json")) {
+		t.Fatalf("codex install: %d %s", code, out)
+	}
+	bad := filepath.Join(ws, ".cursor", "hooks.json")
+	_ = os.MkdirAll(filepath.Dir(bad), 0o755)
+	_ = os.WriteFile(bad, []byte("not json"), 0o644)
+	if out, code = run("install", "cursor", "--workspace", ws); code != 1 || !strings.Contains(out, "nothing was changed") {
+		t.Fatalf("a broken file: %d %s", code, out)
+	}
+	if b, _ := os.ReadFile(bad); string(b) != "not json" {
+		t.Fatalf("the broken file was changed: %q", b)
+	}
+}

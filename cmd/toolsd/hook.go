@@ -1,15 +1,21 @@
 package main
 
 import (
+	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/toolsd/toolsd/agenthook"
 	"github.com/toolsd/toolsd/attach"
+	"github.com/toolsd/toolsd/internal/cli"
+	"github.com/toolsd/toolsd/internal/textdiff"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -79,7 +85,78 @@ func writeReply(r agenthook.Reply, stdout, stderr io.Writer) int {
 	}
 	return r.Exit
 }
+
+// hookInstall is "toolsd hook install|uninstall AGENT": toolsd's entries merged into the
+// agent's settings (or taken out), the change printed as a diff.
 func hookInstall(verb string, args []string, stdout, stderr io.Writer) int {
-	fmt.Fprintf(stderr, "toolsd hook %s: not built yet\n", verb)
-	return 2
+	fs := flag.NewFlagSet("toolsd hook "+verb, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	project := fs.Bool("project", false, "the workspace's settings (Claude Code: .claude/settings.local.json; Codex: .codex/hooks.json; Cursor: .cursor/hooks.json); the default")
+	user := fs.Bool("user", false, "your settings for every project (~/.claude/settings.json, ~/.codex/hooks.json, ~/.cursor/hooks.json)")
+	dry := fs.Bool("dry-run", false, "print the change, write nothing")
+	ws := fs.String("workspace", ".", "the workspace folder (with --project)")
+	exe := fs.String("command", "", "the toolsd binary the hook runs (default: this one)")
+	fs.Usage = func() {
+		fmt.Fprintf(stderr, "Usage: toolsd hook %s claude|codex|cursor [--project|--user] [--dry-run]\n\nFlags:\n", verb)
+		fs.PrintDefaults()
+	}
+	if len(args) == 0 || strings.HasPrefix(args[0], "-") {
+		fs.Usage()
+		return 2
+	}
+	a, err := agenthook.Lookup(args[0])
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
+		return 2
+	}
+	if code, ok := cli.Parse(fs, args[1:], "toolsd hook "+verb, stderr); !ok {
+		return code
+	}
+	if *project && *user {
+		fmt.Fprintf(stderr, "toolsd hook %s: say --project or --user, not both\n", verb)
+		return 2
+	}
+	scope := agenthook.ScopeProject
+	if *user {
+		scope = agenthook.ScopeUser
+	}
+	home, _ := os.UserHomeDir()
+	folder, err := filepath.Abs(*ws)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
+		return 1
+	}
+	bin := *exe
+	if bin == "" {
+		if bin, err = os.Executable(); err != nil {
+			fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
+			return 1
+		}
+	}
+	path := a.SettingsPath(scope, folder, home)
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, os.ErrNotExist) {
+		fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
+		return 1
+	}
+	updated, err := a.Merge(old, verb == "install", bin)
+	if err != nil {
+		fmt.Fprintf(stderr, "toolsd hook %s: %s: %v; nothing was changed\n", verb, path, err)
+		return 1
+	}
+	if bytes.Equal(old, updated) || (len(old) == 0 && verb == "uninstall") {
+		fmt.Fprintf(stdout, "%s: nothing to change\n", path)
+		return 0
+	}
+	fmt.Fprint(stdout, textdiff.Unified(path, old, updated).Text)
+	if *dry {
+		fmt.Fprintf(stdout, "(dry run: %s not written)\n", path)
+		return 0
+	}
+	if err := agenthook.WriteFile(path, updated); err != nil {
+		fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
+		return 1
+	}
+	fmt.Fprintf(stdout, "%s: written\n", path)
+	return 0
 }

@@ -44,7 +44,7 @@ var allowed = map[string][]string{
 	"rpc":               {"protocol", "session", "internal/jsonw", "internal/jsondec"},
 	"attach":            {"protocol", "rpc", "mcpserver", "session", "store"},
 	"agenthook":         {"protocol"},
-	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach", "agenthook"},
+	"cmd/toolsd":        {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach", "agenthook", "internal/textdiff"},
 	"internal/harness":  {"protocol"},
 	"internal/demo":     {"protocol"},
 	"cmd/toolsd-demo":   {"internal/demo"},
