@@ -157,3 +157,77 @@ func environWithout(names ...string) []string {
 	}
 	return out
 }
+
+// codexRun runs the real `codex exec` in the workspace against the fake model (OpenAI's
+// Responses API), with `toolsd hook` installed in a CODEX_HOME the test made. Codex runs only
+// hooks a person trusted in its TUI; --dangerously-bypass-hook-trust stands for that here.
+func codexRun(t *testing.T, ctx context.Context, e *env, fake *fakemodel.Server) string {
+	t.Helper()
+	codex := agentBin(t, "codex")
+	home := t.TempDir()
+	cfg := "model = \"gpt-test\"\nmodel_provider = \"fake\"\n[model_providers.fake]\nname = \"fake\"\nbase_url = \"" + fake.URL + "/v1\"\nwire_api = \"responses\"\nenv_key = \"FAKE_MODEL_KEY\"\n"
+	if err := os.WriteFile(filepath.Join(home, "config.toml"), []byte(cfg), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	inst := exec.Command(harness.Binary(t), "hook", "install", "codex", "--user", "--command", hookShim(t, e))
+	inst.Env = append(environWithout("CODEX_HOME"), "HOME="+home, "CODEX_HOME="+home)
+	if out, err := inst.CombinedOutput(); err != nil {
+		t.Fatalf("toolsd hook install codex: %v\n%s", err, out)
+	}
+	cmd := exec.CommandContext(ctx, codex, "exec", "--skip-git-repo-check", "--dangerously-bypass-hook-trust", "--sandbox", "workspace-write", "Do the task.")
+	cmd.Dir = e.ws
+	cmd.Env = append(environWithout("CODEX_HOME", "OPENAI_API_KEY", "OPENAI_BASE_URL"), "HOME="+home, "CODEX_HOME="+home, "FAKE_MODEL_KEY=dummy",
+		"XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("codex exec: %v\n%s", err, out)
+	}
+	return string(out)
+}
+
+// The real Codex, offline: its exec_command calls reach toolsd's hook as Bash.
+func TestCodexUnderToolsd(t *testing.T) {
+	agentBin(t, "codex")
+	e := newEnv(t, envOpts{options: agentRules, files: map[string]string{"keep/file.txt": "precious\n"}})
+	ctx := harness.Deadline(t, 3*time.Minute)
+
+	fake, err := fakemodel.Start(fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "rm -rf keep"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake.Close()
+	out := codexRun(t, ctx, e, fake)
+	if _, err := os.Stat(filepath.Join(e.ws, "keep", "file.txt")); err != nil {
+		t.Fatalf("the denied rm ran: %v\n%s", err, out)
+	}
+	if res := fake.ToolResults(); len(res) != 1 || !strings.Contains(res[0], "rm *") {
+		t.Fatalf("the model's next request does not carry the deny reason: %q\n%s", res, out)
+	}
+
+	fake2, err := fakemodel.Start(fakemodel.ToolCall{Name: "exec_command", Input: map[string]any{"cmd": "touch made.txt"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fake2.Close()
+	out = codexRun(t, ctx, e, fake2)
+	if _, err := os.Stat(filepath.Join(e.ws, "made.txt")); err != nil {
+		t.Fatalf("the allowed touch did not run: %v\n%s", err, out)
+	}
+	var cl protocol.CallsListResult
+	if err := e.d.Call(ctx, "calls/list", protocol.CallsListParams{Client: "Codex"}, &cl); err != nil {
+		t.Fatal(err)
+	}
+	var done *protocol.CallSummary
+	for i, c := range cl.Calls {
+		if strings.Contains(c.Title, "touch made.txt") && c.Status == protocol.StatusCompleted && c.Changes == 1 {
+			done = &cl.Calls[i]
+		}
+	}
+	if done == nil {
+		b, _ := json.Marshal(cl)
+		t.Fatalf("calls/list has no completed record of Codex's touch with its change: %s", b)
+	}
+	if res := e.revert(protocol.CallsRevertParams{SessionID: done.SessionID, CallID: done.CallID}); res.Status != protocol.RevertDone {
+		t.Fatalf("calls/revert: %+v", res)
+	}
+}
