@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -14,6 +15,7 @@ import (
 	"github.com/toolsd/toolsd/checkpoint"
 	"github.com/toolsd/toolsd/internal/textdiff"
 	"github.com/toolsd/toolsd/mcp"
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/registry"
 	"github.com/toolsd/toolsd/store"
@@ -192,6 +194,9 @@ func (s *Service) agentDecide(ctx context.Context, c *callState, p protocol.Agen
 			return protocol.AgentDeny, fmt.Sprintf("toolsd cannot check this %s call: %v. Nothing ran; fix the call.", p.Tool, err), nil
 		}
 		c.tool, c.permKey, c.readOnly = ac.Tool, ac.Tool, readOnly
+		// What a rule denies is decided first: a person is not asked about a path of a
+		// call that another of its requests denies anyway.
+		sort.SliceStable(reqs, func(i, j int) bool { return s.denied(c, reqs[i]) && !s.denied(c, reqs[j]) })
 		for _, req := range reqs {
 			_, err := s.ask(ctx, c, req)
 			var pe *registry.PermissionError
@@ -211,6 +216,12 @@ func (s *Service) agentDecide(ctx context.Context, c *callState, p protocol.Agen
 		}
 	}
 	return decision, reason, nil
+}
+
+// denied reports whether the rules deny req outright.
+func (s *Service) denied(c *callState, req registry.AskRequest) bool {
+	q := permission.Query{SessionID: c.sessionID, Agent: c.agent, Tool: c.tool, Permission: req.Permission, Patterns: req.Patterns, Opaque: req.Opaque, ExactOnly: req.ExactOnly, Reasons: req.Reasons}
+	return s.opts.Policy.Decide(q).Action == permission.Deny
 }
 
 // agentRequests are the permission requests of one toolsd call an agent's call stands for,

@@ -9,6 +9,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -360,5 +361,57 @@ func TestHookInstall(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(bad); string(b) != "not json" {
 		t.Fatalf("the broken file was changed: %q", b)
+	}
+}
+
+// The daemon killed in the middle: the hook waiting on an ask denies; the calls it had read
+// interrupted in the next daemon; an after that comes then completes its call's record.
+func TestHookDaemonKilled(t *testing.T) {
+	e := newEnv(t, envOpts{options: agentRules})
+	ctx := e.ctx
+	if d, _ := runHook(t, ctx, e, claudePayload(e.ws, "PreToolUse", "k_allowed", "Bash", map[string]any{"command": "echo long"}), "PreToolUse").decision(); d != "allow" {
+		t.Fatalf("allowed: %s", d)
+	}
+	mark := e.d.Mark()
+	done := make(chan agentHookRun, 1)
+	go func() {
+		done <- runHook(t, ctx, e, claudePayload(e.ws, "PreToolUse", "k_asked", "Bash", map[string]any{"command": "curl x"}), "PreToolUse")
+	}()
+	e.waitAsk(mark, "k_asked")
+	pids := harness.OwnerPIDs(harness.RuntimeDir(t))
+	if len(pids) != 1 {
+		t.Fatalf("owners: %v", pids)
+	}
+	if err := syscall.Kill(pids[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	r := <-done
+	if d, reason := r.decision(); r.exit != 2 || d != "deny" {
+		t.Fatalf("the hook whose daemon died: exit %d %q %q %s", r.exit, d, reason, r.stderr)
+	}
+	<-e.d.Exited()
+	e2 := newEnv(t, envOpts{options: agentRules, ws: e.ws, store: e.st})
+	for _, id := range []string{"k_allowed", "k_asked"} {
+		if rec := e2.agentRecord("claude-s1", id); rec.Status != protocol.StatusInterrupted {
+			t.Fatalf("%s after the daemon died: %s", id, rec.Status)
+		}
+	}
+	runHook(t, ctx, e2, claudePayload(e.ws, "PostToolUse", "k_allowed", "Bash", map[string]any{"command": "echo long"}, "tool_response", map[string]any{"stdout": "long\n"}), "PostToolUse")
+	if rec := e2.agentRecord("claude-s1", "k_allowed"); rec.Status != protocol.StatusCompleted || rec.Output != "long\n" {
+		t.Fatalf("the after that came later: %+v", rec)
+	}
+}
+
+// A call one of whose requests a rule denies is denied without asking about the others (a
+// path outside the workspace asks, but the rm is denied anyway).
+func TestHookDenyBeforeAsk(t *testing.T) {
+	e := newEnv(t, envOpts{options: agentRules})
+	mark := e.d.Mark()
+	r := runHook(t, e.ctx, e, claudePayload(e.ws, "PreToolUse", "d1", "Bash", map[string]any{"command": "rm -rf /tmp/elsewhere-never"}), "--timeout", "20s", "PreToolUse")
+	if d, reason := r.decision(); d != "deny" || !strings.Contains(reason, "rm *") {
+		t.Fatalf("%q %q %s", d, reason, r.stderr)
+	}
+	if n := e.d.Count(mark, "permission/asked"); n != 0 {
+		t.Fatalf("asked %d times for a call a rule denies", n)
 	}
 }
