@@ -415,3 +415,34 @@ func TestHookDenyBeforeAsk(t *testing.T) {
 		t.Fatalf("asked %d times for a call a rule denies", n)
 	}
 }
+
+// "Always" answered in the editor for an agent's call is toolsd's: the agent's next such call
+// is allowed without an ask, and so is the editor's own.
+func TestHookAlwaysIsToolsds(t *testing.T) {
+	e := newEnv(t, envOpts{options: agentRules})
+	mark := e.d.Mark()
+	done := make(chan agentHookRun, 1)
+	go func() {
+		done <- runHook(t, e.ctx, e, claudePayload(e.ws, "PreToolUse", "a1", "Bash", map[string]any{"command": "git status"}), "PreToolUse")
+	}()
+	ask := e.waitAsk(mark, "a1")
+	if err := e.d.Call(e.ctx, "permission/reply", protocol.ReplyParams{ID: ask.ID, Reply: "always", Scope: "workspace"}, nil); err != nil {
+		t.Fatal(err)
+	}
+	if d, _ := (<-done).decision(); d != "allow" {
+		t.Fatalf("answered always: %s", d)
+	}
+	mark = e.d.Mark()
+	if d, _ := runHook(t, e.ctx, e, claudePayload(e.ws, "PreToolUse", "a2", "Bash", map[string]any{"command": "git status"}), "PreToolUse").decision(); d != "allow" {
+		t.Fatalf("the agent's next call: %s", d)
+	}
+	if res, err := e.execute(protocol.ExecuteParams{CallID: "own1", Tool: "bash", Args: args("command", "git status")}); err != nil || res.Status == protocol.StatusError && strings.Contains(res.Error, "approve") {
+		t.Fatalf("the editor's own call after the agent's always: %+v %v", res, err)
+	}
+	if n := e.d.Count(mark, "permission/asked"); n != 0 {
+		t.Fatalf("asked %d times after always", n)
+	}
+	for _, id := range []string{"a1", "a2"} { // the agent ran them: their ends let the owner go
+		runHook(t, e.ctx, e, claudePayload(e.ws, "PostToolUse", id, "Bash", map[string]any{"command": "git status"}, "tool_response", map[string]any{"stdout": ""}), "PostToolUse")
+	}
+}
