@@ -36,6 +36,13 @@ type client struct {
 // elicitation.
 func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 	t.Helper()
+	return startMCPVersion(t, elicit, "", extra...)
+}
+
+// startMCPVersion is startMCP for a client that speaks the MCP version given ("": the
+// newest).
+func startMCPVersion(t *testing.T, elicit bool, version string, extra ...string) *client {
+	t.Helper()
 	bin := harness.Binary(t)
 	dir := t.TempDir()
 	if err := os.MkdirAll(filepath.Join(dir, ".toolsd"), 0o755); err != nil {
@@ -86,7 +93,11 @@ func startMCP(t *testing.T, elicit bool, extra ...string) *client {
 	cmd := exec.Command(bin, append([]string{"mcp", "--workspace", dir, "--store", filepath.Join(home, "store.db"), "--grace=100ms"}, extra...)...)
 	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(t), "HOME="+home, "XDG_CONFIG_HOME="+filepath.Join(home, "config"), "XDG_STATE_HOME="+filepath.Join(home, "state"), "GORACE=atexit_sleep_ms=0")
 	cmd.Stderr = &logWriter{t: t}
-	cs, err := cl.Connect(deadline(t), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	var so *sdk.ClientSessionOptions
+	if version != "" {
+		so = &sdk.ClientSessionOptions{ProtocolVersion: version}
+	}
+	cs, err := cl.Connect(deadline(t), &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, so)
 	if err != nil {
 		t.Fatalf("connecting to toolsd mcp: %v", err)
 	}
@@ -267,16 +278,18 @@ func TestNoElicitation(t *testing.T) {
 	if !res.IsError || !strings.Contains(text, "no one was there to approve") {
 		t.Errorf("isError %v, text %q", res.IsError, text)
 	}
+	// No editor is attached and this client cannot ask: the text says what the person can
+	// do from here, not "allow it in the editor".
+	if strings.Contains(text, "in the editor or") || !strings.Contains(text, "no editor with toolsd is attached") || !strings.Contains(text, "open this workspace in an editor with toolsd") {
+		t.Errorf("the refusal tells an MCP client's person to use an editor that is not there: %q", text)
+	}
 }
 
 func TestListChanged(t *testing.T) {
-	c := startMCP(t, true)
+	// A client of an older protocol hears list_changed without subscribing (Gemini CLI's).
+	c := startMCPVersion(t, true, "2025-06-18")
 	if c.tools(t)["hello_tool"] != nil {
 		t.Fatal("hello_tool listed before it exists")
-	}
-	// Drain list_changed sent while the workspace opened.
-	for len(c.changed) > 0 {
-		<-c.changed
 	}
 	toolDir := filepath.Join(c.dir, ".toolsd", "tool")
 	if err := os.MkdirAll(toolDir, 0o755); err != nil {
@@ -287,18 +300,20 @@ func TestListChanged(t *testing.T) {
 		t.Fatal(err)
 	}
 	ctx := deadline(t)
-	for {
-		select {
-		case <-c.changed:
-		case <-ctx.Done():
-			t.Fatal("no notifications/tools/list_changed after a project tool was added")
-		}
-		if tool := c.tools(t)["hello_tool"]; tool != nil {
-			if tool.Description != "Says hello." {
-				t.Errorf("description %q", tool.Description)
-			}
-			return
-		}
+	select {
+	case <-c.changed:
+	case <-ctx.Done():
+		t.Fatal("no notifications/tools/list_changed after a project tool was added")
+	}
+	// Notifications come in order: one for the tools registered at open (sent 10 ms after
+	// them) would come before the change's, and list no hello_tool. The first one is the
+	// change's.
+	tool := c.tools(t)["hello_tool"]
+	if tool == nil {
+		t.Fatal("the first list_changed came without a change: the tools registered at open were announced")
+	}
+	if tool.Description != "Says hello." {
+		t.Errorf("description %q", tool.Description)
 	}
 }
 
@@ -316,4 +331,20 @@ func TestAgent(t *testing.T) {
 func exists(p string) bool {
 	_, err := os.Stat(p)
 	return err == nil
+}
+
+// Gemini CLI adds wait_for_previous to every call's arguments: dropped (a schema with
+// additionalProperties false would refuse the call), and said in the result's _meta.
+func TestInjectedArgumentsDropped(t *testing.T) {
+	c := startMCP(t, true)
+	res, text := c.call(t, "read", map[string]any{"filePath": "hello.txt", "wait_for_previous": true})
+	if res.IsError || !strings.Contains(text, "hello from the workspace") {
+		t.Fatalf("a read with wait_for_previous: isError %v, %q", res.IsError, text)
+	}
+	if d, _ := res.Meta["toolsd/droppedArgs"].([]any); len(d) != 1 || d[0] != "wait_for_previous" {
+		t.Fatalf("_meta does not say what was dropped: %v", res.Meta)
+	}
+	if res, text := c.call(t, "read", map[string]any{"filePath": "hello.txt", "wait_for_later": true}); !res.IsError || !strings.Contains(text, "wait_for_later") {
+		t.Fatalf("an argument no harness is known to inject must still be refused: %q", text)
+	}
 }

@@ -80,7 +80,8 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 		}
 	}
 	s := &server{opts: o, folder: folder, log: o.Logger.With("component", "mcpserver"),
-		calls: map[string]*callInfo{}, tools: map[string]string{}, elicits: map[string]context.CancelFunc{}, resumables: map[string]*resumable{}}
+		calls: map[string]*callInfo{}, tools: map[string]string{}, elicits: map[string]context.CancelFunc{}, resumables: map[string]*resumable{},
+		opened: make(chan struct{}), schemas: map[string]json.RawMessage{}}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	s.ctx = ctx
@@ -115,9 +116,18 @@ func Serve(ctx context.Context, t sdk.Transport, o Options) error {
 					return nil, err
 				}
 			}
+			if method == "tools/list" {
+				// The list is the workspace's catalogue: wait until it is registered.
+				select {
+				case <-s.opened:
+				case <-ctx.Done():
+					return nil, ctx.Err()
+				}
+			}
 			return next(ctx, method, req)
 		}
 	})
+	s.srv.AddSendingMiddleware(s.sendListChangedOnlyOnChange)
 	runErr := s.srv.Run(ctx, t)
 	stopped := ctx.Err() != nil
 	cancel() // calls waiting for this client's answer end with it
@@ -188,7 +198,10 @@ type server struct {
 	tools     map[string]string             // id -> fingerprint of what the client was given
 	elicits   map[string]context.CancelFunc // ask id -> cancels its elicitation
 	canAsk    bool
-	syncing   sync.Mutex // serializes syncTools
+	syncing   sync.Mutex                 // serializes syncTools
+	opened    chan struct{}              // closed once the tools of the workspace are registered (face.go)
+	announce  atomic.Bool                // a catalogue change asked for the next list_changed (face.go)
+	schemas   map[string]json.RawMessage // tool id -> input schema; guarded by mu
 
 	openOnce   sync.Once
 	resumables map[string]*resumable // requestState -> a call waiting for the client's answer
@@ -264,13 +277,14 @@ func (s *server) doOpen(ss *sdk.ServerSession) error {
 		version = p.ProtocolVersion
 	}
 	s.log.Info("workspace open", "folder", s.folder, "client", s.ref.Name, "protocol", version, "elicitation", canAsk)
-	s.syncTools()
+	s.syncTools(false)
+	close(s.opened)
 	return nil
 }
 
 // syncTools makes the server's tools the workspace's catalogue; the SDK sends
 // notifications/tools/list_changed for what it adds and removes.
-func (s *server) syncTools() {
+func (s *server) syncTools(announce bool) {
 	s.syncing.Lock()
 	defer s.syncing.Unlock()
 	s.mu.Lock()
@@ -296,14 +310,22 @@ func (s *server) syncTools() {
 			removed = append(removed, id)
 		}
 	}
+	changed := len(removed) > 0
+	for id, ti := range want {
+		if have[id] == "" || have[id] != toolPrint(ti) {
+			changed = true
+		}
+	}
+	if announce && changed {
+		s.announce.Store(true)
+	}
 	if len(removed) > 0 {
 		s.srv.RemoveTools(removed...)
 	}
 	next := map[string]string{}
 	for _, id := range slices.Sorted(maps.Keys(want)) {
 		ti := want[id]
-		hints, _ := json.Marshal(ti.Annotations)
-		fp := ti.Description + "\x00" + string(ti.InputSchema) + "\x00" + ti.Source + "\x00" + string(hints)
+		fp := toolPrint(ti)
 		next[id] = fp
 		if have[id] == fp {
 			continue
@@ -316,7 +338,16 @@ func (s *server) syncTools() {
 	}
 	s.mu.Lock()
 	s.tools = next
+	for id, ti := range want {
+		s.schemas[id] = ti.InputSchema
+	}
 	s.mu.Unlock()
+}
+
+// toolPrint is what a tool's registration depends on.
+func toolPrint(ti protocol.ToolInfo) string {
+	hints, _ := json.Marshal(ti.Annotations)
+	return ti.Description + "\x00" + string(ti.InputSchema) + "\x00" + ti.Source + "\x00" + string(hints)
 }
 
 // handle runs one tools/call through the workspace.
@@ -341,20 +372,28 @@ func (s *server) handle(ctx context.Context, req *sdk.CallToolRequest) (*sdk.Cal
 	if len(bytes.TrimSpace(args)) == 0 || string(bytes.TrimSpace(args)) == "null" {
 		args = json.RawMessage("{}")
 	}
+	s.mu.Lock()
+	schema := s.schemas[req.Params.Name]
+	s.mu.Unlock()
+	args, dropped := dropInjected(args, schema)
+	if len(dropped) > 0 {
+		s.log.Info("dropped arguments the client's harness injected", "call", callID, "tool", req.Params.Name, "client", s.ref.Name, "args", dropped)
+	}
 	if usesMRTR(req.Session) {
 		s.mu.Lock()
 		delete(s.calls, callID) // registered again by the multi round-trip call itself
 		s.mu.Unlock()
-		return s.handleMRTR(ctx, req, ws, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
+		out, err := s.handleMRTR(ctx, req, ws, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
+		return faced(out, dropped), err
 	}
 	res, err := ws.Execute(ctx, protocol.ExecuteParams{SessionID: sessionID, MessageID: callID, CallID: callID, Tool: req.Params.Name, Args: args, Agent: s.opts.Agent})
 	if err != nil {
 		if ctx.Err() != nil {
 			return nil, ctx.Err()
 		}
-		return errorResult(err.Error()), nil
+		return faced(errorResult(err.Error()), dropped), nil
 	}
-	return toResult(res), nil
+	return faced(toResult(res), dropped), nil
 }
 
 // toResult maps a toolsd result to MCP: output to text, attachments to image, audio or
@@ -462,7 +501,7 @@ func (n notifier) Answered(p protocol.AnsweredParams) {
 }
 
 // Changed brings the client's tool list up to date.
-func (n notifier) Changed(protocol.ChangedParams) { n.s.syncTools() }
+func (n notifier) Changed(protocol.ChangedParams) { n.s.syncTools(true) }
 
 // Clients is not shown to MCP clients.
 func (n notifier) Clients(protocol.ClientsParams) {}

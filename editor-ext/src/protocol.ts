@@ -29,6 +29,13 @@ export const Methods = {
    * (docs/protocol.md, "Hooks").
    */
   hooksRun: 'hooks/run',
+  /**
+   * MethodAgentsBefore decides an agent's tool call before the agent runs it, opens its
+   * record and its checkpoint window.
+   */
+  agentsBefore: 'agents/before',
+  /** MethodAgentsAfter closes an agent's tool call with what it returned. */
+  agentsAfter: 'agents/after',
   callsChanges: 'calls/changes',
   callsRevert: 'calls/revert',
 } as const;
@@ -716,6 +723,101 @@ export interface OutputsReadResult {
   lines: number;
   totalLines: number;
   totalBytes: number;
+}
+
+/**
+ * ClientAgent is the kind of the client an agent's own calls are recorded under: the agent,
+ * as its hook named it (it is not attached; the hook process that reports its calls is).
+ */
+export const ClientAgent = 'agent';
+
+/**
+ * AgentCall is one of toolsd's permission-checked calls an agent's tool call stands for:
+ * the built-in tool whose requests it makes (bash, edit, read, ...), with toolsd's
+ * arguments; or an MCP server's tool (Tool "mcp", MCPServer and MCPTool set); or a tool
+ * toolsd does not know (Tool "", asked under the agent's own tool name).
+ */
+export interface AgentCall {
+  tool: string;
+  args?: unknown;
+  /** MCPServer and MCPTool name the MCP tool (Tool "mcp"). */
+  mcpServer?: string;
+  mcpTool?: string;
+  /** Diff is what an edit changes, as a unified diff, shown with the ask. */
+  diff?: string;
+}
+
+/** AgentBeforeParams are the params of agents/before. */
+export interface AgentBeforeParams {
+  /**
+   * Agent is the agent's id (claude-code, codex, cursor): its record's agent, and the
+   * agent whose rules in the settings ("agents") apply. AgentName is how asks name it.
+   */
+  agent: string;
+  agentName?: string;
+  /** SessionID is the agent's session id, CallID its tool use id. */
+  sessionID: string;
+  callID: string;
+  /** Tool and Input are the agent's tool name and input as it sent them. */
+  tool: string;
+  input?: unknown;
+  /** Calls are what the call stands for (agenthook.Map); empty asks under Tool. */
+  calls: AgentCall[];
+  /**
+   * Permission: the agent is about to show its own permission prompt for a call already
+   * reported (Claude Code's PermissionRequest): decide again, but open nothing new.
+   */
+  permission?: boolean;
+  /**
+   * NoEditor is what an ask becomes when no editor can show it: "ask" (the agent's own
+   * prompt appears; the default) or "deny".
+   */
+  noEditor?: string;
+}
+
+/** Agent decisions. */
+export const AgentAllow = 'allow';
+export const AgentDeny = 'deny';
+/** the agent asks the person itself (no editor could) */
+export const AgentAsk = 'ask';
+
+/** AgentBeforeResult is the result of agents/before. */
+export interface AgentBeforeResult {
+  /**
+   * Decision is allow, deny or ask; Reason says why, for the model (deny) or the person
+   * (ask).
+   */
+  decision: string;
+  reason?: string;
+  /** Decisions are the permission decisions made, as the call's record keeps them. */
+  decisions: Decision[];
+}
+
+/** AgentAfterParams are the params of agents/after. */
+export interface AgentAfterParams {
+  agent: string;
+  agentName?: string;
+  sessionID: string;
+  callID: string;
+  tool: string;
+  input?: unknown;
+  /** Output is the tool's output as text; Error, when set, says the tool failed. */
+  output?: string;
+  error?: string;
+  /** Interrupted: the person stopped the tool. */
+  interrupted?: boolean;
+}
+
+/** AgentAfterResult is the result of agents/after. */
+export interface AgentAfterResult {
+  /** Status is the call's final status; Changes the paths of the workspace it changed. */
+  status: string;
+  changes?: number;
+  /**
+   * Opened: agents/before had opened the call; false when toolsd first heard of it
+   * now (its daemon was restarted meanwhile, or the hook was installed for after only).
+   */
+  opened: boolean;
 }
 
 /**
