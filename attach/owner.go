@@ -227,6 +227,11 @@ func (w *owner) idleExpired() {
 	if w.active > 0 || w.exiting {
 		return
 	}
+	if w.ws.AgentCallsOpen() > 0 {
+		// An agent's call is between its hook's before and after: its end will come.
+		w.idle.Reset(w.o.Grace)
+		return
+	}
 	w.exiting = true
 	close(w.done)
 }

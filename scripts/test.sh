@@ -2,8 +2,8 @@
 # Runs every test of toolsd, as CI does: the Go packages (gofmt, go vet, the race detector
 # on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
 # run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
-# modules, the npm packages of the extension and of the Go tests' MCP TypeScript client
-# (testdata/mcpclient; npm ci), and for the end-to-end run Debian's
+# modules, the npm packages of the extension, of the Go tests' MCP TypeScript client
+# (testdata/mcpclient; npm ci) and of the real agent CLIs (testdata/agents), and for the end-to-end run Debian's
 # chromium and the npm packages of code-server and playwright-core (cached outside the repo).
 #
 # TOOLSD_SKIP_EXT=1 stops after the Go tests; TOOLSD_SKIP_E2E=1 skips only the VS Code run.
@@ -28,6 +28,14 @@ if grep -q '"resolved"' testdata/mcpclient/package-lock.json; then
   exit 1
 fi
 (cd testdata/mcpclient && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+say "testdata/agents: npm ci (the real Claude Code and Codex CLIs of cmd/toolsd's agent tests)"
+if grep -q '"resolved"' testdata/agents/package-lock.json; then
+  echo "testdata/agents/package-lock.json records where packages came from: strip the resolved fields (npm ci installs from integrity)" >&2
+  exit 1
+fi
+# Best effort: where the packages cannot be installed, those tests skip and say why.
+(cd testdata/agents && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || echo "testdata/agents: npm ci failed; the real-agent tests will skip" >&2
 
 say "go: tests (race detector on)"
 go test -race -count=1 -timeout 20m ./...

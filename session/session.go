@@ -95,6 +95,8 @@ type Service struct {
 	calls  map[callKey]*callState
 	closed bool
 	wg     sync.WaitGroup // one per call in flight
+
+	agents agentCalls // agents' own calls between their before and after (external.go)
 }
 
 type callKey struct{ session, call string }
@@ -254,6 +256,7 @@ func (s *Service) Close() {
 	}
 	s.mu.Unlock()
 	s.wg.Wait()
+	s.closeAgentCalls()
 }
 
 // Resolve returns the catalogue of a round (tools/resolve).

@@ -59,6 +59,8 @@ func main() {
 			os.Exit(policy.Main(os.Args[2:], os.Stdout, os.Stderr))
 		case "mcp":
 			os.Exit(runMCP(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "hook":
+			os.Exit(runHook(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case ownerArg:
 			os.Exit(runOwner(os.Args[2:], os.Stderr))
 		}

@@ -1,0 +1,2 @@
+// Package agenthook is `toolsd hook`: the agents whose hooks toolsd serves (Claude Code, Codex, Cursor), their payloads and answers, the one table that maps an agent tool to the toolsd calls whose permission requests it makes (shared with `toolsd acp`), the run of one hook event against the workspace's daemon (fail-closed), and the install of the hook into an agent's settings (docs/agents.md).
+package agenthook
