@@ -44,12 +44,13 @@ var allowed = map[string][]string{
 	"mcpserver":          {"protocol", "session", "registry", "store"},
 	"rpc":                {"protocol", "session", "internal/jsondec"},
 	"attach":             {"protocol", "rpc", "mcpserver", "session", "store"},
-	"cmd/toolsd":         {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach", "agenthook", "internal/textdiff"},
+	"cmd/toolsd":         {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "internal/gctune", "internal/cpus", "policy", "internal/sandbox", "attach", "agenthook", "internal/textdiff", "acp"},
 	"internal/harness":   {"protocol"},
 	"internal/demo":      {"protocol"},
 	"cmd/toolsd-demo":    {"internal/demo"},
 	"internal/archtest":  {},
 	"agenthook":          {"protocol"},
+	"acp":                {"protocol", "agenthook"},
 	"internal/fakemodel": {},
 }
 
