@@ -74,6 +74,42 @@ func (p *acpPeer) next() ([]byte, map[string]any) {
 	return nil, nil
 }
 
+// startACP runs `toolsd acp -- agent...` on the workspace's daemon, the test being its
+// editor.
+func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io.WriteCloser, *acpExit) {
+	t.Helper()
+	cmd := exec.CommandContext(e.ctx, harness.Binary(t), append([]string{"acp", "--store", e.st, "--grace=200ms", "--workspace", e.ws, "--"}, agent...)...)
+	cmd.Env = append(append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0"), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := &acpExit{done: make(chan struct{})}
+	go func() { exited.err = cmd.Wait(); close(exited.done) }()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-exited.done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("toolsd acp did not exit after its editor left")
+		}
+		if t.Failed() {
+			t.Logf("toolsd acp's stderr:\n%s", stderr.String())
+		}
+	})
+	return newACPPeer(t, "the editor", stdout, stdin), stdin, exited
+}
+
+// acpExit is toolsd acp's exit: done closes when it has exited, with err.
+type acpExit struct {
+	done chan struct{}
+	err  error
+}
+
 func rpcReq(id any, method string, params any) map[string]any {
 	return map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}
 }
@@ -127,23 +163,7 @@ func TestACPProxy(t *testing.T) {
 	}
 	defer ln.Close()
 
-	cmd := exec.CommandContext(ctx, harness.Binary(t), "acp", "--store", e.st, "--grace=200ms", "--workspace", e.ws, "--", relay)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+rt, "GORACE=atexit_sleep_ms=0", "ACPRELAY_SOCKET="+sock)
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	var stderr bytes.Buffer
-	cmd.Stderr = &stderr
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
-	defer func() {
-		if t.Failed() {
-			t.Logf("toolsd acp's stderr:\n%s", stderr.String())
-		}
-	}()
-	ed := newACPPeer(t, "the editor", stdout, stdin)
+	ed, stdin, exited := startACP(t, e, []string{"ACPRELAY_SOCKET=" + sock}, relay)
 	accepted := make(chan net.Conn, 1)
 	go func() {
 		c, err := ln.Accept()
@@ -154,8 +174,8 @@ func TestACPProxy(t *testing.T) {
 	var conn net.Conn
 	select {
 	case conn = <-accepted:
-	case err := <-exited:
-		t.Fatalf("toolsd acp exited before starting its agent: %v", err)
+	case <-exited.done:
+		t.Fatalf("toolsd acp exited before starting its agent: %v", exited.err)
 	case <-ctx.Done():
 		t.Fatal("the agent did not start")
 	}
@@ -314,11 +334,106 @@ func TestACPProxy(t *testing.T) {
 	}
 	_ = conn.Close()
 	select {
-	case err := <-exited:
-		if err != nil {
-			t.Fatalf("toolsd acp exited: %v", err)
+	case <-exited.done:
+		if exited.err != nil {
+			t.Fatalf("toolsd acp exited: %v", exited.err)
 		}
 	case <-ctx.Done():
 		t.Fatal("toolsd acp did not exit after its agent")
+	}
+}
+
+// The official ACP TypeScript SDK's agent (testdata/acpagent) behind `toolsd acp`: an
+// independent implementation reads toolsd's answers to its permission requests, and its
+// session lists toolsd mcp.
+func TestACPProxyOfficialSDK(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/acpagent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("the ACP TypeScript SDK is not installed: run `npm ci --no-audit --no-fund` in testdata/acpagent (scripts/test.sh does)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the ACP TypeScript agent needs it")
+	}
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ed, stdin, exited := startACP(t, e, nil, node, filepath.Join(dir, "agent.mjs"))
+
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	if _, m := ed.next(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	_, m := ed.next()
+	res, _ := m["result"].(map[string]any)
+	meta, _ := res["_meta"].(map[string]any)
+	servers, _ := json.Marshal(meta["mcpServers"])
+	if res["sessionId"] != "ts-session" || !strings.Contains(string(servers), `"name":"toolsd"`) || !strings.Contains(string(servers), `"args":["mcp",`) {
+		t.Fatalf("the agent's session/new did not get toolsd mcp: %v", m)
+	}
+
+	steps, _ := json.Marshal([]map[string]string{
+		{"id": "ts-deny", "command": "rm -rf build"}, {"id": "ts-echo", "command": "echo hi"},
+		{"id": "ts-make", "command": "make all"}, {"id": "ts-make2", "command": "make all"},
+	})
+	mark := e.d.Mark()
+	ed.send(rpcReq(3, "session/prompt", map[string]any{"sessionId": "ts-session", "prompt": []any{map[string]any{"type": "text", "text": string(steps)}}}))
+	outcomes := map[string]string{}
+	asks := 0
+	for {
+		_, m := ed.next()
+		if m["id"] == float64(3) {
+			if r, _ := m["result"].(map[string]any); r["stopReason"] != "end_turn" {
+				t.Fatalf("the prompt ended with %v", m)
+			}
+			break
+		}
+		switch m["method"] {
+		case "session/request_permission":
+			asks++
+			tc, _ := m["params"].(map[string]any)["toolCall"].(map[string]any)
+			if tc["toolCallId"] != "ts-make" {
+				t.Fatalf("only the first make should ask the editor, got %v", m)
+			}
+			ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "always"}}))
+		case "session/update":
+			u, _ := m["params"].(map[string]any)["update"].(map[string]any)
+			if u["sessionUpdate"] == "agent_message_chunk" {
+				text, _ := u["content"].(map[string]any)["text"].(string)
+				if f := strings.Fields(text); len(f) == 4 && f[0] == "outcome" {
+					outcomes[f[1]] = f[2] + " " + f[3]
+				}
+			}
+		}
+	}
+	want := map[string]string{"ts-deny": "selected no", "ts-echo": "selected yes", "ts-make": "selected yes", "ts-make2": "selected yes"}
+	for id, w := range want {
+		if outcomes[id] != w {
+			t.Errorf("%s: the agent read %q, want %q", id, outcomes[id], w)
+		}
+	}
+	if asks != 1 {
+		t.Errorf("the editor was asked %d times, want once", asks)
+	}
+	if rec := e.agentRecord("ts-session", "ts-deny"); rec.Status != protocol.StatusError {
+		t.Errorf("the denied call's record: %+v", rec)
+	}
+	// The record is written after the update is forwarded: wait for the call to end there.
+	if _, _, err := e.d.WaitFor(e.ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "ts-make2" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("ts-make2 did not end in the record: %v", err)
+	}
+	if rec := e.agentRecord("ts-session", "ts-make2"); rec.Output != "ran make all\n" || rec.Agent != "node" {
+		t.Errorf("the recorded call: %+v", rec)
+	}
+	_ = stdin.Close()
+	select {
+	case <-exited.done:
+	case <-e.ctx.Done():
+		t.Fatal("toolsd acp did not exit after the editor left")
 	}
 }
