@@ -3,7 +3,7 @@
 # on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
 # run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
 # modules, the npm packages of the extension, of the Go tests' MCP TypeScript client
-# (testdata/mcpclient; npm ci) and of the real agent CLIs (testdata/agents), and for the end-to-end run Debian's
+# (testdata/mcpclient; npm ci), of the ACP TypeScript agent (testdata/acpagent) and of the real agent CLIs (testdata/agents), and for the end-to-end run Debian's
 # chromium and the npm packages of code-server and playwright-core (cached outside the repo).
 #
 # TOOLSD_SKIP_EXT=1 stops after the Go tests; TOOLSD_SKIP_E2E=1 skips only the VS Code run.
@@ -28,6 +28,13 @@ if grep -q '"resolved"' testdata/mcpclient/package-lock.json; then
   exit 1
 fi
 (cd testdata/mcpclient && npm ci --no-audit --no-fund --loglevel=error >/dev/null)
+
+say "testdata/acpagent: npm ci (the official ACP TypeScript SDK's agent of toolsd acp's tests)"
+if grep -q '"resolved"' testdata/acpagent/package-lock.json; then
+  echo "testdata/acpagent/package-lock.json records where packages came from: strip the resolved fields (npm ci installs from integrity)" >&2
+  exit 1
+fi
+(cd testdata/acpagent && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || echo "testdata/acpagent: npm ci failed; TestACPProxyOfficialSDK will skip" >&2
 
 say "testdata/agents: npm ci (the real Claude Code and Codex CLIs of cmd/toolsd's agent tests)"
 if grep -q '"resolved"' testdata/agents/package-lock.json; then

@@ -61,6 +61,8 @@ func main() {
 			os.Exit(runMCP(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case "hook":
 			os.Exit(runHook(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
+		case "acp":
+			os.Exit(runACP(os.Args[2:], os.Stdin, os.Stdout, os.Stderr))
 		case ownerArg:
 			os.Exit(runOwner(os.Args[2:], os.Stderr))
 		}

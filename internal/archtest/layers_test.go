@@ -41,7 +41,7 @@ var allowed = map[string][]string{
 	"mcpserver":          {"protocol", "session", "registry", "store"},
 	"rpc":                {"protocol", "session", "internal/jsondec"},
 	"attach":             {"protocol", "rpc", "mcpserver", "session", "store"},
-	"cmd/toolsd":         {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "policy", "internal/sandbox", "attach", "agenthook", "internal/textdiff"},
+	"cmd/toolsd":         {"protocol", "rpc", "session", "store", "internal/proc", "mcpserver", "internal/cli", "policy", "internal/sandbox", "attach", "agenthook", "internal/textdiff", "acp"},
 	"cmd/toolsd-guard":  {"internal/proc"},
 	"internal/harness":   {"protocol"},
 	"internal/demo":      {"protocol"},
@@ -53,6 +53,20 @@ var allowed = map[string][]string{
 	"internal/jsonw":     {"internal/jsondec"},
 	"agenthook":          {"protocol"},
 	"internal/fakemodel": {},
+	"internal/sandbox":  {"internal/fspath", "internal/protect"},
+	"internal/protect":  {},
+	"permission":        {"protocol", "permission/shell", "internal/fspath", "internal/fsopen", "internal/jsonpos", "internal/protect"},
+	"config":            {"protocol", "watcher", "internal/jsonpos", "internal/fsopen", "internal/sandbox", "permission"},
+	"builtin":           {"protocol", "registry", "permission", "permission/shell", "internal/proc", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/sandbox", "internal/jsondec", "internal/protect"},
+	"checkpoint":        {"protocol", "store", "internal/fspath", "internal/fswalk", "internal/textdiff", "internal/fsopen", "internal/protect"},
+	"hook":              {"protocol", "permission", "registry", "internal/proc", "internal/sandbox", "internal/protect"},
+	"session":           {"protocol", "registry", "store", "permission", "config", "builtin", "project", "mcp", "watcher", "internal/proc", "policy", "audit", "checkpoint", "internal/sandbox", "hook", "internal/protect"},
+	"rpc":               {"protocol", "session", "internal/jsondec"},
+=======
+	"agenthook":          {"protocol"},
+	"acp":                {"protocol", "agenthook"},
+	"internal/fakemodel": {},
+>>>>>>> acp
 }
 
 func TestLayers(t *testing.T) {

@@ -1,0 +1,263 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"sync"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// option is a PermissionOption.
+type option struct {
+	OptionID string `json:"optionId"`
+	Name     string `json:"name"`
+	Kind     string `json:"kind"`
+}
+
+// pend is one of the agent's permission requests being decided.
+type pend struct {
+	id       json.RawMessage
+	session  string
+	callID   string
+	toolCall json.RawMessage
+	ctx      context.Context
+	cancel   context.CancelFunc
+	once     sync.Once
+}
+
+type outcome struct {
+	Outcome  string `json:"outcome"`
+	OptionID string `json:"optionId,omitempty"`
+}
+
+// answer answers the agent's request once: the first of the decision and a cancel wins.
+func (p *proxy) answer(pd *pend, v any) {
+	pd.once.Do(func() { _ = p.agent.send(resultReply(pd.id, v)) })
+}
+
+func (p *proxy) selected(pd *pend, optionID string) {
+	p.answer(pd, map[string]any{"outcome": outcome{Outcome: "selected", OptionID: optionID}})
+}
+
+// permission decides one session/request_permission by the workspace's rules: allow
+// answers the agent's allow_once option, deny its reject_once (the daemon records the
+// reason); an ask goes to the editor while the daemon waits (showAsk).
+func (p *proxy) permission(m *msg, line []byte) {
+	var rp struct {
+		SessionID string          `json:"sessionId"`
+		ToolCall  json.RawMessage `json:"toolCall"`
+		Options   []option        `json:"options"`
+	}
+	var tc toolCall
+	if err := json.Unmarshal(m.Params, &rp); err != nil || rp.SessionID == "" || json.Unmarshal(rp.ToolCall, &tc) != nil || tc.ToolCallID == "" {
+		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission needs sessionId, toolCall with its toolCallId, and options"))
+		return
+	}
+	ctx, cancel := context.WithCancel(p.ctx)
+	defer cancel()
+	pd := &pend{id: m.ID, session: rp.SessionID, callID: tc.ToolCallID, toolCall: rp.ToolCall, ctx: ctx, cancel: cancel}
+	key := string(m.ID)
+	p.mu.Lock()
+	p.pending[key] = pd
+	cwd := p.cwd
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.pending, key)
+		p.mu.Unlock()
+	}()
+	optionOf := func(kind string) string {
+		for _, o := range rp.Options {
+			if o.Kind == kind {
+				return o.OptionID
+			}
+		}
+		return ""
+	}
+	tool, calls, err := subject(&tc, cwd)
+	if err != nil {
+		// The daemon asks under the tool's name and records the call.
+		p.log.Debug("the tool call's input does not fit its tool", "call", tc.ToolCallID, "err", err)
+		calls = nil
+	}
+	bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: rp.SessionID, CallID: tc.ToolCallID,
+		Tool: tool, Input: tc.RawInput, Calls: calls, NoEditor: protocol.AgentAsk}
+	var res protocol.AgentBeforeResult
+	if err := p.daemon.Call(ctx, protocol.MethodAgentsBefore, bp, &res); err != nil {
+		if ctx.Err() != nil {
+			return // cancelled: answered already
+		}
+		p.log.Warn("the daemon could not decide a permission request: the editor decides it", "call", tc.ToolCallID, "err", err)
+		p.relay(pd, line)
+		return
+	}
+	if res.Decision != protocol.AgentDeny {
+		// Opened: its end comes in the agent's session/update (record).
+		p.mu.Lock()
+		p.opened[pd.session+"\x00"+pd.callID] = protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: pd.session, CallID: pd.callID, Tool: tool, Input: tc.RawInput}
+		p.mu.Unlock()
+	}
+	switch res.Decision {
+	case protocol.AgentAllow:
+		if id := optionOf("allow_once"); id != "" {
+			p.selected(pd, id)
+			return
+		}
+	case protocol.AgentDeny:
+		if id := optionOf("reject_once"); id != "" {
+			p.selected(pd, id)
+			return
+		}
+		// The agent offers no reject_once: refuse the request itself.
+		pd.once.Do(func() {
+			_ = p.agent.send(errorReply(pd.id, codeInternal, "toolsd refused this tool call: "+res.Reason))
+		})
+		return
+	}
+	// An ask nobody could show, or an agent that offers no once option: the person decides
+	// in the editor, on the agent's own request.
+	p.relay(pd, line)
+}
+
+// relay passes the agent's request to the editor, under the proxy's id, and its answer back.
+func (p *proxy) relay(pd *pend, line []byte) {
+	var m msg
+	_ = json.Unmarshal(line, &m)
+	resp, ok := p.ask(pd.ctx, "session/request_permission", m.Params)
+	if !ok {
+		return
+	}
+	pd.once.Do(func() {
+		out := struct {
+			JSONRPC string          `json:"jsonrpc"`
+			ID      json.RawMessage `json:"id"`
+			Result  json.RawMessage `json:"result,omitempty"`
+			Error   json.RawMessage `json:"error,omitempty"`
+		}{"2.0", pd.id, resp.Result, resp.Error}
+		_ = p.agent.send(out)
+	})
+}
+
+// ask sends the editor a request and waits for its response; ok is false when ctx ended
+// first or the editor cannot be written to.
+func (p *proxy) ask(ctx context.Context, method string, params any) (*msg, bool) {
+	ch := make(chan *msg, 1)
+	p.mu.Lock()
+	p.nextID++
+	id := idPrefix + strconv.Itoa(p.nextID)
+	p.waiters[id] = ch
+	p.mu.Unlock()
+	defer func() {
+		p.mu.Lock()
+		delete(p.waiters, id)
+		p.mu.Unlock()
+	}()
+	if err := p.editor.send(request{JSONRPC: "2.0", ID: id, Method: method, Params: params}); err != nil {
+		return nil, false
+	}
+	select {
+	case m := <-ch:
+		return m, true
+	case <-ctx.Done():
+		return nil, false
+	}
+}
+
+// The options toolsd offers when it asks: "always" is stored by toolsd, never by the agent.
+var askOptions = []option{
+	{OptionID: "once", Name: "Allow once", Kind: "allow_once"},
+	{OptionID: "always", Name: "Always allow in this session (toolsd)", Kind: "allow_always"},
+	{OptionID: "always-workspace", Name: "Always allow in this workspace (toolsd)", Kind: "allow_always"},
+	{OptionID: "reject", Name: "Reject", Kind: "reject_once"},
+}
+
+// showAsk shows the editor one of the daemon's asks, as a session/request_permission, and
+// gives the daemon the person's answer (permission/reply: once, always or reject). An ask of
+// one of the agent's pending requests names its tool call; another ask of the workspace (a
+// call of the agent's `toolsd mcp`) is shown in the session the editor last used.
+func (p *proxy) showAsk(a protocol.AskedParams) {
+	var pd *pend
+	p.mu.Lock()
+	for _, q := range p.pending {
+		if q.session == a.SessionID && q.callID == a.CallID {
+			pd = q
+		}
+	}
+	session := p.lastSession
+	p.mu.Unlock()
+	ctx, tc := p.ctx, json.RawMessage(nil)
+	if pd != nil {
+		ctx, tc, session = pd.ctx, pd.toolCall, pd.session
+	} else {
+		if session == "" {
+			return
+		}
+		tc, _ = json.Marshal(map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"})
+	}
+	params := map[string]any{"sessionId": session, "toolCall": tc, "options": askOptions}
+	resp, ok := p.ask(ctx, "session/request_permission", params)
+	if !ok {
+		return
+	}
+	var r struct {
+		Outcome outcome `json:"outcome"`
+	}
+	reply := protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyReject}
+	switch {
+	case resp.Error != nil:
+		reply.Message = "the editor could not show the request: " + string(resp.Error)
+	case json.Unmarshal(resp.Result, &r) != nil:
+		reply.Message = "the editor's answer was not a permission outcome"
+	case r.Outcome.Outcome == "cancelled":
+		return // session/cancel ends the call (cancelSession)
+	case r.Outcome.OptionID == "once":
+		reply.Reply = protocol.ReplyOnce
+	case r.Outcome.OptionID == "always":
+		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeSession
+	case r.Outcome.OptionID == "always-workspace":
+		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeWorkspace
+	}
+	if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, reply, nil); err != nil {
+		// Answered meanwhile on another client, or withdrawn.
+		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
+	}
+}
+
+func askTitle(a protocol.AskedParams) string {
+	who := "a toolsd call"
+	if a.Client != nil && a.Client.Name != "" {
+		who = a.Client.Name
+	}
+	return fmt.Sprintf("%s: %s %v", who, a.Permission, a.Patterns)
+}
+
+// cancelSession answers the session's pending permission requests cancelled (ACP's
+// session/cancel) and ends their asks in the daemon.
+func (p *proxy) cancelSession(params json.RawMessage) {
+	var c struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(params, &c) != nil {
+		return
+	}
+	var cancelled []*pend
+	p.mu.Lock()
+	for _, pd := range p.pending {
+		if pd.session == c.SessionID {
+			cancelled = append(cancelled, pd)
+		}
+	}
+	p.mu.Unlock()
+	for _, pd := range cancelled {
+		p.answer(pd, map[string]any{"outcome": outcome{Outcome: "cancelled"}})
+		pd.cancel()
+		if p.daemon != nil {
+			go func() {
+				_ = p.daemon.Call(p.ctx, protocol.MethodToolsCancel, protocol.CancelParams{SessionID: pd.session, CallID: pd.callID}, nil)
+			}()
+		}
+	}
+}

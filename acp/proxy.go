@@ -1,0 +1,325 @@
+package acp
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"strings"
+	"sync"
+
+	"github.com/sourcegraph/jsonrpc2"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// MCPServer is the stdio MCP server added to every session/new and session/load.
+type MCPServer struct {
+	Name    string
+	Command string
+	Args    []string
+}
+
+// Options configure Run.
+type Options struct {
+	// Editor and EditorOut are the editor's side (the proxy's stdin and stdout).
+	Editor    io.Reader
+	EditorOut io.Writer
+	// Agent and AgentIn are the agent's side (its stdout and stdin). AgentIn is closed
+	// when the editor's side ends.
+	Agent   io.Reader
+	AgentIn io.WriteCloser
+	// Daemon is a connection to the workspace's daemon (the toolsd protocol); nil, or one
+	// that does not initialize, leaves every permission request to the editor.
+	Daemon io.ReadWriteCloser
+	// Folder is the workspace folder.
+	Folder string
+	// AgentID names the agent in the record and selects its rules ("agents" in the
+	// settings); AgentName is how asks name it.
+	AgentID, AgentName string
+	// MCP is the server added to every session; nil adds none.
+	MCP     *MCPServer
+	Version string
+	Logger  *slog.Logger
+}
+
+// permissionSlots bounds the agent's permission requests being decided at once; past it the
+// proxy stops reading the agent until one is answered.
+const permissionSlots = 64
+
+type proxy struct {
+	o             Options
+	editor, agent *writer
+	daemon        *jsonrpc2.Conn
+	log           *slog.Logger
+	ctx           context.Context
+
+	slots   chan struct{}
+	records chan json.RawMessage
+
+	mu          sync.Mutex
+	pending     map[string]*pend                     // the agent's permission requests, by request id
+	waiters     map[string]chan *msg                 // the proxy's requests to the editor, by id
+	calls       map[string]*trackedCall              // tool calls seen in session/update, by session and id
+	opened      map[string]protocol.AgentAfterParams // calls agents/before opened, until their end
+	nextID      int
+	lastSession string
+	cwd         string
+}
+
+// Run serves one agent until its side ends (it exited or closed its stdout). The editor's
+// side ending closes the agent's stdin.
+func Run(ctx context.Context, o Options) error {
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
+		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
+		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{}, opened: map[string]protocol.AgentAfterParams{}}
+	if o.Daemon != nil {
+		p.daemon = p.connect(ctx)
+		if p.daemon != nil {
+			defer p.daemon.Close()
+		}
+	}
+	recorded := make(chan struct{})
+	go func() {
+		defer close(recorded)
+		for raw := range p.records {
+			p.record(raw)
+		}
+	}()
+	go p.fromEditor()
+	err := p.fromAgent()
+	close(p.records)
+	<-recorded
+	// The agent is gone: its pending requests have no one to answer.
+	p.mu.Lock()
+	for _, pd := range p.pending {
+		pd.cancel()
+	}
+	open := make([]protocol.AgentAfterParams, 0, len(p.opened))
+	for _, ap := range p.opened {
+		open = append(open, ap)
+	}
+	p.mu.Unlock()
+	// The calls the agent never reported the end of end now: they do not stay open in the
+	// daemon (nor keep it running) for a session that is gone.
+	for _, ap := range open {
+		ap.Error = "toolsd acp: the agent's connection ended before it reported the end of this call"
+		if err := p.daemon.Call(context.WithoutCancel(ctx), protocol.MethodAgentsAfter, ap, nil); err != nil {
+			p.log.Warn("closing the agent's call failed", "call", ap.CallID, "err", err)
+		}
+	}
+	return err
+}
+
+// connect initializes a session with the daemon as a client that shows asks: the asks of
+// the agent's calls come to the proxy, which shows them in the editor.
+func (p *proxy) connect(ctx context.Context) *jsonrpc2.Conn {
+	conn := jsonrpc2.NewConn(ctx, jsonrpc2.NewBufferedStream(p.o.Daemon, jsonrpc2.VSCodeObjectCodec{}), jsonrpc2.HandlerWithError(
+		func(_ context.Context, _ *jsonrpc2.Conn, req *jsonrpc2.Request) (any, error) {
+			if req.Notif {
+				if req.Method == protocol.MethodPermissionAsked && req.Params != nil {
+					var a protocol.AskedParams
+					if json.Unmarshal(*req.Params, &a) == nil {
+						go p.showAsk(a)
+					}
+				}
+				return nil, nil
+			}
+			return nil, &jsonrpc2.Error{Code: jsonrpc2.CodeMethodNotFound, Message: "toolsd acp serves no requests"}
+		}), jsonrpc2.SetLogger(log.New(io.Discard, "", 0)))
+	init := protocol.InitializeParams{WorkspaceFolder: p.o.Folder, ClientInfo: &protocol.ClientInfo{Name: "toolsd acp (" + p.o.AgentName + ")", Version: p.o.Version},
+		Capabilities: &protocol.ClientCapabilities{Ask: true}}
+	if err := conn.Call(ctx, protocol.MethodInitialize, init, nil); err != nil {
+		p.log.Warn("the workspace's daemon did not start a session: the editor decides every permission request", "err", err)
+		_ = conn.Close()
+		return nil
+	}
+	return conn
+}
+
+// fromEditor forwards the editor's messages to the agent.
+func (p *proxy) fromEditor() {
+	defer p.o.AgentIn.Close()
+	r := newReader(p.o.Editor)
+	for {
+		line, tooLong, err := r.next()
+		if err != nil {
+			return
+		}
+		if tooLong {
+			_ = p.editor.send(errorReply(nil, codeInvalidRequest, fmt.Sprintf("toolsd acp: a message from the editor is longer than %d bytes; it was not passed to the agent", maxLine)))
+			continue
+		}
+		m, err := parse(line)
+		if err != nil {
+			var id json.RawMessage
+			code := codeParse
+			if m != nil {
+				id, code = m.ID, codeInvalidRequest
+			}
+			if m == nil || m.Method == "" || len(id) > 0 { // a notification gets no answer
+				_ = p.editor.send(errorReply(id, code, "toolsd acp: the editor's message is not JSON-RPC 2.0: "+err.Error()+"; it was not passed to the agent"))
+			}
+			continue
+		}
+		if m.isResponse() {
+			if id := ownID(m.ID); id != "" {
+				p.mu.Lock()
+				ch := p.waiters[id]
+				delete(p.waiters, id)
+				p.mu.Unlock()
+				if ch != nil {
+					ch <- m
+				}
+				continue
+			}
+		}
+		p.noteSession(m)
+		switch m.Method {
+		case "session/new", "session/load":
+			if out, ok := p.withTools(m); ok {
+				line = out
+			}
+		}
+		if err := p.agent.line(line); err != nil {
+			return
+		}
+		if m.Method == "session/cancel" {
+			p.cancelSession(m.Params)
+		}
+	}
+}
+
+// fromAgent forwards the agent's messages to the editor, but for its permission requests,
+// which toolsd decides.
+func (p *proxy) fromAgent() error {
+	r := newReader(p.o.Agent)
+	for {
+		line, tooLong, err := r.next()
+		if err != nil {
+			if err == io.EOF {
+				return nil
+			}
+			return err
+		}
+		if tooLong {
+			_ = p.agent.send(errorReply(nil, codeInvalidRequest, fmt.Sprintf("toolsd acp: a message from the agent is longer than %d bytes; it was not passed to the editor", maxLine)))
+			continue
+		}
+		m, err := parse(line)
+		if err != nil {
+			var id json.RawMessage
+			code := codeParse
+			if m != nil {
+				id, code = m.ID, codeInvalidRequest
+			}
+			if m == nil || m.Method == "" || len(id) > 0 {
+				_ = p.agent.send(errorReply(id, code, "toolsd acp: the agent's message is not JSON-RPC 2.0: "+err.Error()+"; it was not passed to the editor"))
+			}
+			continue
+		}
+		if m.Method == "session/request_permission" && m.isRequest() && p.daemon != nil {
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.ctx.Done():
+				return nil
+			}
+			go func() {
+				defer func() { <-p.slots }()
+				p.permission(m, line)
+			}()
+			continue
+		}
+		if err := p.editor.line(line); err != nil {
+			return err
+		}
+		if m.Method == "session/update" && m.Params != nil {
+			select {
+			case p.records <- m.Params:
+			case <-p.ctx.Done():
+				return nil
+			}
+		}
+	}
+}
+
+// ownID is the proxy's id of a request it sent the editor, or "".
+func ownID(raw json.RawMessage) string {
+	var s string
+	if json.Unmarshal(raw, &s) != nil || !strings.HasPrefix(s, idPrefix) {
+		return ""
+	}
+	return s
+}
+
+// idPrefix marks the ids of the proxy's own requests to the editor, apart from the agent's.
+const idPrefix = "toolsd-acp:"
+
+// noteSession keeps the session and folder the editor last spoke of.
+func (p *proxy) noteSession(m *msg) {
+	if m.Params == nil {
+		return
+	}
+	var s struct {
+		SessionID string `json:"sessionId"`
+		Cwd       string `json:"cwd"`
+	}
+	if json.Unmarshal(m.Params, &s) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if s.SessionID != "" {
+		p.lastSession = s.SessionID
+	}
+	if s.Cwd != "" && (m.Method == "session/new" || m.Method == "session/load") {
+		p.cwd = s.Cwd
+	}
+}
+
+// withTools is a session/new or session/load with toolsd's MCP server added to its
+// mcpServers (unless one named so is there); ok is false when it is left as it is.
+func (p *proxy) withTools(m *msg) ([]byte, bool) {
+	if p.o.MCP == nil {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return nil, false
+	}
+	var servers []json.RawMessage
+	if raw, ok := params["mcpServers"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &servers) != nil {
+			return nil, false
+		}
+	}
+	for _, s := range servers {
+		var named struct {
+			Name string `json:"name"`
+		}
+		if json.Unmarshal(s, &named) == nil && named.Name == p.o.MCP.Name {
+			return nil, false
+		}
+	}
+	args := p.o.MCP.Args
+	if args == nil {
+		args = []string{}
+	}
+	add, _ := json.Marshal(map[string]any{"name": p.o.MCP.Name, "command": p.o.MCP.Command, "args": args, "env": []any{}})
+	servers = append(servers, add)
+	params["mcpServers"], _ = json.Marshal(servers)
+	out, err := json.Marshal(struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      json.RawMessage            `json:"id,omitempty"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}{"2.0", m.ID, m.Method, params})
+	return out, err == nil
+}

@@ -1,0 +1,130 @@
+package acp
+
+import (
+	"encoding/json"
+	"strings"
+
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// maxTracked bounds the tool calls followed between their first update and their end.
+const maxTracked = 4096
+
+// trackedCall is what the updates of one tool call said so far.
+type trackedCall struct {
+	tc      toolCall
+	session string
+}
+
+// record follows the agent's tool calls through session/update (tool_call, then
+// tool_call_update with the fields that changed) and puts each in the daemon's record when
+// it ends (completed or failed): agents/after, which closes the call agents/before opened
+// when the agent asked permission for it, or records it anew.
+func (p *proxy) record(raw json.RawMessage) {
+	if p.daemon == nil {
+		return
+	}
+	var u struct {
+		SessionID string `json:"sessionId"`
+		Update    struct {
+			SessionUpdate string `json:"sessionUpdate"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(raw, &u) != nil || (u.Update.SessionUpdate != "tool_call" && u.Update.SessionUpdate != "tool_call_update") {
+		return
+	}
+	var w struct {
+		Update toolCall `json:"update"`
+	}
+	if json.Unmarshal(raw, &w) != nil || w.Update.ToolCallID == "" {
+		return
+	}
+	up := w.Update
+	key := u.SessionID + "\x00" + up.ToolCallID
+	p.mu.Lock()
+	t := p.calls[key]
+	if t == nil {
+		if len(p.calls) >= maxTracked {
+			p.mu.Unlock()
+			return
+		}
+		t = &trackedCall{session: u.SessionID}
+		p.calls[key] = t
+	}
+	merge(&t.tc, &up)
+	done := t.tc.Status == "completed" || t.tc.Status == "failed"
+	if done {
+		delete(p.calls, key)
+		delete(p.opened, key)
+	}
+	cwd := p.cwd
+	p.mu.Unlock()
+	if !done {
+		return
+	}
+	tool, _, _ := subject(&t.tc, cwd)
+	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: t.tc.ToolCallID, Tool: tool,
+		Input: t.tc.RawInput, Output: output(&t.tc)}
+	if t.tc.Status == "failed" {
+		ap.Error = "the tool call failed"
+		if ap.Output != "" {
+			ap.Error = ap.Output
+		}
+	}
+	if err := p.daemon.Call(p.ctx, protocol.MethodAgentsAfter, ap, nil); err != nil {
+		p.log.Warn("recording the agent's tool call failed", "call", ap.CallID, "err", err)
+	}
+}
+
+// merge applies an update: the fields it sets replace the call's.
+func merge(t, up *toolCall) {
+	t.ToolCallID = up.ToolCallID
+	if up.Title != "" {
+		t.Title = up.Title
+	}
+	if up.Kind != "" {
+		t.Kind = up.Kind
+	}
+	if up.Status != "" {
+		t.Status = up.Status
+	}
+	if up.RawInput != nil {
+		t.RawInput = up.RawInput
+	}
+	if up.RawOutput != nil {
+		t.RawOutput = up.RawOutput
+	}
+	if up.Content != nil {
+		t.Content = up.Content
+	}
+	if up.Locations != nil {
+		t.Locations = up.Locations
+	}
+	if up.Meta.ClaudeCode.ToolName != "" {
+		t.Meta = up.Meta
+	}
+}
+
+// output is the call's result as text: its text content, the paths of its diffs, else its
+// raw output.
+func output(t *toolCall) string {
+	var b strings.Builder
+	for _, c := range t.Content {
+		switch {
+		case c.Type == "content" && c.Content != nil && c.Content.Type == "text":
+			b.WriteString(c.Content.Text)
+		case c.Type == "diff":
+			b.WriteString("diff of " + c.Path + "\n")
+		case c.Type == "terminal":
+			b.WriteString("terminal " + c.TerminalID + "\n")
+		}
+	}
+	if b.Len() == 0 && len(t.RawOutput) > 0 && string(t.RawOutput) != "null" {
+		var s string
+		if json.Unmarshal(t.RawOutput, &s) == nil {
+			return s
+		}
+		return string(t.RawOutput)
+	}
+	return b.String()
+}

@@ -1,0 +1,439 @@
+package main_test
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"io"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/toolsd/toolsd/internal/harness"
+	"github.com/toolsd/toolsd/protocol"
+)
+
+// acpPeer is one side of an ACP connection the test plays: the editor (toolsd acp's stdin
+// and stdout) or the agent (the relay's socket).
+type acpPeer struct {
+	t    *testing.T
+	name string
+	w    io.Writer
+	in   chan []byte
+}
+
+func newACPPeer(t *testing.T, name string, r io.Reader, w io.Writer) *acpPeer {
+	p := &acpPeer{t: t, name: name, w: w, in: make(chan []byte, 16)}
+	go func() {
+		defer close(p.in)
+		s := bufio.NewScanner(r)
+		s.Buffer(nil, 1<<20)
+		for s.Scan() {
+			p.in <- append([]byte(nil), s.Bytes()...)
+		}
+	}()
+	return p
+}
+
+func (p *acpPeer) sendRaw(line string) {
+	p.t.Helper()
+	if _, err := io.WriteString(p.w, line+"\n"); err != nil {
+		p.t.Fatalf("%s: writing: %v", p.name, err)
+	}
+}
+
+func (p *acpPeer) send(v any) {
+	p.t.Helper()
+	b, err := json.Marshal(v)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.sendRaw(string(b))
+}
+
+// next is the next message this side receives, raw and decoded.
+func (p *acpPeer) next() ([]byte, map[string]any) {
+	p.t.Helper()
+	select {
+	case line, ok := <-p.in:
+		if !ok {
+			p.t.Fatalf("%s: the stream ended", p.name)
+		}
+		var m map[string]any
+		if err := json.Unmarshal(line, &m); err != nil {
+			p.t.Fatalf("%s received a line that is not JSON: %q", p.name, line)
+		}
+		return line, m
+	case <-time.After(20 * time.Second):
+		p.t.Fatalf("%s: no message within 20s", p.name)
+	}
+	return nil, nil
+}
+
+// startACP runs `toolsd acp -- agent...` on the workspace's daemon, the test being its
+// editor.
+func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io.WriteCloser, *acpExit) {
+	t.Helper()
+	cmd := exec.CommandContext(e.ctx, harness.Binary(t), append([]string{"acp", "--store", e.st, "--grace=200ms", "--workspace", e.ws, "--"}, agent...)...)
+	cmd.Env = append(append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0"), env...)
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	stderr := &bytes.Buffer{}
+	cmd.Stderr = stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := &acpExit{done: make(chan struct{})}
+	go func() { exited.err = cmd.Wait(); close(exited.done) }()
+	t.Cleanup(func() {
+		_ = stdin.Close()
+		select {
+		case <-exited.done:
+		case <-time.After(20 * time.Second):
+			_ = cmd.Process.Kill()
+			t.Error("toolsd acp did not exit after its editor left")
+		}
+		if t.Failed() {
+			t.Logf("toolsd acp's stderr:\n%s", stderr.String())
+		}
+	})
+	return newACPPeer(t, "the editor", stdout, stdin), stdin, exited
+}
+
+// acpExit is toolsd acp's exit: done closes when it has exited, with err.
+type acpExit struct {
+	done chan struct{}
+	err  error
+}
+
+func rpcReq(id any, method string, params any) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id, "method": method, "params": params}
+}
+
+func rpcResult(id any, result any) map[string]any {
+	return map[string]any{"jsonrpc": "2.0", "id": id, "result": result}
+}
+
+var acpOptions = []map[string]string{
+	{"optionId": "yes", "name": "Allow", "kind": "allow_once"},
+	{"optionId": "yes-always", "name": "Always", "kind": "allow_always"},
+	{"optionId": "no", "name": "Reject", "kind": "reject_once"},
+	{"optionId": "no-always", "name": "Never", "kind": "reject_always"},
+}
+
+func askPermission(id int, callID, command string) map[string]any {
+	return rpcReq(id, "session/request_permission", map[string]any{"sessionId": "sess1",
+		"toolCall": map[string]any{"toolCallId": callID, "title": command, "kind": "execute", "status": "pending", "rawInput": map[string]any{"command": command}},
+		"options":  acpOptions})
+}
+
+// outcomeOf is a permission response's outcome and option.
+func outcomeOf(t *testing.T, m map[string]any, id int) (string, string) {
+	t.Helper()
+	if got, _ := m["id"].(float64); int(got) != id || m["result"] == nil {
+		t.Fatalf("want the response to request %d, got %v", id, m)
+	}
+	o, _ := m["result"].(map[string]any)["outcome"].(map[string]any)
+	kind, _ := o["outcome"].(string)
+	opt, _ := o["optionId"].(string)
+	return kind, opt
+}
+
+// `toolsd acp` between an editor and an agent the test plays, both over real processes
+// (toolsd acp, its owner, and a relay process that is the agent's command): messages pass
+// unchanged, the workspace's rules answer the agent's permission requests, asks reach the
+// editor with toolsd's options and "always" is kept by toolsd, cancel answers cancelled,
+// toolsd mcp is in the session's servers and the tool calls are in the record.
+func TestACPProxy(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ctx := e.ctx
+	rt := harness.RuntimeDir(e.t)
+	relay := filepath.Join(t.TempDir(), "acprelay")
+	if out, err := exec.CommandContext(ctx, "go", "build", "-o", relay, "./testdata/acprelay").CombinedOutput(); err != nil {
+		t.Fatalf("building the relay: %v\n%s", err, out)
+	}
+	sock := filepath.Join(rt, "agent.sock")
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+
+	ed, stdin, exited := startACP(t, e, []string{"ACPRELAY_SOCKET=" + sock}, relay)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	var conn net.Conn
+	select {
+	case conn = <-accepted:
+	case <-exited.done:
+		t.Fatalf("toolsd acp exited before starting its agent: %v", exited.err)
+	case <-ctx.Done():
+		t.Fatal("the agent did not start")
+	}
+	defer conn.Close()
+	ag := newACPPeer(t, "the agent", conn, conn)
+
+	// Pass-through, byte for byte, both ways.
+	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"x":[1,2]}}}`
+	ed.sendRaw(init)
+	if got, _ := ag.next(); string(got) != init {
+		t.Fatalf("initialize changed on its way:\n got %s\nwant %s", got, init)
+	}
+	initRes := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[]}}`
+	ag.sendRaw(initRes)
+	if got, _ := ed.next(); string(got) != initRes {
+		t.Fatalf("the initialize result changed on its way: %s", got)
+	}
+
+	// session/new: toolsd mcp is added to the agent's MCP servers, after the editor's own.
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{map[string]any{"name": "other", "command": "x", "args": []string{}, "env": []any{}}}}))
+	_, m := ag.next()
+	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
+	if len(servers) != 2 {
+		t.Fatalf("session/new's mcpServers: %v", m)
+	}
+	s, _ := servers[1].(map[string]any)
+	args, _ := s["args"].([]any)
+	if s["name"] != "toolsd" || s["command"] != harness.Binary(t) || len(args) == 0 || args[0] != "mcp" || servers[0].(map[string]any)["name"] != "other" {
+		t.Fatalf("toolsd mcp is not the added server: %v", servers)
+	}
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	ed.send(rpcReq(3, "session/prompt", map[string]any{"sessionId": "sess1", "prompt": []any{map[string]any{"type": "text", "text": "go"}}}))
+	ag.next()
+
+	// marker checks that nothing reached the editor before it.
+	marker := func(n int) {
+		t.Helper()
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1",
+			"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "marker"}}, "n": n}})
+		if _, m := ed.next(); m["method"] != "session/update" || m["params"].(map[string]any)["n"] != float64(n) {
+			t.Fatalf("the editor received %v before marker %d", m, n)
+		}
+	}
+
+	// A deny rule: reject_once, never the editor.
+	ag.send(askPermission(100, "tc-deny", "rm -rf build"))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "no" {
+			t.Fatalf("a denied command: %s %s", k, opt)
+		}
+	}
+	// An allow rule: allow_once (never allow_always), never the editor.
+	ag.send(askPermission(101, "tc-echo", "echo hi"))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 101); k != "selected" || opt != "yes" {
+			t.Fatalf("an allowed command: %s %s", k, opt)
+		}
+	}
+	marker(1)
+	if rec := e.agentRecord("sess1", "tc-deny"); rec.Status != protocol.StatusError || !strings.Contains(rec.Error, "rm *") {
+		t.Fatalf("the denied call's record: %+v", rec)
+	}
+
+	// An ask: the editor is asked with toolsd's options; "always" allows this one, and is
+	// toolsd's: the next identical request is allowed without the editor.
+	ag.send(askPermission(102, "tc-make", "make build"))
+	_, m = ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	p := m["params"].(map[string]any)
+	tc, _ := p["toolCall"].(map[string]any)
+	opts, _ := json.Marshal(p["options"])
+	if p["sessionId"] != "sess1" || tc["toolCallId"] != "tc-make" || !strings.Contains(string(opts), `"optionId":"always"`) {
+		t.Fatalf("the ask the editor sees: %v", p)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "always"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 102); k != "selected" || opt != "yes" {
+			t.Fatalf("an ask answered always: %s %s", k, opt)
+		}
+	}
+	ag.send(askPermission(103, "tc-make2", "make build"))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 103); k != "selected" || opt != "yes" {
+			t.Fatalf("the request after always: %s %s", k, opt)
+		}
+	}
+	marker(2)
+
+	// session/cancel answers a pending request cancelled.
+	ag.send(askPermission(104, "tc-publish", "npm publish"))
+	_, m = ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	ed.send(map[string]any{"jsonrpc": "2.0", "method": "session/cancel", "params": map[string]any{"sessionId": "sess1"}})
+	got := map[string]bool{}
+	for range 2 {
+		_, c := ag.next()
+		switch {
+		case c["method"] == "session/cancel":
+			got["cancel"] = true
+		case c["id"] == float64(104):
+			if k, _ := outcomeOf(t, c, 104); k == "cancelled" {
+				got["cancelled"] = true
+			}
+		}
+	}
+	if !got["cancel"] || !got["cancelled"] {
+		t.Fatalf("after session/cancel the agent should get it and the request answered cancelled: %v", got)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}))
+
+	// The agent's tool call, through its updates, into the record.
+	mark := e.d.Mark()
+	ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1",
+		"update": map[string]any{"sessionUpdate": "tool_call", "toolCallId": "tc-echo", "title": "echo hi", "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": "echo hi"}}}})
+	ed.next()
+	ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1",
+		"update": map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "tc-echo", "status": "completed", "content": []any{map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "hi\n"}}}}}})
+	ed.next()
+	if _, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "tc-echo" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("the agent's call did not end in the record: %v", err)
+	}
+	if rec := e.agentRecord("sess1", "tc-echo"); rec.Status != protocol.StatusCompleted || rec.Output != "hi\n" || rec.Tool != "Bash" {
+		t.Fatalf("the recorded call: %+v", rec)
+	}
+	var list protocol.CallsListResult
+	if err := e.d.Call(ctx, protocol.MethodCallsList, protocol.CallsListParams{SessionID: "sess1"}, &list); err != nil || len(list.Calls) < 4 {
+		t.Fatalf("calls/list of the session: %v %+v", err, list)
+	}
+
+	// Malformed lines: a clear error to their sender, and the proxy goes on.
+	ed.sendRaw("this is not json")
+	if _, m := ed.next(); m["error"] == nil || m["id"] != nil || !strings.Contains(m["error"].(map[string]any)["message"].(string), "not JSON-RPC") {
+		t.Fatalf("a malformed line from the editor: %v", m)
+	}
+	ag.sendRaw(`{"jsonrpc":"2.0","id":7}`)
+	if _, m := ag.next(); m["error"] == nil || m["id"] != float64(7) {
+		t.Fatalf("a malformed message from the agent: %v", m)
+	}
+	ed.send(rpcReq(5, "session/prompt", map[string]any{"sessionId": "sess1", "prompt": []any{}}))
+	if _, m := ag.next(); m["id"] != float64(5) {
+		t.Fatalf("after malformed lines: %v", m)
+	}
+
+	// The editor leaves: the agent's stdin ends, and toolsd acp exits with the agent.
+	_ = stdin.Close()
+	if _, ok := <-ag.in; ok {
+		t.Fatal("the agent received more after the editor left")
+	}
+	_ = conn.Close()
+	select {
+	case <-exited.done:
+		if exited.err != nil {
+			t.Fatalf("toolsd acp exited: %v", exited.err)
+		}
+	case <-ctx.Done():
+		t.Fatal("toolsd acp did not exit after its agent")
+	}
+}
+
+// The official ACP TypeScript SDK's agent (testdata/acpagent) behind `toolsd acp`: an
+// independent implementation reads toolsd's answers to its permission requests, and its
+// session lists toolsd mcp.
+func TestACPProxyOfficialSDK(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/acpagent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("the ACP TypeScript SDK is not installed: run `npm ci --no-audit --no-fund` in testdata/acpagent (scripts/test.sh does)")
+	}
+	node, err := exec.LookPath("node")
+	if err != nil {
+		t.Skip("node is not installed: the ACP TypeScript agent needs it")
+	}
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ed, stdin, exited := startACP(t, e, nil, node, filepath.Join(dir, "agent.mjs"))
+
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	if _, m := ed.next(); m["result"] == nil {
+		t.Fatalf("initialize: %v", m)
+	}
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	_, m := ed.next()
+	res, _ := m["result"].(map[string]any)
+	meta, _ := res["_meta"].(map[string]any)
+	servers, _ := json.Marshal(meta["mcpServers"])
+	if res["sessionId"] != "ts-session" || !strings.Contains(string(servers), `"name":"toolsd"`) || !strings.Contains(string(servers), `"args":["mcp",`) {
+		t.Fatalf("the agent's session/new did not get toolsd mcp: %v", m)
+	}
+
+	steps, _ := json.Marshal([]map[string]string{
+		{"id": "ts-deny", "command": "rm -rf build"}, {"id": "ts-echo", "command": "echo hi"},
+		{"id": "ts-make", "command": "make all"}, {"id": "ts-make2", "command": "make all"},
+	})
+	mark := e.d.Mark()
+	ed.send(rpcReq(3, "session/prompt", map[string]any{"sessionId": "ts-session", "prompt": []any{map[string]any{"type": "text", "text": string(steps)}}}))
+	outcomes := map[string]string{}
+	asks := 0
+	for {
+		_, m := ed.next()
+		if m["id"] == float64(3) {
+			if r, _ := m["result"].(map[string]any); r["stopReason"] != "end_turn" {
+				t.Fatalf("the prompt ended with %v", m)
+			}
+			break
+		}
+		switch m["method"] {
+		case "session/request_permission":
+			asks++
+			tc, _ := m["params"].(map[string]any)["toolCall"].(map[string]any)
+			if tc["toolCallId"] != "ts-make" {
+				t.Fatalf("only the first make should ask the editor, got %v", m)
+			}
+			ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "always"}}))
+		case "session/update":
+			u, _ := m["params"].(map[string]any)["update"].(map[string]any)
+			if u["sessionUpdate"] == "agent_message_chunk" {
+				text, _ := u["content"].(map[string]any)["text"].(string)
+				if f := strings.Fields(text); len(f) == 4 && f[0] == "outcome" {
+					outcomes[f[1]] = f[2] + " " + f[3]
+				}
+			}
+		}
+	}
+	want := map[string]string{"ts-deny": "selected no", "ts-echo": "selected yes", "ts-make": "selected yes", "ts-make2": "selected yes"}
+	for id, w := range want {
+		if outcomes[id] != w {
+			t.Errorf("%s: the agent read %q, want %q", id, outcomes[id], w)
+		}
+	}
+	if asks != 1 {
+		t.Errorf("the editor was asked %d times, want once", asks)
+	}
+	if rec := e.agentRecord("ts-session", "ts-deny"); rec.Status != protocol.StatusError {
+		t.Errorf("the denied call's record: %+v", rec)
+	}
+	// The record is written after the update is forwarded: wait for the call to end there.
+	if _, _, err := e.d.WaitFor(e.ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "ts-make2" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("ts-make2 did not end in the record: %v", err)
+	}
+	if rec := e.agentRecord("ts-session", "ts-make2"); rec.Output != "ran make all\n" || rec.Agent != "node" {
+		t.Errorf("the recorded call: %+v", rec)
+	}
+	_ = stdin.Close()
+	select {
+	case <-exited.done:
+	case <-e.ctx.Done():
+		t.Fatal("toolsd acp did not exit after the editor left")
+	}
+}
