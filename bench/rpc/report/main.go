@@ -1,8 +1,8 @@
 // Command report prints the results of bench/run.sh (JSON lines written by the Go and Node
-// drivers) as one table per benchmark, side by side with ratios, and checks the targets of
-// issue 2 and the bars of issue 15 (ratios to peers in the same run, the daemon's CPU per
-// call among them). It exits 0 whether or not the targets are met: a miss is a result, not
-// an error.
+// drivers) as one table per benchmark, side by side with ratios, and checks the bars of
+// issue 25: what a person feels, as ratios to server-filesystem measured in the same run,
+// and the big output's memory. The echo floor's columns are information, not bars. It exits
+// 0 whether or not the bars are met: a miss is a result, not an error.
 //
 // Usage: report [-title TEXT] RESULTS.jsonl
 //
@@ -208,8 +208,7 @@ type target struct {
 
 func printReport(w io.Writer, title string, rs results) {
 	rs = medians(rs)
-	var targets []target
-	bars := throughputBars(rs)
+	bars := ratioBars(rs)
 	if title != "" {
 		fmt.Fprintln(w, title)
 		fmt.Fprintln(w)
@@ -243,10 +242,6 @@ func printReport(w io.Writer, title string, rs results) {
 			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%s\t%s\t\n", x.label, x.c, ms(r.P50us), ms(r.P99us), vsSF, vsEcho)
 		}
 		t.Flush()
-		if td, sf := rs.find("spawn", nodeC, "toolsd"), rs.find("spawn", mcpC, sfs); td != nil && sf != nil {
-			r := td.P50us / sf.P50us
-			targets = append(targets, target{"spawn to ready ≤ 1/10 of server-filesystem's (p50, Node clients)", fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)), verdict(r <= 0.1)})
-		}
 		fmt.Fprintln(w)
 	}
 
@@ -277,9 +272,6 @@ func printReport(w io.Writer, title string, rs results) {
 			fmt.Fprintf(t, "%s\t%s\t%s\t%s\t%d\t%s\t%s\t\n", x.label, x.c, ms(r.P50us), ms(r.P99us), r.RespBytes, vsEcho, vsSF)
 		}
 		t.Flush()
-		if td := rs.find("read", nodeC, "toolsd"); td != nil && sf != nil {
-			targets = append(targets, target{"read p50 no slower than server-filesystem's (Node clients; store on)", fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)), verdict(td.P50us <= sf.P50us)})
-		}
 		fmt.Fprintln(w)
 	}
 
@@ -318,11 +310,6 @@ func printReport(w io.Writer, title string, rs results) {
 			fmt.Fprintf(t, "%s\t%s\t%d\t%.0f\t%s\t%s\t%s\t\n", x.label, x.c, r.Callers, r.CallsPerSec, cpu, vsEcho, vsSF)
 		}
 		t.Flush()
-		for _, c := range []string{goC, nodeC} {
-			if r := rs.find("concurrent", c, "toolsd"); r != nil {
-				targets = append(targets, target{"64 concurrent callers ≥ 10,000 calls/s (" + c + ")", fmt.Sprintf("%.0f calls/s", r.CallsPerSec), verdict(r.CallsPerSec >= 10000)})
-			}
-		}
 		fmt.Fprintln(w)
 	}
 
@@ -344,7 +331,7 @@ func printReport(w io.Writer, title string, rs results) {
 		if !checks {
 			fmt.Fprintf(w, "FAILED CHECK: %s\n", r.Problem)
 		}
-		targets = append(targets,
+		bars = append(bars,
 			target{"bash " + size(r.OutBytes) + ": truncated result, outputs/read returns every line", fmt.Sprintf("%d lines, %d bytes", r.Lines, r.Bytes), verdict(checks && r.Truncated)},
 			target{"bash " + size(r.OutBytes) + ": daemon peak RssAnon ≤ 32 MiB", fmt.Sprintf("%.1f MiB (file-backed %.1f MiB)", r.PeakAnonMiB, r.PeakFileMiB), verdict(r.PeakAnonMiB <= 32)},
 		)
@@ -353,11 +340,7 @@ func printReport(w io.Writer, title string, rs results) {
 		fmt.Fprintln(w, "4. bash big output: no result")
 	}
 
-	printTargets(w, "Targets (issue 2, Bars)", targets)
-	if len(targets) > 0 && len(bars) > 0 {
-		fmt.Fprintln(w)
-	}
-	printTargets(w, "Targets (issue 15, Bars: ratios to peers in this run)", bars)
+	printTargets(w, "Bars (issue 25: ratios to server-filesystem in this run; the big output's memory)", bars)
 }
 
 func printTargets(w io.Writer, heading string, targets []target) {
@@ -372,53 +355,33 @@ func printTargets(w io.Writer, heading string, targets []target) {
 	t.Flush()
 }
 
-// Issue 15's bars, all ratios to a peer measured in the same run (absolute figures drift
-// from machine to machine and with the load of the moment).
+// Issue 25's bars, ratios to server-filesystem measured in the same run on matching (Node)
+// clients: absolute figures drift from machine to machine and with the load of the moment.
+// They bar what a person feels (a start, a call, an agent's parallel calls); the echo floor's
+// ratios and the CPU per call are printed above as information.
 const (
-	barCallsVsSF   = 1.5  // 64 callers through vscode-jsonrpc: calls/s at least this × server-filesystem's
-	barCallsVsEcho = 0.5  // and at least this × the echo floor's (same client)
-	barCPUVsEcho   = 8.0  // daemon CPU per read call under 64 callers: at most this × the echo floor's
-	barReadVsSF    = 0.6  // sequential read p50 (Node clients): at most this × server-filesystem's
-	barSpawnVsSF   = 0.03 // spawn to initialize, store exists (Node clients): at most this × server-filesystem's
+	barSpawnVsSF = 0.05 // spawn to initialize, store exists: at most this × server-filesystem's
+	barReadVsSF  = 1.0  // sequential read p50: at most this × server-filesystem's
+	barCallsVsSF = 1.0  // 64 callers: calls/s at least this × server-filesystem's
 )
 
-// throughputBars checks issue 15's bars against the records of one run. The CPU per call
-// is the daemon's user plus system time from /proc/<pid>/stat over the run divided by the
-// calls, beside the echo floor's measured the same way by the same client: the regression
-// guard for the daemon's cost per call (a benchmark result, not a timed test).
-func throughputBars(rs results) []target {
+// ratioBars checks issue 25's ratio bars against the records of one run.
+func ratioBars(rs results) []target {
 	var out []target
-	sf := rs.find("concurrent", mcpC, sfs)
-	if td := rs.find("concurrent", nodeC, "toolsd"); td != nil {
-		if sf != nil {
-			out = append(out, target{fmt.Sprintf("64 callers (%s) ≥ %.1f× server-filesystem's calls/s", nodeC, barCallsVsSF),
-				fmt.Sprintf("%.0f vs %.0f calls/s = %s", td.CallsPerSec, sf.CallsPerSec, ratio(td.CallsPerSec, sf.CallsPerSec)),
-				verdict(td.CallsPerSec >= barCallsVsSF*sf.CallsPerSec)})
-		}
-		if e := rs.find("concurrent", nodeC, "echo"); e != nil {
-			out = append(out, target{fmt.Sprintf("64 callers (%s) ≥ %.1f× the echo floor's calls/s", nodeC, barCallsVsEcho),
-				fmt.Sprintf("%.0f vs %.0f calls/s = %s", td.CallsPerSec, e.CallsPerSec, ratio(td.CallsPerSec, e.CallsPerSec)),
-				verdict(td.CallsPerSec >= barCallsVsEcho*e.CallsPerSec)})
-		}
-	}
-	for _, c := range []string{nodeC, goC} {
-		td, e := rs.find("concurrent", c, "toolsd"), rs.find("concurrent", c, "echo")
-		if td == nil || e == nil || td.ServerCPUus <= 0 || e.ServerCPUus <= 0 {
-			continue
-		}
-		out = append(out, target{fmt.Sprintf("CPU per call guard (%s): daemon CPU per read, 64 callers, ≤ %.0f× the echo floor's", c, barCPUVsEcho),
-			fmt.Sprintf("%s vs %s = %s", ms(td.ServerCPUus), ms(e.ServerCPUus), ratio(td.ServerCPUus, e.ServerCPUus)),
-			verdict(td.ServerCPUus <= barCPUVsEcho*e.ServerCPUus)})
+	if td, sf := rs.find("spawn", nodeC, "toolsd"), rs.find("spawn", mcpC, sfs); td != nil && sf != nil {
+		out = append(out, target{fmt.Sprintf("spawn to initialize, store exists (Node clients) ≤ %.2f× server-filesystem's", barSpawnVsSF),
+			fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)),
+			verdict(td.P50us <= barSpawnVsSF*sf.P50us)})
 	}
 	if td, sf := rs.find("read", nodeC, "toolsd"), rs.find("read", mcpC, sfs); td != nil && sf != nil {
 		out = append(out, target{fmt.Sprintf("read p50 (Node clients) ≤ %.1f× server-filesystem's", barReadVsSF),
 			fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)),
 			verdict(td.P50us <= barReadVsSF*sf.P50us)})
 	}
-	if td, sf := rs.find("spawn", nodeC, "toolsd"), rs.find("spawn", mcpC, sfs); td != nil && sf != nil {
-		out = append(out, target{fmt.Sprintf("spawn to initialize, store exists (Node clients) ≤ %.2f× server-filesystem's", barSpawnVsSF),
-			fmt.Sprintf("%s vs %s = %s", ms(td.P50us), ms(sf.P50us), ratio(td.P50us, sf.P50us)),
-			verdict(td.P50us <= barSpawnVsSF*sf.P50us)})
+	if td, sf := rs.find("concurrent", nodeC, "toolsd"), rs.find("concurrent", mcpC, sfs); td != nil && sf != nil {
+		out = append(out, target{fmt.Sprintf("64 callers (%s) ≥ %.1f× server-filesystem's calls/s", nodeC, barCallsVsSF),
+			fmt.Sprintf("%.0f vs %.0f calls/s = %s", td.CallsPerSec, sf.CallsPerSec, ratio(td.CallsPerSec, sf.CallsPerSec)),
+			verdict(td.CallsPerSec >= barCallsVsSF*sf.CallsPerSec)})
 	}
 	return out
 }
