@@ -5,6 +5,7 @@
 package jsondec
 
 import (
+	"bytes"
 	"encoding/json"
 
 	jsonv2 "github.com/go-json-experiment/json"
@@ -26,4 +27,15 @@ func Unmarshal(data []byte, v any) error {
 // encoding/json allows them.
 func Valid(data []byte) bool {
 	return jsontext.Value(data).IsValid(jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true))
+}
+
+// Canonical is data with its objects' members sorted by name and no white space, numbers as
+// written (1.0 and 1 differ): one form for the same value however it was spaced and ordered.
+// Anything but one JSON value is data itself.
+func Canonical(data []byte) []byte {
+	v := jsontext.Value(bytes.Clone(data))
+	if v.Format(jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
+		return data
+	}
+	return v
 }
