@@ -26,10 +26,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/toolsd/toolsd/internal/jsonobj"
 )
 
 // Provider ids AdaptSchema knows.
@@ -97,11 +98,11 @@ func adaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, er
 	if len(bytes.TrimSpace(schema)) == 0 {
 		schema = json.RawMessage(`{"type":"object","properties":{}}`)
 	}
-	v, err := parseOrdered(schema)
+	v, err := jsonobj.Parse(schema)
 	if err != nil {
 		return nil, fmt.Errorf("registry: schema is not valid JSON: %w", err)
 	}
-	root, ok := v.(*object)
+	root, ok := v.(*jsonobj.Object)
 	if !ok {
 		return nil, errors.New("registry: schema is not a JSON object")
 	}
@@ -118,13 +119,13 @@ func adaptSchema(providerID string, schema json.RawMessage) (json.RawMessage, er
 		g := &googleAdapter{root: root}
 		out = g.adapt(root, 0)
 	case ProviderAnthropic:
-		root = root.clone()
-		root.del("$schema")
+		root = root.Clone()
+		root.Del("$schema")
 		out = root
 	default:
 		out = root
 	}
-	b, err := marshal(out)
+	b, err := jsonobj.Marshal(out)
 	if err != nil {
 		return nil, err
 	}
@@ -151,18 +152,17 @@ var openaiFormats = map[string]bool{
 	"hostname": true, "ipv4": true, "ipv6": true, "uuid": true,
 }
 
-func (a *openaiAdapter) adapt(s *object, ptr string, root bool) *object {
-	out := &object{}
+func (a *openaiAdapter) adapt(s *jsonobj.Object, ptr string, root bool) *jsonobj.Object {
+	out := &jsonobj.Object{}
 	var notes []string
-	for _, k := range s.keys {
-		v := s.vals[k]
+	for k, v := range s.All() {
 		switch k {
 		case "properties", "required", "additionalProperties":
 			// Handled below; keep their place.
-			out.set(k, placeholder{})
+			out.Set(k, placeholder{})
 		case "items":
-			if is, ok := v.(*object); ok {
-				out.set("items", a.adapt(is, ptr+"/items", false))
+			if is, ok := v.(*jsonobj.Object); ok {
+				out.Set("items", a.adapt(is, ptr+"/items", false))
 			} else {
 				a.notStrict = append(a.notStrict, ptr+"/items")
 			}
@@ -170,18 +170,18 @@ func (a *openaiAdapter) adapt(s *object, ptr string, root bool) *object {
 			if arr, ok := v.([]any); ok {
 				var branches []any
 				for i, b := range arr {
-					if bo, ok := b.(*object); ok {
+					if bo, ok := b.(*jsonobj.Object); ok {
 						branches = append(branches, a.adapt(bo, fmt.Sprintf("%s/%s/%d", ptr, k, i), false))
 					}
 				}
-				out.set("anyOf", branches)
+				out.Set("anyOf", branches)
 			}
 		case "allOf":
 			if arr, ok := v.([]any); ok && len(arr) == 1 {
-				if bo, ok := arr[0].(*object); ok {
-					for _, bk := range a.adapt(bo, ptr+"/allOf/0", false).keys {
-						if !out.has(bk) {
-							out.set(bk, bo.vals[bk])
+				if bo, ok := arr[0].(*jsonobj.Object); ok {
+					for _, bk := range a.adapt(bo, ptr+"/allOf/0", false).Keys() {
+						if !out.Has(bk) {
+							out.Set(bk, bo.Get(bk))
 						}
 					}
 					continue
@@ -189,140 +189,147 @@ func (a *openaiAdapter) adapt(s *object, ptr string, root bool) *object {
 			}
 			a.notStrict = append(a.notStrict, ptr+"/allOf")
 		case "$defs", "definitions":
-			if defs, ok := v.(*object); ok {
-				od := &object{}
-				for _, dk := range defs.keys {
-					if do, ok := defs.vals[dk].(*object); ok {
-						od.set(dk, a.adapt(do, ptr+"/"+k+"/"+dk, false))
+			if defs, ok := v.(*jsonobj.Object); ok {
+				od := &jsonobj.Object{}
+				for _, dk := range defs.Keys() {
+					if do, ok := defs.Get(dk).(*jsonobj.Object); ok {
+						od.Set(dk, a.adapt(do, ptr+"/"+k+"/"+dk, false))
 					}
 				}
-				out.set("$defs", od)
+				out.Set("$defs", od)
 			}
 		case "$ref":
 			if r, ok := v.(string); ok {
-				out.set("$ref", strings.Replace(r, "#/definitions/", "#/$defs/", 1))
+				out.Set("$ref", strings.Replace(r, "#/definitions/", "#/$defs/", 1))
 			}
 		case "format":
 			if f, ok := v.(string); ok && openaiFormats[f] {
-				out.set(k, v)
+				out.Set(k, v)
 			} else {
 				notes = append(notes, fmt.Sprintf("format: %v", v))
 			}
 		default:
 			if openaiKeep[k] {
-				out.set(k, v)
+				out.Set(k, v)
 			} else if note := constraintNote(k, v); note != "" {
 				notes = append(notes, note)
 			}
 		}
 	}
 	if isObjectSchema(s) {
-		props, _ := s.vals["properties"].(*object)
-		if props == nil || len(props.keys) == 0 {
-			if ap, ok := s.vals["additionalProperties"]; ok && ap != false {
+		props, _ := s.Get("properties").(*jsonobj.Object)
+		if props == nil || props.Len() == 0 {
+			if ap := s.Get("additionalProperties"); s.Has("additionalProperties") && ap != false {
 				// A map with free keys: strict mode has no way to say it.
 				a.notStrict = append(a.notStrict, orRootPtr(ptr))
-				if apo, ok := ap.(*object); ok {
-					out.set("additionalProperties", a.adapt(apo, ptr+"/additionalProperties", false))
+				if apo, ok := ap.(*jsonobj.Object); ok {
+					out.Set("additionalProperties", a.adapt(apo, ptr+"/additionalProperties", false))
 				} else {
-					out.set("additionalProperties", ap)
+					out.Set("additionalProperties", ap)
 				}
 			} else {
-				out.set("properties", &object{})
-				out.set("required", []any{})
-				out.set("additionalProperties", false)
+				out.Set("properties", &jsonobj.Object{})
+				out.Set("required", []any{})
+				out.Set("additionalProperties", false)
 			}
 		} else {
 			required := map[string]bool{}
-			if r, ok := s.vals["required"].([]any); ok {
+			if r, ok := s.Get("required").([]any); ok {
 				for _, x := range r {
 					if xs, ok := x.(string); ok {
 						required[xs] = true
 					}
 				}
 			}
-			op := &object{}
+			op := &jsonobj.Object{}
 			var req []any
-			for _, pk := range props.keys {
-				po, ok := props.vals[pk].(*object)
+			for _, pk := range props.Keys() {
+				po, ok := props.Get(pk).(*jsonobj.Object)
 				if !ok {
-					po = &object{} // a boolean schema: anything
+					po = &jsonobj.Object{} // a boolean schema: anything
 				}
 				ad := a.adapt(po, ptr+"/properties/"+escapePtr(pk), false)
 				if !required[pk] {
 					ad = nullable(ad)
 				}
-				op.set(pk, ad)
+				op.Set(pk, ad)
 				req = append(req, pk)
 			}
-			out.set("properties", op)
-			out.set("required", req)
-			out.set("additionalProperties", false)
+			out.Set("properties", op)
+			out.Set("required", req)
+			out.Set("additionalProperties", false)
 		}
-		if !out.has("type") {
-			out.set("type", "object")
+		if !out.Has("type") {
+			out.Set("type", "object")
 		}
 	}
 	for _, k := range []string{"properties", "required", "additionalProperties"} {
-		if _, ok := out.vals[k].(placeholder); ok {
-			out.del(k)
+		if _, ok := out.Get(k).(placeholder); ok {
+			out.Del(k)
 		}
 	}
 	addNotes(out, notes)
-	if root && !out.has("type") {
-		out.set("type", "object")
+	if root && !out.Has("type") {
+		out.Set("type", "object")
 	}
 	return out
+}
+
+// schemaOf is the schema {k: v}.
+func schemaOf(k string, v any) *jsonobj.Object {
+	o := &jsonobj.Object{}
+	o.Set(k, v)
+	return o
 }
 
 // placeholder holds a key's place in an object until its value is known.
 type placeholder struct{}
 
 // nullable lets a schema also accept null.
-func nullable(s *object) *object {
+func nullable(s *jsonobj.Object) *jsonobj.Object {
 	if allowsNull(s) {
 		return s
 	}
-	out := s.clone()
-	switch t := s.vals["type"].(type) {
+	out := s.Clone()
+	switch t := s.Get("type").(type) {
 	case string:
-		out.set("type", []any{t, "null"})
-		if e, ok := s.vals["enum"].([]any); ok {
-			out.set("enum", append(slices.Clone(e), nil))
+		out.Set("type", []any{t, "null"})
+		if e, ok := s.Get("enum").([]any); ok {
+			out.Set("enum", append(slices.Clone(e), nil))
 		}
-		if _, ok := s.vals["const"]; !ok {
+		if !s.Has("const") {
 			return out
 		}
 	case []any:
-		out.set("type", append(slices.Clone(t), "null"))
-		if e, ok := s.vals["enum"].([]any); ok {
-			out.set("enum", append(slices.Clone(e), nil))
+		out.Set("type", append(slices.Clone(t), "null"))
+		if e, ok := s.Get("enum").([]any); ok {
+			out.Set("enum", append(slices.Clone(e), nil))
 		}
-		if _, ok := s.vals["const"]; !ok {
+		if !s.Has("const") {
 			return out
 		}
 	}
-	if br, ok := s.vals["anyOf"].([]any); ok {
-		out.set("anyOf", append(slices.Clone(br), &object{keys: []string{"type"}, vals: map[string]any{"type": "null"}}))
+	if br, ok := s.Get("anyOf").([]any); ok {
+		out.Set("anyOf", append(slices.Clone(br), schemaOf("type", "null")))
 		return out
 	}
 	// Wrap: {"description": d, "anyOf": [s without d, {"type": "null"}]}.
-	inner := s.clone()
-	wrapper := &object{}
-	if d, ok := inner.vals["description"]; ok {
-		wrapper.set("description", d)
-		inner.del("description")
+	inner := s.Clone()
+	wrapper := &jsonobj.Object{}
+	if inner.Has("description") {
+		wrapper.Set("description", inner.Get("description"))
+		inner.Del("description")
 	}
-	wrapper.set("anyOf", []any{inner, &object{keys: []string{"type"}, vals: map[string]any{"type": "null"}}})
+	wrapper.Set("anyOf", []any{inner, schemaOf("type", "null")})
 	return wrapper
 }
 
 // allowsNull reports whether a schema accepts null.
-func allowsNull(s *object) bool {
-	if s == nil || len(s.keys) == 0 {
+func allowsNull(s *jsonobj.Object) bool {
+	if s == nil || s.Len() == 0 {
 		return true
 	}
-	switch t := s.vals["type"].(type) {
+	switch t := s.Get("type").(type) {
 	case string:
 		if t == "null" {
 			return true
@@ -332,19 +339,19 @@ func allowsNull(s *object) bool {
 			return true
 		}
 	}
-	if s.vals["nullable"] == true {
+	if s.Get("nullable") == true {
 		return true
 	}
-	if e, ok := s.vals["enum"].([]any); ok && slices.Contains(e, nil) {
+	if e, ok := s.Get("enum").([]any); ok && slices.Contains(e, nil) {
 		return true
 	}
-	if c, ok := s.vals["const"]; ok && c == nil {
+	if s.Has("const") && s.Get("const") == nil {
 		return true
 	}
 	for _, k := range []string{"anyOf", "oneOf"} {
-		if br, ok := s.vals[k].([]any); ok {
+		if br, ok := s.Get(k).([]any); ok {
 			for _, b := range br {
-				if bo, ok := b.(*object); ok && allowsNull(bo) {
+				if bo, ok := b.(*jsonobj.Object); ok && allowsNull(bo) {
 					return true
 				}
 			}
@@ -353,14 +360,14 @@ func allowsNull(s *object) bool {
 	return false
 }
 
-func isObjectSchema(s *object) bool {
-	switch t := s.vals["type"].(type) {
+func isObjectSchema(s *jsonobj.Object) bool {
+	switch t := s.Get("type").(type) {
 	case string:
 		return t == "object"
 	case []any:
 		return slices.Contains(t, any("object"))
 	}
-	return s.has("properties")
+	return s.Has("properties")
 }
 
 // constraintNote describes a dropped constraint for the description ("" for keywords that
@@ -385,7 +392,7 @@ func constraintNote(k string, v any) string {
 	case "maxProperties":
 		return fmt.Sprintf("at most %v entries", v)
 	case "default":
-		b, _ := marshal(v)
+		b, _ := jsonobj.Marshal(v)
 		return "default " + string(b)
 	case "exclusiveMinimum":
 		return fmt.Sprintf("greater than %v", v)
@@ -410,11 +417,11 @@ func constraintNote(k string, v any) string {
 
 // addNotes appends dropped constraints to a schema's description, unless the description
 // already says them.
-func addNotes(s *object, notes []string) {
+func addNotes(s *jsonobj.Object, notes []string) {
 	if len(notes) == 0 {
 		return
 	}
-	d, _ := s.vals["description"].(string)
+	d, _ := s.Get("description").(string)
 	var add []string
 	for _, n := range notes {
 		if !strings.Contains(d, n) {
@@ -426,9 +433,9 @@ func addNotes(s *object, notes []string) {
 	}
 	note := "(" + strings.Join(add, "; ") + ")"
 	if d == "" {
-		s.set("description", note)
+		s.Set("description", note)
 	} else {
-		s.set("description", d+" "+note)
+		s.Set("description", d+" "+note)
 	}
 }
 
@@ -446,7 +453,7 @@ func orRootPtr(p string) string {
 // ---- Google Gemini ----
 
 type googleAdapter struct {
-	root *object
+	root *jsonobj.Object
 	// nodes counts adapted schemas, so that $refs that fan out cannot blow up.
 	nodes int
 }
@@ -468,35 +475,35 @@ var googleFormats = map[string]map[string]bool{
 
 const maxInlineDepth = 12
 
-func (g *googleAdapter) adapt(s *object, depth int) *object {
+func (g *googleAdapter) adapt(s *jsonobj.Object, depth int) *jsonobj.Object {
 	g.nodes++
 	if depth > maxInlineDepth || g.nodes > maxInlineNodes {
-		return &object{keys: []string{"description"}, vals: map[string]any{"description": "(nested too deep to show; same shape as its parent)"}}
+		return schemaOf("description", "(nested too deep to show; same shape as its parent)")
 	}
 	// Inline a $ref, with the referring schema's own keywords on top.
-	if r, ok := s.vals["$ref"].(string); ok {
+	if r, ok := s.Get("$ref").(string); ok {
 		target := g.resolve(r)
-		merged := &object{}
+		merged := &jsonobj.Object{}
 		if target != nil {
-			for _, k := range target.keys {
-				merged.set(k, target.vals[k])
+			for _, k := range target.Keys() {
+				merged.Set(k, target.Get(k))
 			}
 		}
-		for _, k := range s.keys {
+		for _, k := range s.Keys() {
 			if k != "$ref" {
-				merged.set(k, s.vals[k])
+				merged.Set(k, s.Get(k))
 			}
 		}
-		merged.del("$ref")
-		if target != nil && target.has("$ref") {
-			merged.set("$ref", target.vals["$ref"])
+		merged.Del("$ref")
+		if target != nil && target.Has("$ref") {
+			merged.Set("$ref", target.Get("$ref"))
 		}
 		return g.adapt(merged, depth+1)
 	}
-	out := &object{}
+	out := &jsonobj.Object{}
 	var notes []string
 	typ := ""
-	switch t := s.vals["type"].(type) {
+	switch t := s.Get("type").(type) {
 	case string:
 		typ = t
 	case []any:
@@ -507,98 +514,97 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 			}
 		}
 		if len(kinds) < len(t) {
-			out.set("nullable", true)
+			out.Set("nullable", true)
 		}
 		if len(kinds) == 1 {
 			typ = kinds[0]
 		} else if len(kinds) > 1 {
 			var branches []any
 			for _, k := range kinds {
-				branches = append(branches, &object{keys: []string{"type"}, vals: map[string]any{"type": k}})
+				branches = append(branches, schemaOf("type", k))
 			}
-			out.set("anyOf", branches)
+			out.Set("anyOf", branches)
 		}
 	}
 	if typ == "null" {
 		typ = ""
-		out.set("nullable", true)
+		out.Set("nullable", true)
 	}
 	if typ != "" {
-		out.set("type", typ)
+		out.Set("type", typ)
 	}
-	for _, k := range s.keys {
-		v := s.vals[k]
+	for k, v := range s.All() {
 		switch k {
 		case "type", "$schema", "$id", "$comment", "$defs", "definitions", "additionalProperties", "required":
 		case "nullable":
 			if v == true {
-				out.set("nullable", true)
+				out.Set("nullable", true)
 			}
 		case "properties":
-			props, ok := v.(*object)
+			props, ok := v.(*jsonobj.Object)
 			if !ok {
 				continue
 			}
-			op := &object{}
+			op := &jsonobj.Object{}
 			var order []any
-			for _, pk := range props.keys {
-				po, ok := props.vals[pk].(*object)
+			for _, pk := range props.Keys() {
+				po, ok := props.Get(pk).(*jsonobj.Object)
 				if !ok {
-					po = &object{}
+					po = &jsonobj.Object{}
 				}
-				op.set(pk, g.adapt(po, depth+1))
+				op.Set(pk, g.adapt(po, depth+1))
 				order = append(order, pk)
 			}
-			out.set("properties", op)
-			if r, ok := s.vals["required"].([]any); ok {
+			out.Set("properties", op)
+			if r, ok := s.Get("required").([]any); ok {
 				var req []any
 				for _, x := range r {
-					if xs, ok := x.(string); ok && props.has(xs) {
+					if xs, ok := x.(string); ok && props.Has(xs) {
 						req = append(req, xs)
 					}
 				}
 				if len(req) > 0 {
-					out.set("required", req)
+					out.Set("required", req)
 				}
 			}
 			if len(order) > 1 {
-				out.set("propertyOrdering", order)
+				out.Set("propertyOrdering", order)
 			}
 		case "items":
-			if io, ok := v.(*object); ok {
-				out.set("items", g.adapt(io, depth+1))
+			if io, ok := v.(*jsonobj.Object); ok {
+				out.Set("items", g.adapt(io, depth+1))
 			}
 		case "anyOf", "oneOf":
 			arr, _ := v.([]any)
 			var branches []any
 			for _, b := range arr {
-				bo, ok := b.(*object)
+				bo, ok := b.(*jsonobj.Object)
 				if !ok {
 					continue
 				}
-				if bt, ok := bo.vals["type"].(string); ok && bt == "null" && len(bo.keys) == 1 {
-					out.set("nullable", true)
+				if bt, ok := bo.Get("type").(string); ok && bt == "null" && bo.Len() == 1 {
+					out.Set("nullable", true)
 					continue
 				}
 				branches = append(branches, g.adapt(bo, depth+1))
 			}
 			if len(branches) == 1 {
-				for _, bk := range branches[0].(*object).keys {
-					if !out.has(bk) {
-						out.set(bk, branches[0].(*object).vals[bk])
+				for _, bk := range branches[0].(*jsonobj.Object).Keys() {
+					if !out.Has(bk) {
+						out.Set(bk, branches[0].(*jsonobj.Object).Get(bk))
 					}
 				}
 			} else if len(branches) > 1 {
-				out.set("anyOf", branches)
+				out.Set("anyOf", branches)
 			}
 		case "allOf":
 			arr, _ := v.([]any)
 			for _, b := range arr {
-				if bo, ok := b.(*object); ok {
+				if bo, ok := b.(*jsonobj.Object); ok {
 					ad := g.adapt(bo, depth+1)
-					for _, bk := range ad.keys {
-						if !out.has(bk) {
-							out.set(bk, ad.vals[bk])
+					for _, bk := range ad.Keys() {
+						if !out.Has(bk) {
+							out.Set(bk, ad.Get(bk))
 						}
 					}
 				}
@@ -616,7 +622,7 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 			for _, x := range vals {
 				switch x := x.(type) {
 				case nil:
-					out.set("nullable", true)
+					out.Set("nullable", true)
 				case string:
 					strs = append(strs, x)
 				default:
@@ -624,21 +630,21 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 				}
 			}
 			if allStrings && len(strs) > 0 {
-				out.set("enum", strs)
+				out.Set("enum", strs)
 				if typ == "" {
-					out.set("type", "string")
+					out.Set("type", "string")
 				}
 			} else {
 				var shown []string
 				for _, x := range vals {
-					b, _ := marshal(x)
+					b, _ := jsonobj.Marshal(x)
 					shown = append(shown, string(b))
 				}
 				notes = append(notes, "one of "+strings.Join(shown, ", "))
 			}
 		case "format":
 			if f, ok := v.(string); ok && googleFormats[typ][f] {
-				out.set("format", f)
+				out.Set("format", f)
 			} else {
 				notes = append(notes, fmt.Sprintf("format: %v", v))
 			}
@@ -646,17 +652,17 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 			notes = append(notes, constraintNote(k, v))
 		default:
 			if googleKeep[k] {
-				out.set(k, v)
+				out.Set(k, v)
 			} else if note := constraintNote(k, v); note != "" {
 				notes = append(notes, note)
 			}
 		}
 	}
-	if out.vals["type"] == "array" && !out.has("items") {
-		out.set("items", &object{keys: []string{"type"}, vals: map[string]any{"type": "string"}})
+	if out.Get("type") == "array" && !out.Has("items") {
+		out.Set("items", schemaOf("type", "string"))
 	}
-	if out.vals["type"] == "object" && !out.has("properties") && depth == 0 {
-		out.set("properties", &object{})
+	if out.Get("type") == "object" && !out.Has("properties") && depth == 0 {
+		out.Set("properties", &jsonobj.Object{})
 	}
 	addNotes(out, notes)
 	// Gemini wants the type first; keep the rest in order.
@@ -664,7 +670,7 @@ func (g *googleAdapter) adapt(s *object, depth int) *object {
 }
 
 // resolve finds a local $ref target ("#", "#/$defs/x", "#/definitions/x").
-func (g *googleAdapter) resolve(ref string) *object {
+func (g *googleAdapter) resolve(ref string) *jsonobj.Object {
 	if ref == "#" {
 		return g.root
 	}
@@ -674,13 +680,13 @@ func (g *googleAdapter) resolve(ref string) *object {
 	var cur any = g.root
 	for _, tok := range strings.Split(strings.TrimPrefix(ref, "#/"), "/") {
 		tok = strings.NewReplacer("~1", "/", "~0", "~").Replace(tok)
-		o, ok := cur.(*object)
+		o, ok := cur.(*jsonobj.Object)
 		if !ok {
 			return nil
 		}
-		cur = o.vals[tok]
+		cur = o.Get(tok)
 	}
-	o, _ := cur.(*object)
+	o, _ := cur.(*jsonobj.Object)
 	return o
 }
 
@@ -738,15 +744,15 @@ func StripNulls(schema json.RawMessage, args json.RawMessage) json.RawMessage {
 	if !bytes.Contains(args, []byte("null")) {
 		return args
 	}
-	sv, err := parseOrdered(schema)
+	sv, err := jsonobj.Parse(schema)
 	if err != nil {
 		return args
 	}
-	root, ok := sv.(*object)
+	root, ok := sv.(*jsonobj.Object)
 	if !ok {
 		return args
 	}
-	av, err := parseOrdered(args)
+	av, err := jsonobj.Parse(args)
 	if err != nil {
 		return args
 	}
@@ -754,7 +760,7 @@ func StripNulls(schema json.RawMessage, args json.RawMessage) json.RawMessage {
 	if !stripNulls(g, root, av, 0) {
 		return args
 	}
-	b, err := marshal(av)
+	b, err := jsonobj.Marshal(av)
 	if err != nil {
 		return args
 	}
@@ -762,12 +768,12 @@ func StripNulls(schema json.RawMessage, args json.RawMessage) json.RawMessage {
 }
 
 // stripNulls cleans v in place against schema s and reports whether it removed anything.
-func stripNulls(g *googleAdapter, s *object, v any, depth int) bool {
+func stripNulls(g *googleAdapter, s *jsonobj.Object, v any, depth int) bool {
 	g.nodes++
 	if s == nil || depth > 32 || g.nodes > 10*maxInlineNodes {
 		return false
 	}
-	if r, ok := s.vals["$ref"].(string); ok {
+	if r, ok := s.Get("$ref").(string); ok {
 		if t := g.resolve(r); t != nil {
 			return stripNulls(g, t, v, depth+1)
 		}
@@ -775,10 +781,10 @@ func stripNulls(g *googleAdapter, s *object, v any, depth int) bool {
 	changed := false
 	// Branches: with exactly one non-null branch, descend into it.
 	for _, k := range []string{"anyOf", "oneOf", "allOf"} {
-		if br, ok := s.vals[k].([]any); ok {
-			var cands []*object
+		if br, ok := s.Get(k).([]any); ok {
+			var cands []*jsonobj.Object
 			for _, b := range br {
-				if bo, ok := b.(*object); ok && !(len(bo.keys) == 1 && bo.vals["type"] == "null") {
+				if bo, ok := b.(*jsonobj.Object); ok && !(bo.Len() == 1 && bo.Get("type") == "null") {
 					cands = append(cands, bo)
 				}
 			}
@@ -790,38 +796,38 @@ func stripNulls(g *googleAdapter, s *object, v any, depth int) bool {
 		}
 	}
 	switch v := v.(type) {
-	case *object:
-		props, _ := s.vals["properties"].(*object)
+	case *jsonobj.Object:
+		props, _ := s.Get("properties").(*jsonobj.Object)
 		required := map[string]bool{}
-		if r, ok := s.vals["required"].([]any); ok {
+		if r, ok := s.Get("required").([]any); ok {
 			for _, x := range r {
 				if xs, ok := x.(string); ok {
 					required[xs] = true
 				}
 			}
 		}
-		for _, k := range slices.Clone(v.keys) {
-			var ps *object
+		for _, k := range slices.Clone(v.Keys()) {
+			var ps *jsonobj.Object
 			if props != nil {
-				ps, _ = props.vals[k].(*object)
+				ps, _ = props.Get(k).(*jsonobj.Object)
 			}
-			if v.vals[k] == nil {
-				if props == nil || !props.has(k) || required[k] {
+			if v.Get(k) == nil {
+				if props == nil || !props.Has(k) || required[k] {
 					continue
 				}
 				if ps != nil && allowsNull(g.deref(ps)) {
 					continue
 				}
-				v.del(k)
+				v.Del(k)
 				changed = true
 				continue
 			}
 			if ps != nil {
-				changed = stripNulls(g, ps, v.vals[k], depth+1) || changed
+				changed = stripNulls(g, ps, v.Get(k), depth+1) || changed
 			}
 		}
 	case []any:
-		if is, ok := s.vals["items"].(*object); ok {
+		if is, ok := s.Get("items").(*jsonobj.Object); ok {
 			for _, e := range v {
 				changed = stripNulls(g, is, e, depth+1) || changed
 			}
@@ -831,9 +837,9 @@ func stripNulls(g *googleAdapter, s *object, v any, depth int) bool {
 }
 
 // deref follows a $ref, if any.
-func (g *googleAdapter) deref(s *object) *object {
+func (g *googleAdapter) deref(s *jsonobj.Object) *jsonobj.Object {
 	for range 8 {
-		r, ok := s.vals["$ref"].(string)
+		r, ok := s.Get("$ref").(string)
 		if !ok {
 			return s
 		}
@@ -844,127 +850,4 @@ func (g *googleAdapter) deref(s *object) *object {
 		s = t
 	}
 	return s
-}
-
-// ---- An ordered JSON object ----
-
-// object is a JSON object that keeps its keys' order. Values are nil, bool, json.Number,
-// string, []any or *object.
-type object struct {
-	keys []string
-	vals map[string]any
-}
-
-func (o *object) has(k string) bool { _, ok := o.vals[k]; return ok }
-
-func (o *object) set(k string, v any) {
-	if o.vals == nil {
-		o.vals = map[string]any{}
-	}
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.vals[k] = v
-}
-
-func (o *object) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	o.keys = slices.DeleteFunc(o.keys, func(x string) bool { return x == k })
-}
-
-// clone copies the object itself (not its values).
-func (o *object) clone() *object {
-	c := &object{keys: slices.Clone(o.keys), vals: make(map[string]any, len(o.vals))}
-	for k, v := range o.vals {
-		c.vals[k] = v
-	}
-	return c
-}
-
-func (o *object) MarshalJSON() ([]byte, error) {
-	var b bytes.Buffer
-	b.WriteByte('{')
-	for i, k := range o.keys {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		kb, _ := marshal(k)
-		b.Write(kb)
-		b.WriteByte(':')
-		vb, err := marshal(o.vals[k])
-		if err != nil {
-			return nil, err
-		}
-		b.Write(vb)
-	}
-	b.WriteByte('}')
-	return b.Bytes(), nil
-}
-
-// marshal is json.Marshal without HTML escaping: schemas are read by models, not browsers.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
-
-func parseOrdered(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("data after the JSON value")
-	}
-	return v, nil
-}
-
-func parseValue(dec *json.Decoder) (any, error) {
-	tok, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	switch t := tok.(type) {
-	case json.Delim:
-		switch t {
-		case '{':
-			o := &object{vals: map[string]any{}}
-			for dec.More() {
-				kt, err := dec.Token()
-				if err != nil {
-					return nil, err
-				}
-				k, _ := kt.(string)
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				o.set(k, v)
-			}
-			_, err := dec.Token()
-			return o, err
-		case '[':
-			arr := []any{}
-			for dec.More() {
-				v, err := parseValue(dec)
-				if err != nil {
-					return nil, err
-				}
-				arr = append(arr, v)
-			}
-			_, err := dec.Token()
-			return arr, err
-		}
-		return nil, fmt.Errorf("unexpected %v", t)
-	}
-	return tok, nil
 }
