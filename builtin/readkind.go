@@ -91,8 +91,8 @@ func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string)
 }
 
 // attachmentMime returns the mime type of an image or PDF read returns as an attachment.
-// Each is the signature net/http's DetectContentType knows it by (checked here directly:
-// running every sniffer of DetectContentType on each read's head cost 2% of a read).
+// Each is the signature net/http's DetectContentType knows it by, checked here directly
+// rather than by running every sniffer of DetectContentType on each read's head.
 func attachmentMime(path string, head []byte) string {
 	has := func(off int, sig string) bool {
 		return len(head) >= off+len(sig) && string(head[off:off+len(sig)]) == sig

@@ -1,4 +1,4 @@
-// Package jsondec decodes and checks JSON exactly as encoding/json does, in half the time:
+// Package jsondec decodes and checks JSON exactly as encoding/json does, but faster:
 // through github.com/go-json-experiment/json (the code of Go's encoding/json/v2) with its
 // options for version 1's behaviour, and through encoding/json itself for an input that
 // fails, so that errors read as they always have.
