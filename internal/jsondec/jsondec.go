@@ -39,3 +39,15 @@ func Canonical(data []byte) []byte {
 	}
 	return v
 }
+
+// Marshal is json.Marshal(v) without HTML escaping: what toolsd writes is read by editors,
+// people and models, not browsers, so < > & stay as they are.
+func Marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+}

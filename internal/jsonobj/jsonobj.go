@@ -5,10 +5,10 @@ package jsonobj
 
 import (
 	"bytes"
-	"encoding/json"
 	"iter"
 	"slices"
 
+	"github.com/toolsd/toolsd/internal/jsondec"
 	"github.com/toolsd/toolsd/internal/jsonpos"
 )
 
@@ -150,14 +150,5 @@ func value(n *jsonpos.Node, keep, wrap bool) any {
 	return v
 }
 
-// Marshal is json.Marshal without HTML escaping: what is written is read by people and
-// models, not browsers, and a command's < > & stay as they were written.
-func Marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
-}
+// Marshal is jsondec.Marshal: JSON without HTML escaping.
+func Marshal(v any) ([]byte, error) { return jsondec.Marshal(v) }
