@@ -1,5 +1,8 @@
 package builtin
 
+// What read makes of what is not a text file: a folder is listed, an image or a PDF comes
+// back as an attachment, and a binary file is refused with what it looks like.
+
 import (
 	"bytes"
 	"encoding/binary"
@@ -16,6 +19,7 @@ import (
 	"github.com/toolsd/toolsd/registry"
 )
 
+// readDir lists the folder t, a page of its entries (folders with a trailing /).
 func (r *reader) readDir(t *target) (*registry.Result, error) {
 	d, err := openDirChecked(t.Abs)
 	if err != nil {
@@ -66,6 +70,7 @@ func (r *reader) readDir(t *target) (*registry.Result, error) {
 	return &registry.Result{Title: t.Display(), Output: b.String(), Metadata: meta, NoTruncate: true}, nil
 }
 
+// attachment returns the image or PDF f (of size bytes) whole, as an attachment.
 func (r *reader) attachment(f io.ReadSeeker, t *target, size int64, mime string) (*registry.Result, error) {
 	if size > r.o.MaxAttachmentBytes {
 		return nil, fmt.Errorf("%s is a %s of %d bytes, over the %d-byte limit for attachments: it cannot be read whole", t.Display(), mime, size, r.o.MaxAttachmentBytes)
