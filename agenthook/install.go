@@ -5,11 +5,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
+
+	"github.com/toolsd/toolsd/internal/jsonobj"
 )
 
 // Scopes of an install.
@@ -83,20 +84,20 @@ func IsOurs(command string) bool {
 // its order. exe is the toolsd binary the entries run. An empty old is a file that does not
 // exist yet.
 func (a *Agent) Merge(old []byte, install bool, exe string) ([]byte, error) {
-	root := &object{}
+	root := &jsonobj.Object{}
 	if len(bytes.TrimSpace(old)) > 0 {
-		v, err := parseOrdered(old)
+		v, err := jsonobj.ParseKept(old)
 		if err != nil {
 			return nil, fmt.Errorf("the settings file is not JSON: %v", err)
 		}
-		o, ok := v.(*object)
+		o, ok := v.(*jsonobj.Object)
 		if !ok {
 			return nil, fmt.Errorf("the settings file is not a JSON object")
 		}
 		root = o
 	}
-	hooksV, has := root.get("hooks")
-	hooks, ok := hooksV.(*object)
+	has := root.Has("hooks")
+	hooks, ok := root.Get("hooks").(*jsonobj.Object)
 	if has && !ok {
 		return nil, fmt.Errorf(`"hooks" in the settings file is not an object`)
 	}
@@ -104,14 +105,14 @@ func (a *Agent) Merge(old []byte, install bool, exe string) ([]byte, error) {
 		if !install {
 			return old, nil
 		}
-		hooks = &object{}
+		hooks = &jsonobj.Object{}
 	}
 	for _, kind := range []string{KindPre, KindPermission, KindPost, KindFailure} {
 		event, ok := a.events[kind]
 		if !ok {
 			continue
 		}
-		v, _ := hooks.get(event)
+		v := hooks.Get(event)
 		list, _ := v.([]any)
 		if v != nil && list == nil {
 			return nil, fmt.Errorf("hooks.%s in the settings file is not an array", event)
@@ -121,20 +122,20 @@ func (a *Agent) Merge(old []byte, install bool, exe string) ([]byte, error) {
 			list = append(list, a.entry(exe, event))
 		}
 		if len(list) == 0 {
-			hooks.del(event)
+			hooks.Del(event)
 		} else {
-			hooks.set(event, list)
+			hooks.Set(event, list)
 		}
 	}
 	if install && a.cursor {
-		if _, ok := root.get("version"); !ok {
-			root.set("version", json.Number("1"))
+		if !root.Has("version") {
+			root.Set("version", json.Number("1"))
 		}
 	}
-	if len(hooks.keys) == 0 {
-		root.del("hooks")
+	if hooks.Len() == 0 {
+		root.Del("hooks")
 	} else {
-		root.set("hooks", hooks)
+		root.Set("hooks", hooks)
 	}
 	var b bytes.Buffer
 	writeOrdered(&b, root, "", indentOf(old))
@@ -147,18 +148,18 @@ func (a *Agent) entry(exe, event string) any {
 	cmd := a.Command(exe, event)
 	timeout := json.Number(strconv.Itoa(int(AgentTimeout.Seconds())))
 	if a.cursor {
-		e := &object{}
-		e.set("command", cmd)
-		e.set("matcher", a.Matcher())
+		e := &jsonobj.Object{}
+		e.Set("command", cmd)
+		e.Set("matcher", a.Matcher())
 		return e
 	}
-	h := &object{}
-	h.set("type", "command")
-	h.set("command", cmd)
-	h.set("timeout", timeout)
-	g := &object{}
-	g.set("matcher", a.Matcher())
-	g.set("hooks", []any{h})
+	h := &jsonobj.Object{}
+	h.Set("type", "command")
+	h.Set("command", cmd)
+	h.Set("timeout", timeout)
+	g := &jsonobj.Object{}
+	g.Set("matcher", a.Matcher())
+	g.Set("hooks", []any{h})
 	return g
 }
 
@@ -167,31 +168,28 @@ func (a *Agent) entry(exe, event string) any {
 func (a *Agent) without(list []any) []any {
 	var out []any
 	for _, item := range list {
-		g, ok := unwrap(item).(*object)
+		g, ok := jsonobj.Unwrap(item).(*jsonobj.Object)
 		if !ok {
 			out = append(out, item)
 			continue
 		}
-		if c, ok := g.get("command"); ok {
-			if s, _ := c.(string); IsOurs(s) {
+		if g.Has("command") {
+			if s, _ := g.Get("command").(string); IsOurs(s) {
 				continue
 			}
 			out = append(out, item)
 			continue
 		}
-		hv, _ := g.get("hooks")
-		hs, ok := hv.([]any)
+		hs, ok := g.Get("hooks").([]any)
 		if !ok {
 			out = append(out, item)
 			continue
 		}
 		var keep []any
 		for _, h := range hs {
-			if ho, ok := unwrap(h).(*object); ok {
-				if c, _ := ho.get("command"); c != nil {
-					if s, _ := c.(string); IsOurs(s) {
-						continue
-					}
+			if ho, ok := jsonobj.Unwrap(h).(*jsonobj.Object); ok {
+				if s, _ := ho.Get("command").(string); IsOurs(s) {
+					continue
 				}
 			}
 			keep = append(keep, h)
@@ -201,7 +199,7 @@ func (a *Agent) without(list []any) []any {
 		case len(keep) == len(hs):
 			out = append(out, item) // untouched: as it was written
 		default:
-			g.set("hooks", keep)
+			g.Set("hooks", keep)
 			out = append(out, g)
 		}
 	}
@@ -248,113 +246,6 @@ func shellQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
-// object is a JSON object that keeps its keys in order.
-type object struct {
-	keys []string
-	vals map[string]any
-}
-
-// kept is a value read from the file and not changed since: it is written back as it was
-// written (its raw text), so that an install changes no line it does not need to.
-type kept struct {
-	v   any
-	raw []byte
-}
-
-func unwrap(v any) any {
-	if k, ok := v.(*kept); ok {
-		return k.v
-	}
-	return v
-}
-
-func (o *object) get(k string) (any, bool) {
-	v, ok := o.vals[k]
-	return unwrap(v), ok
-}
-
-func (o *object) set(k string, v any) {
-	if o.vals == nil {
-		o.vals = map[string]any{}
-	}
-	if _, ok := o.vals[k]; !ok {
-		o.keys = append(o.keys, k)
-	}
-	o.vals[k] = v
-}
-
-func (o *object) del(k string) {
-	if _, ok := o.vals[k]; !ok {
-		return
-	}
-	delete(o.vals, k)
-	for i, x := range o.keys {
-		if x == k {
-			o.keys = append(o.keys[:i:i], o.keys[i+1:]...)
-			break
-		}
-	}
-}
-
-// parseOrdered reads JSON with objects as *object (keys in order), numbers as they were
-// written, and every value inside the top one as *kept.
-func parseOrdered(data []byte) (any, error) {
-	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.UseNumber()
-	v, err := parseValue(dec, data)
-	if err != nil {
-		return nil, err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, fmt.Errorf("more than one JSON value")
-	}
-	return v, nil
-}
-
-func parseValue(dec *json.Decoder, data []byte) (any, error) {
-	t, err := dec.Token()
-	if err != nil {
-		return nil, err
-	}
-	child := func() (any, error) {
-		start := dec.InputOffset()
-		v, err := parseValue(dec, data)
-		if err != nil {
-			return nil, err
-		}
-		return &kept{v: v, raw: bytes.TrimLeft(data[start:dec.InputOffset()], " \t\r\n:,")}, nil
-	}
-	switch t {
-	case json.Delim('{'):
-		o := &object{}
-		for dec.More() {
-			kt, err := dec.Token()
-			if err != nil {
-				return nil, err
-			}
-			v, err := child()
-			if err != nil {
-				return nil, err
-			}
-			o.set(kt.(string), v)
-		}
-		_, err := dec.Token()
-		return o, err
-	case json.Delim('['):
-		list := []any{}
-		for dec.More() {
-			v, err := child()
-			if err != nil {
-				return nil, err
-			}
-			list = append(list, v)
-		}
-		_, err := dec.Token()
-		return list, err
-	}
-	return t, nil
-}
-
 // indentOf is the indentation unit of a file: the leading white space of its first indented
 // line (two spaces when none is).
 func indentOf(data []byte) string {
@@ -369,20 +260,21 @@ func indentOf(data []byte) string {
 // writeOrdered writes v, each level indented by unit; kept values as they were written.
 func writeOrdered(b *bytes.Buffer, v any, indent, unit string) {
 	switch x := v.(type) {
-	case *kept:
-		b.Write(x.raw)
-	case *object:
-		if len(x.keys) == 0 {
+	case *jsonobj.Kept:
+		b.Write(x.Raw)
+	case *jsonobj.Object:
+		if x.Len() == 0 {
 			b.WriteString("{}")
 			return
 		}
 		b.WriteString("{\n")
-		for i, k := range x.keys {
+		i := 0
+		for k, v := range x.All() {
 			b.WriteString(indent + unit)
 			writeScalar(b, k)
 			b.WriteString(": ")
-			writeOrdered(b, x.vals[k], indent+unit, unit)
-			if i < len(x.keys)-1 {
+			writeOrdered(b, v, indent+unit, unit)
+			if i++; i < x.Len() {
 				b.WriteByte(',')
 			}
 			b.WriteByte('\n')
@@ -409,10 +301,6 @@ func writeOrdered(b *bytes.Buffer, v any, indent, unit string) {
 }
 
 func writeScalar(b *bytes.Buffer, v any) {
-	enc, _ := json.Marshal(v)
-	// Settings hold commands with < > &: keep them as written, not \u003c.
-	enc = bytes.ReplaceAll(enc, []byte(`\u003c`), []byte("<"))
-	enc = bytes.ReplaceAll(enc, []byte(`\u003e`), []byte(">"))
-	enc = bytes.ReplaceAll(enc, []byte(`\u0026`), []byte("&"))
+	enc, _ := jsonobj.Marshal(v)
 	b.Write(enc)
 }

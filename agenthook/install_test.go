@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+
+	"github.com/toolsd/toolsd/internal/jsonobj"
 )
 
 func sameJSON(t *testing.T, a, b []byte) bool {
@@ -95,7 +97,7 @@ func TestMergeKeepsEverythingElse(t *testing.T) {
 				t.Errorf("%s: %d entries for %s, want 1:\n%s", key, n, ev, got)
 			}
 		}
-		if _, err := parseOrdered(got); err != nil {
+		if _, err := jsonobj.Parse(got); err != nil {
 			t.Fatalf("%s: the merged file is not JSON: %v\n%s", key, err, got)
 		}
 		again, _ := a.Merge(got, true, "/opt/toolsd/bin/toolsd")

@@ -267,7 +267,11 @@ func (e *Exporter) export(batch []*span) {
 	}
 	ctx, cancel := context.WithTimeout(e.exports, e.timeout)
 	defer cancel()
-	if err := e.sender.export(ctx, appendTraceRequest(nil, e.resource, batch)); err != nil {
+	msg, err := traceRequest(e.resource, batch)
+	if err == nil {
+		err = e.sender.export(ctx, msg)
+	}
+	if err != nil {
 		if e.exports.Err() != nil {
 			e.lost(n, &e.dropped, nil) // cut short by Close
 			return

@@ -12,13 +12,13 @@
 //     environment needs no toolsd-specific setting. OTEL_SDK_DISABLED=true turns it off. The
 //     setting audit.otlpEndpoint (user or editor settings, never a workspace's) turns it on
 //     too.
-//   - The spans, their batching and their export are toolsd's own (audit.go, otlp.go,
-//     otlpproto.go), not OpenTelemetry's SDK and exporters: those link the SDK, gRPC and
-//     protobuf into every start of the toolsd binary (the daemon, each tool's guard and
-//     sandbox stage), which cost about 1.3 ms and 11 MB of binary for a feature that is
-//     usually off. The tests hold them to the official code: the same spans made by the SDK
-//     and encoded by the official exporter give the same request, and internal/otlptest
-//     receives them with the official gRPC server and protobuf decoder.
+//   - The spans, their batching and their export are toolsd's own (audit.go, otlp.go), not
+//     OpenTelemetry's SDK and exporters, which would link the SDK and gRPC's runtime into
+//     every start of the toolsd binary for a feature that is usually off; the request is
+//     OTLP's official protobuf message (otlpproto.go). The tests hold them to the official
+//     code: the same spans made by the SDK and encoded by the official exporter give the
+//     same request, and internal/otlptest receives them with the official gRPC server and
+//     protobuf decoder.
 //   - Never in a call's way: spans are handed to a bounded queue (OTEL_BSP_MAX_QUEUE_SIZE,
 //     default 2048) and exported in batches in the background, as OpenTelemetry's batch
 //     span processor does it (OTEL_BSP_MAX_EXPORT_BATCH_SIZE, _SCHEDULE_DELAY and

@@ -2,9 +2,9 @@ package audit
 
 // The OTLP exporter: spans in protobuf (otlpproto.go) over HTTP (POST …/v1/traces) or over
 // gRPC's unary TraceService/Export, both carried by net/http. It is toolsd's own rather than
-// the official otlptracegrpc and otlptracehttp because those link the gRPC, protobuf and
-// grpc-gateway runtimes into the daemon — 10 MB of the binary and about 0.8 ms of package
-// initialisation at every start of a daemon that most people run with export off. It reads
+// the official otlptracegrpc and otlptracehttp because those link the gRPC and grpc-gateway
+// runtimes into the daemon, whose binary and package initialisation every start would pay
+// for a feature that most people run with export off. It reads
 // the standard settings as the official exporters do (see the OpenTelemetry specification,
 // "OTLP Exporter Configuration"), and internal/otlptest checks it against the official gRPC
 // server and protobuf decoder.

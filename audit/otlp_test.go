@@ -98,10 +98,14 @@ func testExporter(t *testing.T, proto, setting string, env map[string]string, fi
 
 func testRequest() []byte {
 	at := time.Now()
-	return appendTraceRequest(nil, []attr{str("service.name", "toolsd")}, []*span{
+	msg, err := traceRequest([]attr{str("service.name", "toolsd")}, []*span{
 		{name: "toolsd.call", trace: newTraceID(), id: newSpanID(), start: at, end: at},
 		{name: "toolsd.call.start", trace: newTraceID(), id: newSpanID(), start: at, end: at},
 	})
+	if err != nil {
+		panic(err)
+	}
+	return msg
 }
 
 // TestHTTPRetries: a batch the collector cannot take for now (503) is sent again until it

@@ -1,7 +1,6 @@
 package audit
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"io"
@@ -24,7 +23,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 	collector "go.opentelemetry.io/proto/otlp/collector/trace/v1"
 	tracepb "go.opentelemetry.io/proto/otlp/trace/v1"
-	"google.golang.org/protobuf/encoding/protowire"
 	"google.golang.org/protobuf/proto"
 
 	"github.com/toolsd/toolsd/protocol"
@@ -166,7 +164,10 @@ func sdkSpans(res []attr, spans []*span) []sdktrace.ReadOnlySpan {
 // request.
 func compareWithOfficial(t *testing.T, o *officialEncoder, res []attr, spans []*span) {
 	t.Helper()
-	ours := appendTraceRequest(nil, res, spans)
+	ours, err := traceRequest(res, spans)
+	if err != nil {
+		t.Fatal(err)
+	}
 	bodies := o.encode(t, sdkSpans(res, spans))
 	if len(bodies) != 1 {
 		t.Fatalf("the official exporter sent %d requests, want 1", len(bodies))
@@ -299,8 +300,8 @@ func TestSDKSpansAreInternalSampledLocal(t *testing.T) {
 // TestTraceRequestEmpty: no spans are an empty request, no bytes; the official exporter
 // sends nothing then.
 func TestTraceRequestEmpty(t *testing.T) {
-	if b := appendTraceRequest([]byte("prefix"), nil, nil); string(b) != "prefix" {
-		t.Errorf("appendTraceRequest(prefix, nil) = %q, want prefix", b)
+	if b, err := traceRequest(nil, nil); len(b) != 0 || err != nil {
+		t.Errorf("traceRequest(nil, nil) = %q, %v; want nothing", b, err)
 	}
 	o := newOfficialEncoder(t)
 	if bodies := o.encode(t, nil); len(bodies) != 0 {
@@ -308,21 +309,21 @@ func TestTraceRequestEmpty(t *testing.T) {
 	}
 }
 
-// TestAppendLengthPrefix checks pbOpen/pbClose at the lengths where the varint length
-// grows a byte.
-func TestAppendLengthPrefix(t *testing.T) {
-	for _, n := range []int{0, 1, 127, 128, 129, 16383, 16384, 16385, 1<<21 - 1, 1 << 21} {
-		body := bytes.Repeat([]byte{0xab}, n)
-		b, m := pbOpen([]byte("x"), 5)
-		b = pbClose(append(b, body...), m)
-		if b[0] != 'x' {
-			t.Fatalf("n=%d: prefix overwritten", n)
-		}
-		num, typ, tagLen := protowire.ConsumeTag(b[1:])
-		got, valLen := protowire.ConsumeBytes(b[1+tagLen:])
-		if num != 5 || typ != protowire.BytesType || valLen < 0 || 1+tagLen+valLen != len(b) || !bytes.Equal(got, body) {
-			t.Errorf("n=%d: field %d type %d, %d of %d bytes, body intact %v", n, num, typ, 1+tagLen+valLen, len(b), bytes.Equal(got, body))
-		}
+// TestTraceRequestNotUTF8: a string that is not UTF-8 (a tool's error, say) is sent with
+// U+FFFD in place of its bad bytes, not refused with the whole batch.
+func TestTraceRequestNotUTF8(t *testing.T) {
+	at := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	s := &span{name: "toolsd.call", trace: newTraceID(), id: newSpanID(), start: at, end: at, failed: true, errText: "bad \xff byte",
+		attrs: []attr{str("toolsd.tool", "x\xfe"), strs("toolsd.patterns", []string{"\xc3"})}}
+	msg, err := traceRequest([]attr{str("service.name", "toolsd")}, []*span{s})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := normalised(t, msg)
+	got := req.ResourceSpans[0].ScopeSpans[0].Spans[0]
+	if got.Status.Message != "bad \uFFFD byte" || got.Attributes[0].Value.GetStringValue() != "x\uFFFD" ||
+		got.Attributes[1].Value.GetArrayValue().Values[0].GetStringValue() != "\uFFFD" {
+		t.Errorf("sent %v", got)
 	}
 }
 
@@ -350,12 +351,14 @@ func TestTraceRequestTypicalBatch(t *testing.T) {
 	compareWithOfficial(t, newOfficialEncoder(t), res, spans)
 }
 
-func BenchmarkAppendTraceRequest(b *testing.B) {
+func BenchmarkTraceRequest(b *testing.B) {
 	res, spans := typicalBatch()
-	buf := appendTraceRequest(nil, res, spans)
+	buf, _ := traceRequest(res, spans)
 	b.SetBytes(int64(len(buf)))
 	b.ReportAllocs()
 	for b.Loop() {
-		buf = appendTraceRequest(buf[:0], res, spans)
+		if _, err := traceRequest(res, spans); err != nil {
+			b.Fatal(err)
+		}
 	}
 }

@@ -57,8 +57,8 @@ package builtin
 // device, opened O_NONBLOCK and checked) of at most maxIgnoreFileBytes, and it is read
 // with that cap; any other is left out. Patterns are matched with string compares for the
 // common forms (a name, *.ext, prefix*, /path) and doublestar otherwise; go-gitignore,
-// which runs one regexp per pattern per path, was ten times slower on a 40-line .gitignore
-// and is kept as the reference of a differential test.
+// which runs one regexp per pattern per path, is much slower and is kept as the reference
+// of a differential test.
 //
 // # Checkpoints
 //
@@ -81,7 +81,7 @@ package builtin
 // offset and after the page, so the last lines of a 1 GiB file cost one pass of
 // bytes.Count and no memory beyond the page. For files of 4 MiB or more that pass also
 // records where every 16384th line starts; a later read of the same version seeks to the
-// nearest mark and stops after its page (about 1 ms instead of a pass), and a file that
+// nearest mark and stops after its page instead of making a pass, and a file that
 // only grew since (a log) has its index extended over the new bytes alone. grep walks folders on GOMAXPROCS goroutines,
 // reads files with raw system calls into pooled buffers in line-aligned chunks, finds a
 // literal every match must contain by its rarest byte before running the regex on that

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io/fs"
 	"regexp"
 	"sort"
 	"strings"
@@ -61,25 +60,9 @@ func runEdit(ctx context.Context, o *Options, call *registry.Call, filePath, old
 	if oldString == newString {
 		return nil, errors.New("oldString and newString are the same: the edit would change nothing. Give the new text in newString")
 	}
-	t, err := resolvePath(call.Workspace, "", "filePath", filePath)
+	t, data, info, err := openForChange(ctx, o, call, "filePath", filePath, oldString != "")
 	if err != nil {
 		return nil, err
-	}
-	if err := askExternal(ctx, call, t, false); err != nil {
-		return nil, err
-	}
-	var data []byte
-	var info fs.FileInfo
-	if t.Exists() {
-		if t.Info.IsDir() {
-			return nil, fmt.Errorf("%s is a folder: give the path of a file", t.Display())
-		}
-		data, info, err = readChecked(t, o.MaxEditBytes)
-		if err != nil {
-			return nil, fmt.Errorf("cannot read %s: %w", t.Display(), unwrapPathErr(err))
-		}
-	} else if oldString != "" {
-		return nil, notFoundError(call.Workspace, t)
 	}
 
 	var updated []byte

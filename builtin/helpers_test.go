@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"go.uber.org/goleak"
+	"golang.org/x/tools/txtar"
 
 	"github.com/toolsd/toolsd/registry"
 )
@@ -196,31 +197,11 @@ func (e *env) setOptions(o *Options) {
 	}
 }
 
-// txtarFiles parses a txtar archive ("-- name --" lines start files).
-func txtarFiles(archive string) (names []string, data map[string]string) {
-	data = map[string]string{}
-	cur := ""
-	for _, line := range strings.SplitAfter(archive, "\n") {
-		if strings.HasPrefix(line, "-- ") && strings.HasSuffix(strings.TrimRight(line, "\n"), " --") {
-			cur = strings.TrimSuffix(strings.TrimPrefix(strings.TrimRight(line, "\n"), "-- "), " --")
-			names = append(names, cur)
-			data[cur] = ""
-			continue
-		}
-		if cur != "" {
-			data[cur] += line
-		}
-	}
-	return names, data
-}
-
 // writeTree writes a txtar archive's files below dir.
 func (e *env) writeTree(dir, archive string) {
 	e.t.Helper()
-	names, data := txtarFiles(archive)
-	for _, name := range names {
-		f := struct{ Data []byte }{[]byte(data[name])}
-		p := filepath.Join(dir, name)
+	for _, f := range txtar.Parse([]byte(archive)).Files {
+		p := filepath.Join(dir, f.Name)
 		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
 			e.t.Fatal(err)
 		}

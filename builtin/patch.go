@@ -392,20 +392,8 @@ func runApplyPatch(ctx context.Context, o *Options, call *registry.Call, text st
 			return nil, err
 		}
 		ch := &change{t: t, existed: t.Exists()}
-		if t.Exists() && t.Info.IsDir() {
-			return nil, &PatchError{op.line, fmt.Sprintf("%s: %s is a folder", op.describe(), t.Display())}
-		}
-		if op.kind != "add" {
-			if !t.Exists() {
-				return nil, &PatchError{op.line, fmt.Sprintf("%s: %v", op.describe(), notFoundError(call.Workspace, t))}
-			}
-			if ch.old, ch.info, err = readChecked(t, o.MaxEditBytes); err != nil {
-				return nil, &PatchError{op.line, fmt.Sprintf("%s: cannot read %s: %v", op.describe(), t.Display(), unwrapPathErr(err))}
-			}
-		} else if t.Exists() {
-			if ch.old, ch.info, err = readChecked(t, o.MaxEditBytes); err != nil {
-				return nil, &PatchError{op.line, fmt.Sprintf("%s: cannot read %s: %v", op.describe(), t.Display(), unwrapPathErr(err))}
-			}
+		if ch.old, ch.info, err = readForChange(o, call, t, op.kind != "add"); err != nil {
+			return nil, &PatchError{op.line, fmt.Sprintf("%s: %v", op.describe(), err)}
 		}
 		switch op.kind {
 		case "add":

@@ -8,12 +8,14 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"sort"
 	"strings"
 	"syscall"
 	"unicode/utf8"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/registry"
@@ -291,3 +293,90 @@ func relOrAbs(ws, p string) string {
 	}
 	return filepath.ToSlash(p)
 }
+
+// notFoundError names a missing path and the closest existing names in its folder.
+func notFoundError(ws string, t *target) error {
+	dir, base := filepath.Split(t.Abs)
+	ents, err := readDirChecked(dir)
+	if err != nil {
+		// Walk up to the deepest folder that exists.
+		d := filepath.Dir(dir)
+		for ; d != filepath.Dir(d); d = filepath.Dir(d) {
+			if fi, err := os.Stat(d); err == nil && fi.IsDir() {
+				break
+			}
+		}
+		return fmt.Errorf("file not found: %s (the folder %s does not exist; the deepest existing folder is %s)", t.Display(), relOrAbs(ws, filepath.Clean(dir)), relOrAbs(ws, d))
+	}
+	names := make([]string, 0, len(ents))
+	for _, e := range ents {
+		names = append(names, e.Name())
+	}
+	close := closestNames(base, names, 5)
+	if len(close) == 0 {
+		return fmt.Errorf("file not found: %s", t.Display())
+	}
+	for i, n := range close {
+		close[i] = relOrAbs(ws, filepath.Join(dir, n))
+	}
+	return fmt.Errorf("file not found: %s\n\nDid you mean one of these?\n%s", t.Display(), strings.Join(close, "\n"))
+}
+
+// readDirChecked lists the folder at the real path abs, following no symlink on the way.
+func readDirChecked(abs string) ([]os.DirEntry, error) {
+	d, err := openDirChecked(filepath.Clean(abs))
+	if err != nil {
+		return nil, err
+	}
+	defer d.Close()
+	return d.ReadDir(-1)
+}
+
+// closestNames returns up to n names like name, closest first.
+func closestNames(name string, names []string, n int) []string {
+	type cand struct {
+		s string
+		d int
+	}
+	ln := strings.ToLower(name)
+	stem := strings.TrimSuffix(ln, filepath.Ext(ln))
+	var cs []cand
+	for _, s := range names {
+		ls := strings.ToLower(s)
+		d := registry.EditDistance(ln, ls)
+		lstem := strings.TrimSuffix(ls, filepath.Ext(ls))
+		switch {
+		case ls == ln:
+			d = 0
+		case stem != "" && lstem == stem:
+			d = min(d, 1)
+		case strings.Contains(ls, ln) || (len(ls) >= 3 && strings.Contains(ln, ls)):
+			d = min(d, 2)
+		}
+		if d <= max(2, len(name)/3) {
+			cs = append(cs, cand{s, d})
+		}
+	}
+	sort.SliceStable(cs, func(i, j int) bool {
+		if cs[i].d != cs[j].d {
+			return cs[i].d < cs[j].d
+		}
+		return cs[i].s < cs[j].s
+	})
+	var out []string
+	for _, c := range cs[:min(n, len(cs))] {
+		out = append(out, c.s)
+	}
+	return out
+}
+
+func unwrapPathErr(err error) error {
+	var pe *os.PathError
+	if errors.As(err, &pe) {
+		return pe.Err
+	}
+	return err
+}
+
+// fileKind names what a file mode is, without an article ("socket").
+func fileKind(m os.FileMode) string { return strings.TrimPrefix(fsopen.Describe(m), "a ") }

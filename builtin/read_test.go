@@ -317,7 +317,7 @@ func TestReadSpecialFile(t *testing.T) {
 		t.Skip(err)
 	}
 	_, err := e.run("read", map[string]any{"filePath": "fifo"})
-	if err == nil || !strings.Contains(err.Error(), "not a regular file (it is a named pipe)") {
+	if err == nil || !strings.Contains(err.Error(), "not a regular file (it is a FIFO (named pipe))") {
 		t.Fatalf("err = %v", err)
 	}
 }

@@ -43,23 +43,9 @@ func writeTool(o *Options) *registry.Tool {
 			if err := decode(args, &a); err != nil {
 				return nil, err
 			}
-			t, err := resolvePath(call.Workspace, "", "filePath", a.FilePath)
+			t, old, info, err := openForChange(ctx, o, call, "filePath", a.FilePath, false)
 			if err != nil {
 				return nil, err
-			}
-			if err := askExternal(ctx, call, t, false); err != nil {
-				return nil, err
-			}
-			var old []byte
-			var info fs.FileInfo
-			if t.Exists() {
-				if t.Info.IsDir() {
-					return nil, fmt.Errorf("%s is a folder: give the path of a file inside it", t.Display())
-				}
-				old, info, err = readChecked(t, o.MaxEditBytes)
-				if err != nil {
-					return nil, fmt.Errorf("cannot read %s before writing it: %w", t.Display(), unwrapPathErr(err))
-				}
 			}
 			ch := &change{t: t, old: old, info: info, new: []byte(a.Content), existed: t.Exists()}
 			if err := ch.ask(ctx, call); err != nil {
@@ -79,6 +65,39 @@ func writeTool(o *Options) *registry.Tool {
 			return &registry.Result{Title: t.Display(), Output: out, Metadata: ch.metadata()}, nil
 		},
 	}
+}
+
+// openForChange resolves the path argument key of a tool that changes a file, asks for it if
+// it lies outside the workspace, and reads what is there now: see readForChange.
+func openForChange(ctx context.Context, o *Options, call *registry.Call, key, path string, mustExist bool) (*target, []byte, fs.FileInfo, error) {
+	t, err := resolvePath(call.Workspace, "", key, path)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	if err := askExternal(ctx, call, t, false); err != nil {
+		return nil, nil, nil, err
+	}
+	data, info, err := readForChange(o, call, t, mustExist)
+	return t, data, info, err
+}
+
+// readForChange reads the file at t before it is changed: its content and info (to see a
+// change on disk since), nothing for a file that does not exist yet (an error if mustExist),
+// an error for a folder or a file over the limit for editing.
+func readForChange(o *Options, call *registry.Call, t *target, mustExist bool) ([]byte, fs.FileInfo, error) {
+	switch {
+	case !t.Exists() && mustExist:
+		return nil, nil, notFoundError(call.Workspace, t)
+	case !t.Exists():
+		return nil, nil, nil
+	case t.Info.IsDir():
+		return nil, nil, fmt.Errorf("%s is a folder: give the path of a file", t.Display())
+	}
+	data, info, err := readChecked(t, o.MaxEditBytes)
+	if err != nil {
+		return nil, nil, fmt.Errorf("cannot read %s: %w", t.Display(), unwrapPathErr(err))
+	}
+	return data, info, nil
 }
 
 // change is a planned change of one file: what was read, what will be written.

@@ -1,17 +1,15 @@
 package permission
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"errors"
 	"fmt"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
 	"time"
 
-	"github.com/go-json-experiment/json/jsontext"
+	"github.com/toolsd/toolsd/internal/jsondec"
 )
 
 // Layer names for SetLayer, in increasing precedence (but for LayerManaged). Agent layers
@@ -599,7 +597,7 @@ func (e *Engine) Observe(sessionID, tool string, args []byte) bool {
 	h := sha256.New()
 	h.Write([]byte(tool))
 	h.Write([]byte{0})
-	h.Write(canonicalJSON(args))
+	h.Write(jsondec.Canonical(args))
 	var key [32]byte
 	h.Sum(key[:0])
 	e.mu.Lock()
@@ -615,145 +613,4 @@ func (e *Engine) Observe(sessionID, tool string, args []byte) bool {
 		l.key, l.count = key, 1
 	}
 	return l.count >= DoomLoopThreshold
-}
-
-// canonicalJSON is b with its objects' members sorted and no white space, numbers as
-// written (1.0 and 1 differ): the same arguments however the model spaced and ordered them.
-// Anything but one JSON value is itself.
-func canonicalJSON(b []byte) []byte {
-	if c, ok := canonicalFlat(b); ok {
-		return c
-	}
-	v := jsontext.Value(bytes.Clone(b))
-	if v.Format(jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
-		return b
-	}
-	return v
-}
-
-// canonicalFlat is canonicalJSON(b) for the arguments most calls have, found in one scan
-// instead of formatting them: an object with no white space and up to 16 members of
-// distinct names, each value a string, a number (kept as written, as the formatting keeps
-// it) or true, false or null, and every string printable ASCII without a
-// backslash, so that it is written as it is and names sort by their bytes. ok is false for
-// anything else. FuzzCanonicalFlat holds it to the formatting.
-func canonicalFlat(b []byte) (c []byte, ok bool) {
-	if len(b) < 2 || b[0] != '{' || b[len(b)-1] != '}' {
-		return nil, false
-	}
-	if len(b) == 2 {
-		return b, true
-	}
-	type member struct{ name, all []byte }
-	var ms [16]member
-	n, sorted := 0, true
-	for i := 1; ; {
-		name, l := flatString(b[i:])
-		start := i
-		if l == 0 || n == len(ms) || i+l >= len(b) || b[i+l] != ':' {
-			return nil, false
-		}
-		i += l + 1
-		if i < len(b) && b[i] == '"' {
-			if _, l = flatString(b[i:]); l == 0 {
-				return nil, false
-			}
-			i += l
-		} else {
-			j := i
-			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] >= 'a' && b[j] <= 'z' || b[j] == '-' || b[j] == '+' || b[j] == '.' || b[j] == 'E') {
-				j++
-			}
-			if !scalar(b[i:j]) {
-				return nil, false // not JSON: left to the formatting, which gives b back
-			}
-			i = j
-		}
-		if n > 0 && bytes.Compare(name, ms[n-1].name) <= 0 {
-			sorted = false
-		}
-		ms[n] = member{name, b[start:i]}
-		n++
-		if i == len(b)-1 {
-			break // the closing brace
-		}
-		if b[i] != ',' {
-			return nil, false
-		}
-		i++
-	}
-	if sorted {
-		return b, true
-	}
-	members := ms[:n]
-	slices.SortFunc(members, func(x, y member) int { return bytes.Compare(x.name, y.name) })
-	c = append(make([]byte, 0, len(b)), '{')
-	for k, m := range members {
-		if k > 0 {
-			if bytes.Equal(m.name, members[k-1].name) {
-				return nil, false // duplicate names: left to the formatting
-			}
-			c = append(c, ',')
-		}
-		c = append(c, m.all...)
-	}
-	return append(c, '}'), true
-}
-
-// scalar reports whether v is true, false, null or a JSON number.
-func scalar(v []byte) bool {
-	switch string(v) {
-	case "true", "false", "null":
-		return true
-	}
-	i := 0
-	digits := func() bool {
-		j := i
-		for i < len(v) && v[i] >= '0' && v[i] <= '9' {
-			i++
-		}
-		return i > j
-	}
-	if i < len(v) && v[i] == '-' {
-		i++
-	}
-	switch {
-	case i < len(v) && v[i] == '0':
-		i++
-	case !digits():
-		return false
-	}
-	if i < len(v) && v[i] == '.' {
-		i++
-		if !digits() {
-			return false
-		}
-	}
-	if i < len(v) && (v[i] == 'e' || v[i] == 'E') {
-		i++
-		if i < len(v) && (v[i] == '+' || v[i] == '-') {
-			i++
-		}
-		if !digits() {
-			return false
-		}
-	}
-	return i == len(v)
-}
-
-// flatString is the content of the string b starts with and its length with the quotes, or
-// a length of 0 if b does not start with a string of printable ASCII without a backslash.
-func flatString(b []byte) ([]byte, int) {
-	if len(b) == 0 || b[0] != '"' {
-		return nil, 0
-	}
-	for i := 1; i < len(b); i++ {
-		switch c := b[i]; {
-		case c == '"':
-			return b[1:i], i + 1
-		case c < 0x20 || c > 0x7e || c == '\\':
-			return nil, 0
-		}
-	}
-	return nil, 0
 }

@@ -1,13 +1,10 @@
 package permission
 
 import (
-	"bytes"
 	"regexp"
 	"strings"
 	"testing"
 	"unicode/utf8"
-
-	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/toolsd/toolsd/permission/shell"
 )
@@ -275,35 +272,4 @@ func TestGeneratorCounts(t *testing.T) {
 	if len(a.Commands) < g.n {
 		t.Fatalf("%q: %d commands < %d", g.out.String(), len(a.Commands), g.n)
 	}
-}
-
-// formatted is canonicalJSON without its fast path.
-func formatted(b []byte) []byte {
-	v := jsontext.Value(bytes.Clone(b))
-	if v.Format(jsontext.ReorderRawObjects(true), jsontext.AllowDuplicateNames(true), jsontext.AllowInvalidUTF8(true)) != nil {
-		return b
-	}
-	return v
-}
-
-// FuzzCanonicalFlat: what canonicalFlat makes of a value is what formatting makes of it.
-func FuzzCanonicalFlat(f *testing.F) {
-	for _, s := range []string{
-		`{}`, `{"a":1}`, `{"filePath":"/w/a.go","limit":2001}`, `{"filePath":"/w/a.go","offset":3,"limit":20}`,
-		`{"a":1,"a":2}`, `{"b":1,"a":2}`, `{"b":1,"a":2,"b":3}`, `{"a":1.0,"b":-2e+3,"c":true,"d":null,"e":"x y"}`,
-		`{"a":01}`, `{"a":tru}`, `{"a":"\u00e9"}`, `{"a":"<&>"}`, `{"a":[1]}`, `{"a":{"b":1}}`, `{ "a":1}`,
-		`{"a":1,}`, `{"":1}`, `{"a":"é"}`, `{"a":1e}`, `{"a":-}`, `{"b":"a","a":"b"}`, `{"B":1,"a":2,"_":3}`,
-		`{"b":01,"a":1}`, `{"b":tru,"a":1}`, `{"b":1e,"a":1}`, `{"b":-0.5e-3,"a":1}`, `{"b":1.,"a":2}`,
-	} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, b []byte) {
-		want := formatted(b)
-		if c, ok := canonicalFlat(b); ok && !bytes.Equal(c, want) {
-			t.Fatalf("canonicalFlat(%q) = %q, formatting gives %q", b, c, want)
-		}
-		if got := canonicalJSON(b); !bytes.Equal(got, want) {
-			t.Fatalf("canonicalJSON(%q) = %q, want %q", b, got, want)
-		}
-	})
 }

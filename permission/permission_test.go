@@ -1,7 +1,6 @@
 package permission
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"os"
@@ -673,54 +672,5 @@ func TestShellAlwaysExactIsEscaped(t *testing.T) {
 				t.Errorf("%q: exact always %q matches wrongly", line, c.Always[0])
 			}
 		}
-	}
-}
-
-// TestCanonicalJSON: the same value however spaced, ordered or escaped has one form; other
-// values (and arrays in another order) have others.
-func TestCanonicalJSON(t *testing.T) {
-	same := [][]string{
-		{`{"b":{"y":1,"x":[2,1]},"a":"\u00e9"}`, ` { "a" : "é", "b" : { "x" : [ 2, 1 ], "y" : 1 } } `},
-		{`["x",{"k":null,"j":true}]`, `[ "x" , { "j" : true , "k" : null } ]`},
-	}
-	for _, s := range same {
-		if a, b := canonicalJSON([]byte(s[0])), canonicalJSON([]byte(s[1])); !bytes.Equal(a, b) {
-			t.Errorf("%s and %s: %s and %s", s[0], s[1], a, b)
-		}
-	}
-	differ := [][]string{{`[1,2]`, `[2,1]`}, {`{"n":1}`, `{"n":1.0}`}, {`{"a":"x"}`, `{"a":"y"}`}, {`{}`, `not json`}}
-	for _, d := range differ {
-		if a, b := canonicalJSON([]byte(d[0])), canonicalJSON([]byte(d[1])); bytes.Equal(a, b) {
-			t.Errorf("%s and %s have one form: %s", d[0], d[1], a)
-		}
-	}
-}
-
-// TestCanonicalFlat: the arguments of most calls take canonicalFlat's scan, in any order of
-// their members; nested or escaped ones are left to the formatting.
-func TestCanonicalFlat(t *testing.T) {
-	for in, want := range map[string]string{
-		`{"filePath":"/w/a.go","limit":2001}`:           `{"filePath":"/w/a.go","limit":2001}`,
-		`{"filePath":"/w/a.go","offset":3,"limit":20}`:  `{"filePath":"/w/a.go","limit":20,"offset":3}`,
-		`{"command":"go test ./...","timeout":1.5e3}`:   `{"command":"go test ./...","timeout":1.5e3}`,
-		`{"z":null,"y":false,"x":true,"w":"","v":-0.5}`: `{"v":-0.5,"w":"","x":true,"y":false,"z":null}`,
-	} {
-		if got, ok := canonicalFlat([]byte(in)); !ok || string(got) != want {
-			t.Errorf("canonicalFlat(%s) = %s, %v; want %s", in, got, ok, want)
-		}
-	}
-	for _, in := range []string{`{"a":{"b":1}}`, `{"a":[1]}`, `{ "a":1}`, `{"a":"\u00e9"}`, `{"a":"é"}`, `{"b":1,"a":2,"b":3}`, `[1]`,
-		`{"b":01,"a":1}`, `{"b":tru,"a":1}`, `{"b":1e,"a":1}`} {
-		if got, ok := canonicalFlat([]byte(in)); ok {
-			t.Errorf("canonicalFlat(%s) = %s, want it left to the formatting", in, got)
-		}
-	}
-}
-
-func BenchmarkCanonicalJSON(b *testing.B) {
-	args := []byte(`{"filePath":"/tmp/ws/src/main.go","offset":120,"limit":2000}`)
-	b.ReportAllocs()
-	for b.Loop() {
-		canonicalJSON(args)
 	}
 }

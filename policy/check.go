@@ -123,8 +123,8 @@ func rank(a permission.Action) int {
 }
 
 // readOnlyTools are the built-ins that change nothing, whose own permission the built-in
-// defaults allow (session.Query.ReadOnly). Built on first use, not at init: every toolsd
-// process (guards and sandbox stages too) would pay for building every built-in.
+// defaults allow (session.Query.ReadOnly). Built on first use, not at init: a toolsd
+// process that checks no call (a forwarder, a hook) would pay for building every built-in.
 var readOnlyTools = sync.OnceValue(func() map[string]bool {
 	m := map[string]bool{}
 	for _, t := range builtin.Tools(nil) {

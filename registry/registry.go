@@ -13,8 +13,8 @@ import (
 )
 
 // ValidID reports whether id can name a tool: 1 to 64 ASCII letters, digits, '_' and '-'
-// (^[A-Za-z0-9_-]{1,64}$), within providers' 64-character limit. A loop rather than that
-// regular expression, whose compilation at every start of the binary took 880 allocations.
+// (^[A-Za-z0-9_-]{1,64}$), within providers' 64-character limit: a loop, so that no start of
+// the binary compiles that regular expression.
 func ValidID(id string) bool {
 	if len(id) == 0 || len(id) > 64 {
 		return false
@@ -162,8 +162,8 @@ func (r *Registry) Catalog() *Catalog {
 // SetSource replaces the tools and diagnostics of one source (keyed by name, e.g. "builtin",
 // "project", "mcp:github") and returns what changed in the catalogue. Tools whose schema does
 // not compile, whose id is malformed, or that clash with a tool of another source are left
-// out with a diagnostic; the rest load. The built-ins' schemas are compiled on first use. The first source to claim an id keeps it, except that
-// the built-ins always win.
+// out with a diagnostic; the rest load. The built-ins' schemas are compiled on first use.
+// The first source to claim an id keeps it, except that the built-ins always win.
 func (r *Registry) SetSource(name string, tools []*Tool, diags []protocol.Diagnostic) Change {
 	snap := sourceSnapshot{diagnostics: append([]protocol.Diagnostic{}, diags...)}
 	for _, t := range tools {
@@ -173,9 +173,8 @@ func (r *Registry) SetSource(name string, tools []*Tool, diags []protocol.Diagno
 		}
 		if name == SourceBuiltin {
 			// The built-ins' schemas are the daemon's own (their tests compile each): they
-			// are compiled on first use rather than in every workspace's open, where they
-			// were about a third of session.Open's work in a fresh process.
-			t := t
+			// are compiled on first use rather than in every workspace's open, of whose work
+			// in a fresh process they would be a good part.
 			snap.tools = append(snap.tools, &Entry{Tool: t, schema: sync.OnceValues(func() (*jsonschema.Schema, error) {
 				return CompileSchema(t.ID, t.Parameters)
 			})})

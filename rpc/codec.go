@@ -1,10 +1,11 @@
 package rpc
 
 import (
-	"bytes"
 	"encoding/json"
 
 	"go.lsp.dev/jsonrpc2"
+
+	"github.com/toolsd/toolsd/internal/jsondec"
 )
 
 // codec encodes payloads with the standard library's encoding/json, chosen on purpose over
@@ -27,13 +28,7 @@ func (codec) Marshal(v any) ([]byte, error) {
 		}
 		return m, nil
 	}
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte("\n")), nil
+	return jsondec.Marshal(v)
 }
 
 func (codec) Unmarshal(data []byte, v any) error {

@@ -28,6 +28,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/toolsd/toolsd/internal/fspath"
 )
 
 // TypeError says that a path names something other than what the caller reads: a FIFO, a
@@ -80,7 +82,7 @@ func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	}
 	if fi, err := stat(path); err == nil {
 		if !fi.Mode().IsRegular() {
-			return nil, &TypeError{Path: path, Is: describe(fi.Mode()), Want: wantFile}
+			return nil, &TypeError{Path: path, Is: Describe(fi.Mode()), Want: wantFile}
 		}
 	} else if !errors.Is(err, fs.ErrNotExist) || flag&os.O_CREATE == 0 {
 		return nil, err
@@ -99,7 +101,7 @@ func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
 		if errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR) {
 			// A socket or a folder that took the file's place since the stat.
 			if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
-				return nil, &TypeError{Path: path, Is: describe(fi.Mode()), Want: wantFile}
+				return nil, &TypeError{Path: path, Is: Describe(fi.Mode()), Want: wantFile}
 			}
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
@@ -111,7 +113,7 @@ func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &TypeError{Path: path, Is: describeRaw(st.Mode), Want: wantFile}
+		return nil, &TypeError{Path: path, Is: Describe(fspath.TypeMode(st.Mode)), Want: wantFile}
 	}
 	// A regular file ignores O_NONBLOCK, but the *os.File should not carry it.
 	if err := unix.SetNonblock(fd, false); err != nil {
@@ -155,7 +157,7 @@ func OpenDir(path string) (*os.File, error) {
 	if err != nil {
 		if errors.Is(err, unix.ENOTDIR) {
 			if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
-				return nil, &TypeError{Path: path, Is: describe(fi.Mode()), Want: wantFolder}
+				return nil, &TypeError{Path: path, Is: Describe(fi.Mode()), Want: wantFolder}
 			}
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
@@ -197,8 +199,8 @@ func open(path string, flag int, perm fs.FileMode) (int, error) {
 	}
 }
 
-// describe names what a file mode is, with an article.
-func describe(m fs.FileMode) string {
+// Describe names what a file mode is, with an article ("a socket"), for a message.
+func Describe(m fs.FileMode) string {
 	switch {
 	case m.IsDir():
 		return "a folder"
@@ -213,27 +215,6 @@ func describe(m fs.FileMode) string {
 	case m&fs.ModeSymlink != 0:
 		return "a symbolic link"
 	case m.IsRegular():
-		return "a regular file"
-	}
-	return "a special file"
-}
-
-// describeRaw names what a stat mode is, with an article.
-func describeRaw(mode uint32) string {
-	switch mode & unix.S_IFMT {
-	case unix.S_IFDIR:
-		return "a folder"
-	case unix.S_IFIFO:
-		return "a FIFO (named pipe)"
-	case unix.S_IFSOCK:
-		return "a socket"
-	case unix.S_IFCHR:
-		return "a character device"
-	case unix.S_IFBLK:
-		return "a block device"
-	case unix.S_IFLNK:
-		return "a symbolic link"
-	case unix.S_IFREG:
 		return "a regular file"
 	}
 	return "a special file"

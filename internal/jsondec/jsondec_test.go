@@ -1,6 +1,7 @@
 package jsondec
 
 import (
+	"bytes"
 	"encoding/json"
 	"reflect"
 	"testing"
@@ -70,6 +71,26 @@ func BenchmarkUnmarshal(b *testing.B) {
 		var p protocol.ExecuteParams
 		if err := Unmarshal(data, &p); err != nil {
 			b.Fatal(err)
+		}
+	}
+}
+
+// TestCanonical: the same value however spaced, ordered or escaped has one form; other
+// values (and arrays in another order) have others.
+func TestCanonical(t *testing.T) {
+	same := [][]string{
+		{`{"b":{"y":1,"x":[2,1]},"a":"\u00e9"}`, ` { "a" : "é", "b" : { "x" : [ 2, 1 ], "y" : 1 } } `},
+		{`["x",{"k":null,"j":true}]`, `[ "x" , { "j" : true , "k" : null } ]`},
+	}
+	for _, s := range same {
+		if a, b := Canonical([]byte(s[0])), Canonical([]byte(s[1])); !bytes.Equal(a, b) {
+			t.Errorf("%s and %s: %s and %s", s[0], s[1], a, b)
+		}
+	}
+	differ := [][]string{{`[1,2]`, `[2,1]`}, {`{"n":1}`, `{"n":1.0}`}, {`{"a":"x"}`, `{"a":"y"}`}, {`{}`, `not json`}}
+	for _, d := range differ {
+		if a, b := Canonical([]byte(d[0])), Canonical([]byte(d[1])); bytes.Equal(a, b) {
+			t.Errorf("%s and %s have one form: %s", d[0], d[1], a)
 		}
 	}
 }

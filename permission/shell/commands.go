@@ -3,7 +3,6 @@ package shell
 import (
 	"path"
 	"strings"
-	"sync"
 	"unicode"
 	"unicode/utf8"
 )
@@ -42,44 +41,38 @@ type wrapSpec struct {
 
 // wrappers run the command that follows their options; it is reported as a command of its
 // own (and the wrapper is not: its options are checked here).
-var wrappers = sync.OnceValue(func() map[string]wrapSpec {
-	return map[string]wrapSpec{
-		"timeout": {withArg: "ks", flags: "v", longArg: []string{"kill-after", "signal"}, longFlag: []string{"preserve-status", "foreground", "verbose"}, positional: 1},
-		"nice":    {withArg: "n", longArg: []string{"adjustment"}},
-		"ionice":  {withArg: "cnp", flags: "tP", longArg: []string{"class", "classdata"}, longFlag: []string{"ignore"}},
-		"nohup":   {},
-		"stdbuf":  {withArg: "ioe", longArg: []string{"input", "output", "error"}},
-		"setsid":  {flags: "cfw", longFlag: []string{"ctty", "fork", "wait"}},
-		"time":    {withArg: "fo", flags: "pvaq", longArg: []string{"format", "output"}, longFlag: []string{"portability", "verbose", "append", "quiet"}},
-		"exec":    {withArg: "a", flags: "cl"},
-		"builtin": {},
-		"xargs": {withArg: "adEeIiLlnPs", flags: "0oprtx",
-			longArg:  []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
-			longFlag: []string{"null", "open-tty", "interactive", "no-run-if-empty", "verbose", "exit", "show-limits"}},
-		"watch": {withArg: "nq", flags: "bcdegptwx",
-			longArg:  []string{"interval", "equexit", "differences"},
-			longFlag: []string{"beep", "color", "no-color", "chgexit", "errexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap"}},
-		"flock":   {withArg: "wEc", flags: "sxunoFv", longArg: []string{"timeout", "conflict-exit-code", "command"}, longFlag: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}, positional: 1},
-		"taskset": {flags: "apc", longFlag: []string{"all-tasks", "pid", "cpu-list"}, positional: 1},
-		"chrt":    {flags: "bdfiormRav", longFlag: []string{"batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "all-tasks", "verbose"}, positional: 1},
-		"sudo": {withArg: "CDghpRrtTUu", flags: "AbEeHiKklnPSsVv",
-			longArg:  []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
-			longFlag: []string{"askpass", "background", "preserve-env", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate"}},
-		"doas":    {withArg: "Cu", flags: "Lns"},
-		"pkexec":  {withArg: "u", longArg: []string{"user"}, longFlag: []string{"disable-internal-agent", "keep-cwd"}},
-		"runuser": {withArg: "ugG", flags: "lmpf", longArg: []string{"user", "group", "supp-group", "command", "shell"}, longFlag: []string{"login", "preserve-environment", "pty"}},
-	}
-})
+var wrappers = map[string]wrapSpec{
+	"timeout": {withArg: "ks", flags: "v", longArg: []string{"kill-after", "signal"}, longFlag: []string{"preserve-status", "foreground", "verbose"}, positional: 1},
+	"nice":    {withArg: "n", longArg: []string{"adjustment"}},
+	"ionice":  {withArg: "cnp", flags: "tP", longArg: []string{"class", "classdata"}, longFlag: []string{"ignore"}},
+	"nohup":   {},
+	"stdbuf":  {withArg: "ioe", longArg: []string{"input", "output", "error"}},
+	"setsid":  {flags: "cfw", longFlag: []string{"ctty", "fork", "wait"}},
+	"time":    {withArg: "fo", flags: "pvaq", longArg: []string{"format", "output"}, longFlag: []string{"portability", "verbose", "append", "quiet"}},
+	"exec":    {withArg: "a", flags: "cl"},
+	"builtin": {},
+	"xargs": {withArg: "adEeIiLlnPs", flags: "0oprtx",
+		longArg:  []string{"arg-file", "delimiter", "eof", "replace", "max-lines", "max-args", "max-procs", "max-chars", "process-slot-var"},
+		longFlag: []string{"null", "open-tty", "interactive", "no-run-if-empty", "verbose", "exit", "show-limits"}},
+	"watch": {withArg: "nq", flags: "bcdegptwx",
+		longArg:  []string{"interval", "equexit", "differences"},
+		longFlag: []string{"beep", "color", "no-color", "chgexit", "errexit", "exec", "precise", "no-title", "no-wrap", "no-linewrap"}},
+	"flock":   {withArg: "wEc", flags: "sxunoFv", longArg: []string{"timeout", "conflict-exit-code", "command"}, longFlag: []string{"shared", "exclusive", "unlock", "nonblock", "close", "no-fork", "verbose"}, positional: 1},
+	"taskset": {flags: "apc", longFlag: []string{"all-tasks", "pid", "cpu-list"}, positional: 1},
+	"chrt":    {flags: "bdfiormRav", longFlag: []string{"batch", "deadline", "fifo", "idle", "other", "rr", "reset-on-fork", "all-tasks", "verbose"}, positional: 1},
+	"sudo": {withArg: "CDghpRrtTUu", flags: "AbEeHiKklnPSsVv",
+		longArg:  []string{"close-from", "chdir", "group", "host", "prompt", "chroot", "role", "type", "command-timeout", "other-user", "user"},
+		longFlag: []string{"askpass", "background", "preserve-env", "set-home", "login", "remove-timestamp", "reset-timestamp", "list", "non-interactive", "preserve-groups", "stdin", "shell", "validate"}},
+	"doas":    {withArg: "Cu", flags: "Lns"},
+	"pkexec":  {withArg: "u", longArg: []string{"user"}, longFlag: []string{"disable-internal-agent", "keep-cwd"}},
+	"runuser": {withArg: "ugG", flags: "lmpf", longArg: []string{"user", "group", "supp-group", "command", "shell"}, longFlag: []string{"login", "preserve-environment", "pty"}},
+}
 
 // privileged wrappers are reported with their whole text as well as the command they run.
-var privileged = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{"sudo": true, "doas": true, "pkexec": true, "runuser": true, "su": true}
-})
+var privileged = map[string]bool{"sudo": true, "doas": true, "pkexec": true, "runuser": true, "su": true}
 
 // shells run the string given with -c.
-var shells = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "yash": true, "posh": true}
-})
+var shells = map[string]bool{"sh": true, "bash": true, "zsh": true, "dash": true, "ksh": true, "mksh": true, "ash": true, "yash": true, "posh": true}
 
 // splitOpts consumes the options of spec from ws and returns the index of the first word
 // after them (and after the positional words), the options seen (by name, with value), and
@@ -184,29 +177,27 @@ var sysDirs = []string{"/bin/", "/usr/bin/", "/usr/local/bin/", "/sbin/", "/usr/
 
 // opaqueBuiltins are bash builtins that change the shell itself or evaluate text or
 // values as code: a line that uses one is not understood.
-var opaqueBuiltins = sync.OnceValue(func() map[string]string {
-	return map[string]string{
-		"eval": "eval runs text as code", "source": "source runs the commands of a file in this shell",
-		".": "source (.) runs the commands of a file in this shell", "alias": "alias changes what later names run",
-		"unalias": "unalias changes what later names run", "bind": "bind changes the shell's key bindings",
-		"enable": "enable turns builtins on and off or loads them from files", "hash": "hash binds names to programs",
-		"shopt": "shopt changes how the shell parses and runs later commands", "trap": "trap runs text as code later",
-		"declare":  "declare sets variables by name (and evaluates subscripts and -i values as code)",
-		"typeset":  "typeset sets variables by name (and evaluates subscripts and -i values as code)",
-		"local":    "local sets variables by name (and evaluates subscripts and -i values as code)",
-		"readonly": "readonly sets variables by name (and evaluates subscripts as code)",
-		"export":   "export sets variables for later commands (and evaluates subscripts as code)",
-		"let":      "let evaluates arithmetic, where bash runs code hidden in variable values",
-		"read":     "read assigns variables by name (and evaluates subscripts as code)",
-		"mapfile":  "mapfile assigns an array by name", "readarray": "readarray assigns an array by name",
-		"getopts": "getopts assigns variables by name", "unset": "unset removes variables or functions by name (and evaluates subscripts as code)",
-		"caller": "caller", "compgen": "compgen", "complete": "complete changes completion", "compopt": "compopt changes completion",
-		"fc": "fc runs commands from the history", "history": "history", "bg": "job control (bg)", "fg": "job control (fg)",
-		"disown": "job control (disown)", "suspend": "suspend", "logout": "logout", "break": "break (only in loops)",
-		"continue": "continue (only in loops)", "return": "return (only in functions)", "ulimit": "ulimit changes the shell's limits",
-		"umask": "umask changes the modes of files created later",
-	}
-})
+var opaqueBuiltins = map[string]string{
+	"eval": "eval runs text as code", "source": "source runs the commands of a file in this shell",
+	".": "source (.) runs the commands of a file in this shell", "alias": "alias changes what later names run",
+	"unalias": "unalias changes what later names run", "bind": "bind changes the shell's key bindings",
+	"enable": "enable turns builtins on and off or loads them from files", "hash": "hash binds names to programs",
+	"shopt": "shopt changes how the shell parses and runs later commands", "trap": "trap runs text as code later",
+	"declare":  "declare sets variables by name (and evaluates subscripts and -i values as code)",
+	"typeset":  "typeset sets variables by name (and evaluates subscripts and -i values as code)",
+	"local":    "local sets variables by name (and evaluates subscripts and -i values as code)",
+	"readonly": "readonly sets variables by name (and evaluates subscripts as code)",
+	"export":   "export sets variables for later commands (and evaluates subscripts as code)",
+	"let":      "let evaluates arithmetic, where bash runs code hidden in variable values",
+	"read":     "read assigns variables by name (and evaluates subscripts as code)",
+	"mapfile":  "mapfile assigns an array by name", "readarray": "readarray assigns an array by name",
+	"getopts": "getopts assigns variables by name", "unset": "unset removes variables or functions by name (and evaluates subscripts as code)",
+	"caller": "caller", "compgen": "compgen", "complete": "complete changes completion", "compopt": "compopt changes completion",
+	"fc": "fc runs commands from the history", "history": "history", "bg": "job control (bg)", "fg": "job control (fg)",
+	"disown": "job control (disown)", "suspend": "suspend", "logout": "logout", "break": "break (only in loops)",
+	"continue": "continue (only in loops)", "return": "return (only in functions)", "ulimit": "ulimit changes the shell's limits",
+	"umask": "umask changes the modes of files created later",
+}
 
 // command handles the words of one simple command (or of the command a wrapper runs) from
 // the folders at, and returns the folders the line may be in after it succeeded and after
@@ -227,12 +218,12 @@ func (s *scope) command(ws []word, at []int) (ok, fail []int) {
 	n := name.text
 	for _, dir := range sysDirs {
 		// /usr/bin/env, /bin/bash: the wrappers and shells are looked through by any name.
-		if b, ok := strings.CutPrefix(n, dir); ok && !strings.Contains(b, "/") && (hasWrapSpec(b) || b == "env" || shells()[b] || b == "su" || b == "find" || b == "command") {
+		if b, ok := strings.CutPrefix(n, dir); ok && !strings.Contains(b, "/") && (hasWrapSpec(b) || b == "env" || shells[b] || b == "su" || b == "find" || b == "command") {
 			n = b
 		}
 	}
 	args := ws[1:]
-	if why, ok := opaqueBuiltins()[n]; ok {
+	if why, ok := opaqueBuiltins[n]; ok {
 		return s.opaqueBuiltin(n, why, ws, at)
 	}
 	switch {
@@ -301,17 +292,17 @@ func (s *scope) command(ws []word, at []int) (ok, fail []int) {
 		return at, at
 	case n == "find":
 		return s.find(ws, at)
-	case shells()[n]:
+	case shells[n]:
 		return s.shell(ws, at)
 	}
-	if spec, ok := wrappers()[n]; ok {
+	if spec, ok := wrappers[n]; ok {
 		return s.wrapper(n, spec, ws, at)
 	}
 	return s.emit(ws, at)
 }
 
 func hasWrapSpec(name string) bool {
-	_, ok := wrappers()[name]
+	_, ok := wrappers[name]
 	return ok
 }
 
@@ -398,7 +389,7 @@ func (s *scope) wrapper(n string, spec wrapSpec, ws []word, at []int) ([]int, []
 		return s.emit(ws, at) // options we do not know: the whole text asks
 	}
 	rest := args[i:]
-	if privileged()[n] {
+	if privileged[n] {
 		s.emitUnchecked(ws, n+" runs a command as another user")
 		if _, ok := seen["e"]; ok && n == "sudo" { // sudoedit: edits files
 			for _, a := range rest {
@@ -464,7 +455,7 @@ func (s *scope) wrapper(n string, spec wrapSpec, ws []word, at []int) ([]int, []
 		}
 	}
 	if n == "builtin" {
-		if _, ok := opaqueBuiltins()[rest[0].text]; !ok && !safeBuiltins()[rest[0].text] {
+		if _, ok := opaqueBuiltins[rest[0].text]; !ok && !safeBuiltins[rest[0].text] {
 			s.z.opaque("builtin " + rest[0].text + " is not a builtin toolsd follows")
 		}
 	}
@@ -476,14 +467,12 @@ func (s *scope) wrapper(n string, spec wrapSpec, ws []word, at []int) ([]int, []
 }
 
 // safeBuiltins are the builtins the analysis follows (besides the wrappers).
-var safeBuiltins = sync.OnceValue(func() map[string]bool {
-	return map[string]bool{
-		"cd": true, "pushd": true, "popd": true, "dirs": true, "echo": true, "printf": true, "pwd": true,
-		"true": true, "false": true, ":": true, "test": true, "[": true, "set": true, "exit": true,
-		"shift": true, "type": true, "wait": true, "kill": true, "jobs": true, "times": true, "help": true,
-		"command": true, "exec": true,
-	}
-})
+var safeBuiltins = map[string]bool{
+	"cd": true, "pushd": true, "popd": true, "dirs": true, "echo": true, "printf": true, "pwd": true,
+	"true": true, "false": true, ":": true, "test": true, "[": true, "set": true, "exit": true,
+	"shift": true, "type": true, "wait": true, "kill": true, "jobs": true, "times": true, "help": true,
+	"command": true, "exec": true,
+}
 
 // nested parses the script held in w (a -c string).
 func (s *scope) nested(w word, at []int) []int {
@@ -727,9 +716,9 @@ func (s *scope) find(ws []word, at []int) ([]int, []int) {
 			unsafe("find -delete deletes what it finds")
 		case t == "-follow":
 			unsafe("find -follow follows symlinks, which may lead outside the workspace")
-		case findValue()[t]:
+		case findValue[t]:
 			i++ // the test's value: a pattern, a number, a type
-		case findFlag()[t] || t == "(" || t == ")" || t == "!" || t == ",":
+		case findFlag[t] || t == "(" || t == ")" || t == "!" || t == ",":
 		default:
 			unsafe(t + " is not a find expression toolsd knows to be safe")
 		}
@@ -738,18 +727,14 @@ func (s *scope) find(ws []word, at []int) ([]int, []int) {
 }
 
 // findValue are find's tests and options that take one value that is not a path.
-var findValue = sync.OnceValue(func() map[string]bool {
-	return set("-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype " +
-		"-size -mtime -mmin -atime -amin -ctime -cmin -used -perm -user -group -uid -gid -maxdepth -mindepth " +
-		"-links -inum -regextype -printf -fstype -context")
-})
+var findValue = set("-name -iname -path -ipath -wholename -iwholename -regex -iregex -lname -ilname -type -xtype " +
+	"-size -mtime -mmin -atime -amin -ctime -cmin -used -perm -user -group -uid -gid -maxdepth -mindepth " +
+	"-links -inum -regextype -printf -fstype -context")
 
 // findFlag are find's tests, options and actions without a value that run and write nothing.
-var findFlag = sync.OnceValue(func() map[string]bool {
-	return set("-print -print0 -ls -prune -quit -depth -empty -readable -writable -executable -true -false " +
-		"-not -a -o -and -or -mount -xdev -nouser -nogroup -daystart -noleaf -ignore_readdir_race " +
-		"-noignore_readdir_race -warn -nowarn")
-})
+var findFlag = set("-print -print0 -ls -prune -quit -depth -empty -readable -writable -executable -true -false " +
+	"-not -a -o -and -or -mount -xdev -nouser -nogroup -daystart -noleaf -ignore_readdir_race " +
+	"-noignore_readdir_race -warn -nowarn")
 
 func set(words string) map[string]bool {
 	m := map[string]bool{}
@@ -808,7 +793,7 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		// Its words are still checked where they may be paths (vim *, less link/x).
 		s.checkArgs(name, defaultGrammar, args, at)
 		// A wrapper's command is reported too, so that a deny rule sees it (busybox rm x).
-		if skip, ok := innerCommand()[path.Base(name)]; ok {
+		if skip, ok := innerCommand[path.Base(name)]; ok {
 			for i, a := range args {
 				if a.static && !strings.HasPrefix(a.text, "-") {
 					if skip > 0 {
@@ -894,7 +879,7 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 		if g.runs {
 			// npx tsc --noEmit: tsc's own grammar checks the rest.
 			key = grammarKey(path.Base(sub.text))
-			if shells()[key] {
+			if shells[key] {
 				return firstOf(unsafe, name+" runs "+key+", a shell: what it runs is not in the line")
 			}
 			if why := runsCommandsWhy(key, args[next+1:]); why != "" {
@@ -912,7 +897,7 @@ func (s *scope) checkCommand(name string, args []word, at []int) string {
 			g = grammars[key]
 			if g == nil {
 				why := key + " is not a subcommand toolsd knows to be safe"
-				if e, ok := escapes()[key]; ok {
+				if e, ok := escapes[key]; ok {
 					why = key + " " + e
 				}
 				for _, a := range args[next+1:] {
@@ -950,31 +935,29 @@ func grammarKey(name string) string {
 
 // innerCommand are the runsCommands that take a command after their options (and after
 // this many positional words: chroot's folder, sg's group).
-var innerCommand = sync.OnceValue(func() map[string]int {
-	return map[string]int{
-		"strace": 0, "ltrace": 0, "valgrind": 0, "busybox": 0, "toybox": 0, "unshare": 0, "nsenter": 0,
-		"setpriv": 0, "fakeroot": 0, "firejail": 0, "bwrap": 0, "proot": 0, "systemd-run": 0, "chronic": 0,
-		"unbuffer": 0, "prlimit": 0, "numactl": 0, "catchsegv": 0, "xvfb-run": 0, "dbus-run-session": 0,
-		"chroot": 1, "sg": 1, "parallel": 0, "entr": 0,
-	}
-})
+var innerCommand = map[string]int{
+	"strace": 0, "ltrace": 0, "valgrind": 0, "busybox": 0, "toybox": 0, "unshare": 0, "nsenter": 0,
+	"setpriv": 0, "fakeroot": 0, "firejail": 0, "bwrap": 0, "proot": 0, "systemd-run": 0, "chronic": 0,
+	"unbuffer": 0, "prlimit": 0, "numactl": 0, "catchsegv": 0, "xvfb-run": 0, "dbus-run-session": 0,
+	"chroot": 1, "sg": 1, "parallel": 0, "entr": 0,
+}
 
 // runsCommandsWhy says why the command name (or name and first word) runs commands no
 // grammar can check ("" when it is not one of runsCommands).
 func runsCommandsWhy(name string, args []word) string {
 	base := path.Base(name)
-	if why, ok := runsCommands()[base]; ok {
+	if why, ok := runsCommands[base]; ok {
 		return base + " " + why
 	}
 	// lua5.4, php8.2, tclsh8.6: a version after the name.
 	if v := strings.TrimRight(base, "0123456789.-"); v != base && v != "" {
-		if why, ok := runsCommands()[v]; ok {
+		if why, ok := runsCommands[v]; ok {
 			return base + " " + why
 		}
 	}
 	for _, a := range args {
 		if a.static && !strings.HasPrefix(a.text, "-") {
-			if why, ok := runsCommands()[base+" "+a.text]; ok {
+			if why, ok := runsCommands[base+" "+a.text]; ok {
 				return base + " " + a.text + " " + why
 			}
 			break

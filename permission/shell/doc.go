@@ -63,9 +63,9 @@
 // no line the analysis sees. Neither are options that follow the symlinks inside a tree the
 // command walks (diff -r, zip -r, cp -rL): only the paths of the line are resolved.
 //
-// The tables (grammars, arities, wrappers, builtins, escapes) are built on first use, by
-// sync.OnceValue or loadGrammars: as package maps they were built at every start of the
-// binary, which every guard and sandbox stage is too.
+// The grammars are parsed on the first Analyze (loadGrammars), not at init: parsing them
+// takes milliseconds that a toolsd process which analyses no line (a forwarder, a hook) should
+// not pay. The other tables are package maps.
 //
 // # Paths, and the folders they are resolved from
 //

@@ -3,7 +3,6 @@ package shell
 import (
 	"fmt"
 	"strings"
-	"sync"
 )
 
 // A grammar is what toolsd knows to be safe in a command's arguments: the options that run
@@ -91,14 +90,12 @@ const (
 	vPyPlugin               // pytest -p: a plugin module to load, or no:NAME to turn one off
 )
 
-var kinds = sync.OnceValue(func() map[string]vkind {
-	return map[string]vkind{
-		"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
-		"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
-		"text2": vText2, "namepath": vNamePath, "optnum": vOptNum, "script": vScript, "repo": vRepo,
-		"gitcfg": vGitConfig, "reporter": vReporter, "url": vURL, "atfile": vAtFile, "pyplugin": vPyPlugin,
-	}
-})
+var kinds = map[string]vkind{
+	"text": vText, "auto": vAuto, "path": vPath, "write": vWrite, "dir": vDir, "num": vNum,
+	"out": vOut, "pat": vPat, "patfile": vPatFile, "sed": vSed, "awk": vAwk, "ldflags": vLdflags, "none": vNone,
+	"text2": vText2, "namepath": vNamePath, "optnum": vOptNum, "script": vScript, "repo": vRepo,
+	"gitcfg": vGitConfig, "reporter": vReporter, "url": vURL, "atfile": vAtFile, "pyplugin": vPyPlugin,
+}
 
 // parseGrammar reads the notation of grammars.go: words separated by spaces.
 //
@@ -204,7 +201,7 @@ func option(tok string, marked bool) (string, optSpec, bool) {
 }
 
 func kind(s string) vkind {
-	k, ok := kinds()[strings.TrimSuffix(s, "!")]
+	k, ok := kinds[strings.TrimSuffix(s, "!")]
 	if !ok {
 		panic("shell: unknown grammar kind " + s)
 	}
@@ -646,12 +643,12 @@ func (c *argCheck) unknown(opt, alt string) {
 		if o == "" {
 			continue
 		}
-		if why, ok := escapes()[c.name+" "+o]; ok {
+		if why, ok := escapes[c.name+" "+o]; ok {
 			c.fail("%s %s %s", c.name, o, why)
 			return
 		}
 		if sp := strings.IndexByte(c.name, ' '); sp > 0 {
-			if why, ok := escapes()[c.name[:sp]+" "+o]; ok {
+			if why, ok := escapes[c.name[:sp]+" "+o]; ok {
 				c.fail("%s %s %s", c.name[:sp], o, why)
 				return
 			}

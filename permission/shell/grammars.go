@@ -23,7 +23,7 @@ import (
 
 // escapes name what known escape options do, for the ask and the model ("tar
 // --to-command runs a command for each file").
-var escapes = sync.OnceValue(func() map[string]string {
+var escapes = func() map[string]string {
 	m := map[string]string{
 		"tar --to-command": "runs a command for each file", "tar --use-compress-program": "runs a program of its choice",
 		"tar -I": "runs a program of its choice", "tar --checkpoint-action": "runs a command at checkpoints",
@@ -101,7 +101,7 @@ var escapes = sync.OnceValue(func() map[string]string {
 		}
 	}
 	return m
-})
+}()
 
 // fileList is why an option that reads the names of files from a file is an escape: the
 // names (of files outside the workspace, say) are in no line the analysis sees.
@@ -114,127 +114,123 @@ const fileList = "reads the names of the files to work on from a file (or the li
 // is still reported, so that a deny rule sees it.) A program missing from this list that
 // runs its arguments is the residual risk of a rule that allows it by a wildcard; the
 // sandbox is the second line.
-var runsCommands = sync.OnceValue(func() map[string]string {
-	return map[string]string{
-		"ed": "runs shell commands (!) read from its input", "ex": "runs shell commands (!)", "vi": "runs shell commands (!)",
-		"vim": "runs shell commands (!)", "nvim": "runs shell commands (!)", "view": "runs shell commands (!)",
-		"emacs": "evaluates Lisp and runs commands", "gdb": "runs commands", "lldb": "runs commands",
-		"sqlite3": "runs shell commands (.shell, .system)", "psql": "runs shell commands (\\!)", "mysql": "runs shell commands (\\!)",
-		"perl": "runs code", "ruby": "runs code", "php": "runs code", "lua": "runs code", "luajit": "runs code",
-		"irb": "runs code", "tclsh": "runs code", "wish": "runs code", "expect": "runs code", "dc": "runs shell commands (!)",
-		"osascript": "runs code", "pwsh": "runs code", "powershell": "runs code", "deno": "runs code", "bun": "runs code",
-		"Rscript": "runs code", "R": "runs code", "julia": "runs code", "ghci": "runs code", "guile": "runs code",
-		"ssh": "runs commands on another host", "scp": "copies to and from other hosts", "sftp": "runs commands on another host",
-		"ftp": "runs shell commands (!)", "telnet": "connects to other hosts", "nc": "connects to other hosts and can run programs",
-		"ncat": "connects to other hosts and can run programs", "netcat": "connects to other hosts and can run programs",
-		"socat": "connects to other hosts and can run programs", "screen": "runs commands", "tmux": "runs commands",
-		"script": "runs a command (-c) or a shell", "strace": "runs the command it is given", "ltrace": "runs the command it is given",
-		"valgrind": "runs the command it is given", "busybox": "runs the applet it is given", "toybox": "runs the applet it is given",
-		"parallel": "runs the commands it is given", "unshare": "runs the command it is given", "nsenter": "runs the command it is given",
-		"chroot": "runs the command it is given", "setpriv": "runs the command it is given", "capsh": "runs a shell",
-		"fakeroot": "runs the command it is given", "firejail": "runs the command it is given", "bwrap": "runs the command it is given",
-		"proot": "runs the command it is given", "systemd-run": "runs the command it is given", "at": "runs commands later",
-		"batch": "runs commands later", "crontab": "installs commands to run later", "sg": "runs a command as another group",
-		"newgrp": "runs a shell", "chronic": "runs the command it is given", "unbuffer": "runs the command it is given",
-		"prlimit": "runs the command it is given", "numactl": "runs the command it is given", "catchsegv": "runs the command it is given",
-		"xvfb-run": "runs the command it is given", "dbus-run-session": "runs the command it is given", "entr": "runs a command on changes",
-		"less": "runs shell commands (!, +!cmd, LESSOPEN)", "more": "runs shell commands (!)", "man": "runs its pager and preprocessors",
-		"docker run": "runs a container", "docker exec": "runs a command in a container", "docker cp": "copies to and from containers",
-		"podman run": "runs a container", "podman exec": "runs a command in a container", "kubectl exec": "runs a command in a pod",
-		"kubectl cp": "copies to and from pods", "kubectl debug": "runs a debugging container",
-		"docker-compose run": "runs a container", "docker-compose exec": "runs a command in a container",
-		"elixir": "runs code", "iex": "runs code", "erl": "runs code", "escript": "runs code", "ocaml": "runs code",
-		"racket": "runs code", "sbcl": "runs code", "clisp": "runs code", "swipl": "runs code", "gforth": "runs code",
-		"jshell": "runs code", "groovy": "runs code", "scala": "runs code", "kotlin": "runs code", "octave": "runs code",
-		"m4": "runs shell commands (syscmd, esyscmd)", "gnuplot": "runs shell commands (system, !)",
-		"nano": "runs shell commands (^T)", "pico": "runs shell commands", "emacsclient": "evaluates Lisp and runs commands",
-		"editor": "is an editor, which can run shell commands", "sensible-editor": "is an editor, which can run shell commands",
-		"xdg-open": "opens files with the program the desktop chooses", "open": "opens files with the program the desktop chooses",
-		"rlwrap": "runs the command it is given", "ssh-agent": "runs the command it is given", "dbus-launch": "runs the command it is given",
-		"hyperfine": "runs the shell commands it is given", "watchexec": "runs the command it is given",
-		"nodemon": "runs the command it is given (--exec)", "concurrently": "runs the shell commands it is given",
-		"perf": "runs the command it is given",
-	}
-})
+var runsCommands = map[string]string{
+	"ed": "runs shell commands (!) read from its input", "ex": "runs shell commands (!)", "vi": "runs shell commands (!)",
+	"vim": "runs shell commands (!)", "nvim": "runs shell commands (!)", "view": "runs shell commands (!)",
+	"emacs": "evaluates Lisp and runs commands", "gdb": "runs commands", "lldb": "runs commands",
+	"sqlite3": "runs shell commands (.shell, .system)", "psql": "runs shell commands (\\!)", "mysql": "runs shell commands (\\!)",
+	"perl": "runs code", "ruby": "runs code", "php": "runs code", "lua": "runs code", "luajit": "runs code",
+	"irb": "runs code", "tclsh": "runs code", "wish": "runs code", "expect": "runs code", "dc": "runs shell commands (!)",
+	"osascript": "runs code", "pwsh": "runs code", "powershell": "runs code", "deno": "runs code", "bun": "runs code",
+	"Rscript": "runs code", "R": "runs code", "julia": "runs code", "ghci": "runs code", "guile": "runs code",
+	"ssh": "runs commands on another host", "scp": "copies to and from other hosts", "sftp": "runs commands on another host",
+	"ftp": "runs shell commands (!)", "telnet": "connects to other hosts", "nc": "connects to other hosts and can run programs",
+	"ncat": "connects to other hosts and can run programs", "netcat": "connects to other hosts and can run programs",
+	"socat": "connects to other hosts and can run programs", "screen": "runs commands", "tmux": "runs commands",
+	"script": "runs a command (-c) or a shell", "strace": "runs the command it is given", "ltrace": "runs the command it is given",
+	"valgrind": "runs the command it is given", "busybox": "runs the applet it is given", "toybox": "runs the applet it is given",
+	"parallel": "runs the commands it is given", "unshare": "runs the command it is given", "nsenter": "runs the command it is given",
+	"chroot": "runs the command it is given", "setpriv": "runs the command it is given", "capsh": "runs a shell",
+	"fakeroot": "runs the command it is given", "firejail": "runs the command it is given", "bwrap": "runs the command it is given",
+	"proot": "runs the command it is given", "systemd-run": "runs the command it is given", "at": "runs commands later",
+	"batch": "runs commands later", "crontab": "installs commands to run later", "sg": "runs a command as another group",
+	"newgrp": "runs a shell", "chronic": "runs the command it is given", "unbuffer": "runs the command it is given",
+	"prlimit": "runs the command it is given", "numactl": "runs the command it is given", "catchsegv": "runs the command it is given",
+	"xvfb-run": "runs the command it is given", "dbus-run-session": "runs the command it is given", "entr": "runs a command on changes",
+	"less": "runs shell commands (!, +!cmd, LESSOPEN)", "more": "runs shell commands (!)", "man": "runs its pager and preprocessors",
+	"docker run": "runs a container", "docker exec": "runs a command in a container", "docker cp": "copies to and from containers",
+	"podman run": "runs a container", "podman exec": "runs a command in a container", "kubectl exec": "runs a command in a pod",
+	"kubectl cp": "copies to and from pods", "kubectl debug": "runs a debugging container",
+	"docker-compose run": "runs a container", "docker-compose exec": "runs a command in a container",
+	"elixir": "runs code", "iex": "runs code", "erl": "runs code", "escript": "runs code", "ocaml": "runs code",
+	"racket": "runs code", "sbcl": "runs code", "clisp": "runs code", "swipl": "runs code", "gforth": "runs code",
+	"jshell": "runs code", "groovy": "runs code", "scala": "runs code", "kotlin": "runs code", "octave": "runs code",
+	"m4": "runs shell commands (syscmd, esyscmd)", "gnuplot": "runs shell commands (system, !)",
+	"nano": "runs shell commands (^T)", "pico": "runs shell commands", "emacsclient": "evaluates Lisp and runs commands",
+	"editor": "is an editor, which can run shell commands", "sensible-editor": "is an editor, which can run shell commands",
+	"xdg-open": "opens files with the program the desktop chooses", "open": "opens files with the program the desktop chooses",
+	"rlwrap": "runs the command it is given", "ssh-agent": "runs the command it is given", "dbus-launch": "runs the command it is given",
+	"hyperfine": "runs the shell commands it is given", "watchexec": "runs the command it is given",
+	"nodemon": "runs the command it is given (--exec)", "concurrently": "runs the shell commands it is given",
+	"perf": "runs the command it is given",
+}
 
 // groups are option sets several grammars share.
-var groups = sync.OnceValue(func() map[string]string {
-	return map[string]string{
-		// git diff, show, log: the diff options.
-		"gitdiff": "-p -u -s -z -R -a -w -b --patch --no-patch -U:num --unified:num --raw --patch-with-raw --stat?:text " +
-			"--numstat --shortstat --dirstat?:text --summary --name-only --name-status --compact-summary --color?:text " +
-			"--no-color --word-diff?:text --word-diff-regex:text --color-words?:text --minimal --patience --histogram " +
-			"--diff-algorithm:text --anchored:text --ignore-all-space --ignore-space-change --ignore-space-at-eol " +
-			"--ignore-blank-lines --ignore-cr-at-eol -I:text --ignore-matching-lines:text --check --full-index --binary " +
-			"--abbrev?:num -M?:text --find-renames?:text -C?:text --find-copies?:text -B?:text --break-rewrites?:text " +
-			"-D --irreversible-delete --no-renames --rename-empty --no-rename-empty -l:num --diff-filter:text " +
-			"--relative?:text --no-relative --text --no-ext-diff --no-textconv --ignore-submodules?:text --src-prefix:text " +
-			"--dst-prefix:text --no-prefix --default-prefix --line-prefix:text --inter-hunk-context:num -W --function-context " +
-			"--exit-code --quiet --submodule?:text --stat-width:num --stat-name-width:num --stat-count:num --cached --staged " +
-			"--merge-base --no-index --indent-heuristic --no-indent-heuristic --ws-error-highlight:text --color-moved?:text " +
-			"--no-color-moved --output-indicator-new:text --output-indicator-old:text --output-indicator-context:text " +
-			"-G:text -S:text --pickaxe-all --pickaxe-regex --find-object:text -O:path --skip-to:text --rotate-to:text " +
-			"--output:write " +
-			"--ita-invisible-in-index --ita-visible-in-index",
-		// git log, show, shortlog, rev-list: commit limiting and formatting.
-		"gitlog": "# -n:num --max-count:num --skip:num --since:text --after:text --until:text --before:text " +
-			"--author:text --committer:text --grep:text --all-match --invert-grep -i --regexp-ignore-case -E " +
-			"--extended-regexp -F --fixed-strings -P --perl-regexp --merges --no-merges --min-parents:num " +
-			"--max-parents:num --first-parent --all --branches?:text --tags?:text --remotes?:text --glob:text " +
-			"--exclude:text --reflog --not --ancestry-path --simplify-by-decoration --full-history --dense --sparse " +
-			"--simplify-merges --boundary --left-right --left-only --right-only --cherry-pick --cherry-mark --cherry " +
-			"-g --walk-reflogs --merge --topo-order --date-order --author-date-order --reverse --no-walk?:text " +
-			"--do-walk --oneline --pretty?:text --format:text --abbrev-commit --no-abbrev-commit --encoding:text " +
-			"--expand-tabs?:num --no-expand-tabs --notes?:text --no-notes --show-notes?:text --relative-date " +
-			"--date:text --parents --children --graph --show-linear-break?:text --decorate?:text --no-decorate " +
-			"--decorate-refs:text --decorate-refs-exclude:text --source --use-mailmap --mailmap --no-mailmap " +
-			"--full-diff --log-size -L:text --follow --no-follow -m -c --cc --dd --remerge-diff --diff-merges:text " +
-			"--no-diff-merges --combined-all-paths -t --count --mailmap --clear-decorations --show-pulls",
-		// node, tsx, ts-node: the options that run code given in the line or load a module.
-		"jsrun": "-e:text! --eval:text! -p:text! --print:text! -r:text! --require:text! --import:text! " +
-			"--loader:text! -i! --interactive!",
-		// go build, test, run, list, vet, install: the build flags.
-		"gobuild": "-a -n -p:num -race -msan -asan -cover -covermode:text -coverpkg:text -v -work -x " +
-			"-buildmode:text -buildvcs:text -compiler:text -installsuffix:text -ldflags:ldflags -linkshared " +
-			"-mod:text -modcacherw -pgo:path -tags:text -trimpath -C:dir -o:out -pkgdir:out -json " +
-			"-gcflags:text! -exec:text! -toolexec:text! -overlay:path! -modfile:path! -gccgoflags:text! -asmflags:text!",
-		"gotest": "-run:text -skip:text -bench:text -benchtime:text -benchmem -count:num -coverprofile:out " +
-			"-cpuprofile:out -memprofile:out -memprofilerate:num -blockprofile:out -blockprofilerate:num " +
-			"-mutexprofile:out -mutexprofilefraction:num -trace:out -outputdir:out -failfast -fullpath " +
-			"-list:text -parallel:num -short -shuffle:text -timeout:text -vet:text -fuzz:text -fuzztime:text " +
-			"-fuzzminimizetime:text -cpu:text -c -i -args",
-		// npm, pnpm, yarn: options that only choose among the project's own scripts and packages.
-		"npm": "-s -q -d -y -D -E -S -O -B -w:text --silent --quiet --loglevel:text --verbose --json --parseable " +
-			"--long --yes --no-yes --if-present --ignore-scripts --foreground-scripts --workspace:text --workspaces " +
-			"--include-workspace-root --no-audit --no-fund --no-progress --progress --color?:text --no-color " +
-			"--legacy-peer-deps --strict-peer-deps --force --omit:text --include:text --production --save " +
-			"--save-dev --save-optional --save-peer --save-exact --save-prod --no-save --dry-run --offline " +
-			"--prefer-offline --prefer-online --package-lock-only --no-package-lock --install-links --depth:num " +
-			"--all --audit-level:text --fix --unicode --no-unicode --frozen-lockfile --immutable --prefer-frozen-lockfile " +
-			"--filter:text -F:text --recursive -r --parallel --stream --reporter:text --watch --coverage --ci " +
-			"--global! -g! --prefix:dir --script-shell:text! --node-options:text! --userconfig:path! " +
-			"--globalconfig:path! --registry:text!",
-		// cargo build, test, check, run, clippy, doc, bench.
-		"cargo": "-q -v -r --quiet --verbose --release --all-features --no-default-features --features:text " +
-			"-F:text --workspace --all --exclude:text -p:text --package:text --bin:text --bins --lib --tests " +
-			"--test:text --examples --example:text --benches --bench:text --all-targets --target:text " +
-			"--target-dir:out --manifest-path:path --locked --frozen --offline --color:text -j:num --jobs:num " +
-			"--keep-going --message-format:text --no-run --no-fail-fast --doc --profile:text --timings?:text " +
-			"--future-incompat-report --ignore-rust-version --unit-graph --config:text! -Z:text!",
-		"pytest": "-x -v -q -s -l -r:text -k:text -m:text -n:text --maxfail:num --tb:text --lf --last-failed --ff " +
-			"--failed-first --nf --new-first --sw --stepwise --co --collect-only --durations:num " +
-			"--durations-min:text --junitxml:out --junit-xml:out --rootdir:dir -c:script --confcutdir:dir " +
-			"--no-header --no-summary --disable-warnings --disable-pytest-warnings -W:text --pythonwarnings:text " +
-			"--showlocals --capture:text --log-level:text --log-cli-level:text --cov?:text --cov-report:text " +
-			"--cov-fail-under:num --cov-branch --basetemp:out --import-mode:text --strict-markers --runxfail " +
-			"--verbose --quiet --exitfirst --color:text --code-highlight:text --setup-show --setup-only --doctest-modules " +
-			"--ignore:path --ignore-glob:text --deselect:text --count:num --reruns:num --timeout:num --numprocesses:text " +
-			"-p:pyplugin -o:text! --override-ini:text!",
-	}
-})
+var groups = map[string]string{
+	// git diff, show, log: the diff options.
+	"gitdiff": "-p -u -s -z -R -a -w -b --patch --no-patch -U:num --unified:num --raw --patch-with-raw --stat?:text " +
+		"--numstat --shortstat --dirstat?:text --summary --name-only --name-status --compact-summary --color?:text " +
+		"--no-color --word-diff?:text --word-diff-regex:text --color-words?:text --minimal --patience --histogram " +
+		"--diff-algorithm:text --anchored:text --ignore-all-space --ignore-space-change --ignore-space-at-eol " +
+		"--ignore-blank-lines --ignore-cr-at-eol -I:text --ignore-matching-lines:text --check --full-index --binary " +
+		"--abbrev?:num -M?:text --find-renames?:text -C?:text --find-copies?:text -B?:text --break-rewrites?:text " +
+		"-D --irreversible-delete --no-renames --rename-empty --no-rename-empty -l:num --diff-filter:text " +
+		"--relative?:text --no-relative --text --no-ext-diff --no-textconv --ignore-submodules?:text --src-prefix:text " +
+		"--dst-prefix:text --no-prefix --default-prefix --line-prefix:text --inter-hunk-context:num -W --function-context " +
+		"--exit-code --quiet --submodule?:text --stat-width:num --stat-name-width:num --stat-count:num --cached --staged " +
+		"--merge-base --no-index --indent-heuristic --no-indent-heuristic --ws-error-highlight:text --color-moved?:text " +
+		"--no-color-moved --output-indicator-new:text --output-indicator-old:text --output-indicator-context:text " +
+		"-G:text -S:text --pickaxe-all --pickaxe-regex --find-object:text -O:path --skip-to:text --rotate-to:text " +
+		"--output:write " +
+		"--ita-invisible-in-index --ita-visible-in-index",
+	// git log, show, shortlog, rev-list: commit limiting and formatting.
+	"gitlog": "# -n:num --max-count:num --skip:num --since:text --after:text --until:text --before:text " +
+		"--author:text --committer:text --grep:text --all-match --invert-grep -i --regexp-ignore-case -E " +
+		"--extended-regexp -F --fixed-strings -P --perl-regexp --merges --no-merges --min-parents:num " +
+		"--max-parents:num --first-parent --all --branches?:text --tags?:text --remotes?:text --glob:text " +
+		"--exclude:text --reflog --not --ancestry-path --simplify-by-decoration --full-history --dense --sparse " +
+		"--simplify-merges --boundary --left-right --left-only --right-only --cherry-pick --cherry-mark --cherry " +
+		"-g --walk-reflogs --merge --topo-order --date-order --author-date-order --reverse --no-walk?:text " +
+		"--do-walk --oneline --pretty?:text --format:text --abbrev-commit --no-abbrev-commit --encoding:text " +
+		"--expand-tabs?:num --no-expand-tabs --notes?:text --no-notes --show-notes?:text --relative-date " +
+		"--date:text --parents --children --graph --show-linear-break?:text --decorate?:text --no-decorate " +
+		"--decorate-refs:text --decorate-refs-exclude:text --source --use-mailmap --mailmap --no-mailmap " +
+		"--full-diff --log-size -L:text --follow --no-follow -m -c --cc --dd --remerge-diff --diff-merges:text " +
+		"--no-diff-merges --combined-all-paths -t --count --mailmap --clear-decorations --show-pulls",
+	// node, tsx, ts-node: the options that run code given in the line or load a module.
+	"jsrun": "-e:text! --eval:text! -p:text! --print:text! -r:text! --require:text! --import:text! " +
+		"--loader:text! -i! --interactive!",
+	// go build, test, run, list, vet, install: the build flags.
+	"gobuild": "-a -n -p:num -race -msan -asan -cover -covermode:text -coverpkg:text -v -work -x " +
+		"-buildmode:text -buildvcs:text -compiler:text -installsuffix:text -ldflags:ldflags -linkshared " +
+		"-mod:text -modcacherw -pgo:path -tags:text -trimpath -C:dir -o:out -pkgdir:out -json " +
+		"-gcflags:text! -exec:text! -toolexec:text! -overlay:path! -modfile:path! -gccgoflags:text! -asmflags:text!",
+	"gotest": "-run:text -skip:text -bench:text -benchtime:text -benchmem -count:num -coverprofile:out " +
+		"-cpuprofile:out -memprofile:out -memprofilerate:num -blockprofile:out -blockprofilerate:num " +
+		"-mutexprofile:out -mutexprofilefraction:num -trace:out -outputdir:out -failfast -fullpath " +
+		"-list:text -parallel:num -short -shuffle:text -timeout:text -vet:text -fuzz:text -fuzztime:text " +
+		"-fuzzminimizetime:text -cpu:text -c -i -args",
+	// npm, pnpm, yarn: options that only choose among the project's own scripts and packages.
+	"npm": "-s -q -d -y -D -E -S -O -B -w:text --silent --quiet --loglevel:text --verbose --json --parseable " +
+		"--long --yes --no-yes --if-present --ignore-scripts --foreground-scripts --workspace:text --workspaces " +
+		"--include-workspace-root --no-audit --no-fund --no-progress --progress --color?:text --no-color " +
+		"--legacy-peer-deps --strict-peer-deps --force --omit:text --include:text --production --save " +
+		"--save-dev --save-optional --save-peer --save-exact --save-prod --no-save --dry-run --offline " +
+		"--prefer-offline --prefer-online --package-lock-only --no-package-lock --install-links --depth:num " +
+		"--all --audit-level:text --fix --unicode --no-unicode --frozen-lockfile --immutable --prefer-frozen-lockfile " +
+		"--filter:text -F:text --recursive -r --parallel --stream --reporter:text --watch --coverage --ci " +
+		"--global! -g! --prefix:dir --script-shell:text! --node-options:text! --userconfig:path! " +
+		"--globalconfig:path! --registry:text!",
+	// cargo build, test, check, run, clippy, doc, bench.
+	"cargo": "-q -v -r --quiet --verbose --release --all-features --no-default-features --features:text " +
+		"-F:text --workspace --all --exclude:text -p:text --package:text --bin:text --bins --lib --tests " +
+		"--test:text --examples --example:text --benches --bench:text --all-targets --target:text " +
+		"--target-dir:out --manifest-path:path --locked --frozen --offline --color:text -j:num --jobs:num " +
+		"--keep-going --message-format:text --no-run --no-fail-fast --doc --profile:text --timings?:text " +
+		"--future-incompat-report --ignore-rust-version --unit-graph --config:text! -Z:text!",
+	"pytest": "-x -v -q -s -l -r:text -k:text -m:text -n:text --maxfail:num --tb:text --lf --last-failed --ff " +
+		"--failed-first --nf --new-first --sw --stepwise --co --collect-only --durations:num " +
+		"--durations-min:text --junitxml:out --junit-xml:out --rootdir:dir -c:script --confcutdir:dir " +
+		"--no-header --no-summary --disable-warnings --disable-pytest-warnings -W:text --pythonwarnings:text " +
+		"--showlocals --capture:text --log-level:text --log-cli-level:text --cov?:text --cov-report:text " +
+		"--cov-fail-under:num --cov-branch --basetemp:out --import-mode:text --strict-markers --runxfail " +
+		"--verbose --quiet --exitfirst --color:text --code-highlight:text --setup-show --setup-only --doctest-modules " +
+		"--ignore:path --ignore-glob:text --deselect:text --count:num --reruns:num --timeout:num --numprocesses:text " +
+		"-p:pyplugin -o:text! --override-ini:text!",
+}
 
 // grammars by command, and by "command subcommand"; filled by loadGrammars on the first
-// Analyze (not at init: every toolsd process, a tool's guard too, would pay for it).
+// Analyze (see the package doc).
 var grammars = map[string]*grammar{}
 
 var defaultGrammar *grammar
@@ -757,11 +753,11 @@ func tarRemote(ws []word) string {
 // parseNamed parses spec for the grammar of name and sets the escape texts of the options
 // marked with "!".
 func parseNamed(name, spec string) *grammar {
-	g := parseGrammar(spec, groups())
+	g := parseGrammar(spec, groups)
 	base, _, _ := strings.Cut(name, " ")
 	why := func(opt string) string {
 		for _, key := range []string{name + " " + opt, base + " " + opt} {
-			if w, ok := escapes()[key]; ok {
+			if w, ok := escapes[key]; ok {
 				return w
 			}
 		}
