@@ -127,6 +127,12 @@ scenario('the daemon starts and the status bar shows the tool count', async () =
   await page.locator('.part.panel .view-line', { hasText: /running\s\(pid\s\d+\)/ }).first().waitFor({ timeout: 15000 });
   await screenshot('log');
   await page.keyboard.press('Escape');
+  // No toolsd.path is set: the daemon is the one the vsix carries (run.sh exports its path).
+  const starting = () => outputChannelLines().filter((l) => l.includes('[client] starting '));
+  await waitFor(() => starting().length > 0, 'the start of the daemon in the toolsd output channel');
+  const bundled = `[client] starting ${process.env.TOOLSD_BIN} `;
+  if (!starting().every((l) => l.includes(bundled))) throw new Error(`the extension did not start its bundled ${process.env.TOOLSD_BIN}: ${JSON.stringify(starting())}`);
+  log(`the extension started its bundled daemon: ${starting()[0].replace(/^.*\[client\] /, '')}`);
 });
 
 scenario('a bash call raises an ask; "Allow once" lets it complete', async () => {
