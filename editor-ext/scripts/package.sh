@@ -13,9 +13,8 @@
 set -euo pipefail
 EXT=$(cd "$(dirname "$0")/.." && pwd)
 REPO=$(cd "$EXT/.." && pwd)
-[ $# -ge 1 ] || { sed -n '7,9p' "$0" >&2; exit 2; }
-mkdir -p "$1"
-OUT=$(cd "$1" && pwd)
+[ $# -ge 1 ] || { sed -n '7,8p' "$0" >&2; exit 2; }
+OUT_ARG=$1
 shift
 TARGETS=("$@")
 [ ${#TARGETS[@]} -gt 0 ] || TARGETS=(linux-x64 linux-arm64 darwin-arm64 darwin-x64 win32-x64)
@@ -31,6 +30,8 @@ goos_goarch() {
   esac
 }
 for t in "${TARGETS[@]}"; do goos_goarch "$t" >/dev/null; done
+mkdir -p "$OUT_ARG"
+OUT=$(cd "$OUT_ARG" && pwd)
 
 cd "$EXT"
 trap 'rm -rf "$EXT/bin"' EXIT
