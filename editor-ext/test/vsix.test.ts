@@ -1,6 +1,7 @@
 // The platform-specific packages that scripts/package.sh makes: each vsix of $TOOLSD_VSIX_DIR
 // must carry a toolsd binary of its own target, told by the binary's header (ELF e_machine,
-// Mach-O cputype, PE Machine) read from the zip, and only what the extension needs at run time.
+// Mach-O cputype, PE Machine; signed for Apple silicon) read from the zip, and only what the
+// extension needs at run time.
 // A target whose vsix is missing fails with the go build output package.sh kept for it.
 //
 // Env: TOOLSD_VSIX_DIR (without it the tests skip), TOOLSD_VSIX_TARGETS (the targets expected,
@@ -17,10 +18,10 @@ const dir = process.env.TOOLSD_VSIX_DIR;
 const skip = dir ? false : 'TOOLSD_VSIX_DIR is not set: run scripts/package.sh DIR first (scripts/test.sh does)';
 
 /** What each target's binaries must be, and the GOOS/GOARCH they are built for. */
-const targets: Record<string, { goos: string; goarch: string; format: string; arch: string }> = {
+const targets: Record<string, { goos: string; goarch: string; format: string; arch: string; signed?: boolean }> = {
   'linux-x64': { goos: 'linux', goarch: 'amd64', format: 'ELF', arch: 'x86-64' },
   'linux-arm64': { goos: 'linux', goarch: 'arm64', format: 'ELF', arch: 'aarch64' },
-  'darwin-arm64': { goos: 'darwin', goarch: 'arm64', format: 'Mach-O', arch: 'arm64' },
+  'darwin-arm64': { goos: 'darwin', goarch: 'arm64', format: 'Mach-O', arch: 'arm64', signed: true },
   'darwin-x64': { goos: 'darwin', goarch: 'amd64', format: 'Mach-O', arch: 'x86_64' },
   'win32-x64': { goos: 'windows', goarch: 'amd64', format: 'PE', arch: 'AMD64' },
 };
@@ -44,6 +45,22 @@ export function executableKind(b: Buffer): { format: string; arch: string } {
     }
   }
   return { format: `unknown (${b.subarray(0, 4).toString('hex')})`, arch: '?' };
+}
+
+/**
+ * Whether a 64-bit Mach-O carries a code signature (the load command LC_CODE_SIGNATURE): macOS
+ * on Apple silicon kills an arm64 program without one. Go's linker signs darwin/arm64 ad hoc.
+ */
+export function machOSigned(b: Buffer): boolean {
+  if (b.length < 32 || b.readUInt32LE(0) !== 0xfeedfacf) return false;
+  let at = 32;
+  for (let n = b.readUInt32LE(16); n > 0 && at + 8 <= b.length; n--) {
+    if (b.readUInt32LE(at) === 0x1d) return true;
+    const size = b.readUInt32LE(at + 4);
+    if (size < 8) return false;
+    at += size;
+  }
+  return false;
 }
 
 interface ZipEntry { name: string; mode: number; data: () => Buffer }
@@ -98,6 +115,11 @@ test('the executable headers are told apart', () => {
   assert.deepEqual(executableKind(elf), { format: 'ELF', arch: 'aarch64' });
   const macho = Buffer.alloc(64); macho.writeUInt32LE(0xfeedfacf, 0); macho.writeUInt32LE(0x01000007, 4);
   assert.deepEqual(executableKind(macho), { format: 'Mach-O', arch: 'x86_64' });
+  // Two load commands: LC_SEGMENT_64 (0x19), then LC_CODE_SIGNATURE (0x1d) or LC_UUID (0x1b).
+  macho.writeUInt32LE(2, 16); macho.writeUInt32LE(0x19, 32); macho.writeUInt32LE(16, 36); macho.writeUInt32LE(0x1d, 48); macho.writeUInt32LE(16, 52);
+  assert.equal(machOSigned(macho), true);
+  macho.writeUInt32LE(0x1b, 48);
+  assert.equal(machOSigned(macho), false);
   const pe = Buffer.alloc(256); pe.write('MZ', 0, 'latin1'); pe.writeUInt32LE(0x80, 0x3c); pe.write('PE\0\0', 0x80, 'latin1'); pe.writeUInt16LE(0x8664, 0x84);
   assert.deepEqual(executableKind(pe), { format: 'PE', arch: 'AMD64' });
   assert.match(executableKind(Buffer.from('#!/bin/sh\n')).format, /^unknown/);
@@ -125,7 +147,9 @@ for (const target of expected) {
     for (const name of bins) {
       const e = byName.get(name);
       assert.ok(e, `${target}: no ${name} in the vsix (it holds ${entries.map((x) => x.name).join(', ')})`);
-      assert.deepEqual(executableKind(e.data()), { format: want.format, arch: want.arch }, `${target}: ${name}`);
+      const data = e.data();
+      assert.deepEqual(executableKind(data), { format: want.format, arch: want.arch }, `${target}: ${name}`);
+      if (want.signed) assert.ok(machOSigned(data), `${target}: ${name} has no code signature, and Apple silicon runs no unsigned arm64 program`);
       if (!exe) assert.equal(e.mode & 0o111, 0o111, `${target}: ${name} is not executable in the zip (mode ${e.mode.toString(8)})`);
     }
     const extra = entries.map((e) => e.name).filter((n) => !runtimeFiles.includes(n) && !bins.includes(n));
