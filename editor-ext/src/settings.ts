@@ -3,9 +3,8 @@
 // contributes.configuration that are not listed in EXTENSION_ONLY; test/settings.test.ts keeps
 // them in step with config/settings.schema.json (the daemon's settings struct).
 
-import * as fs from 'node:fs';
-import * as path from 'node:path';
 import * as vscode from 'vscode';
+import { findBinary } from './binary';
 import { SpawnSpec } from './client';
 import { EXTENSION_ONLY } from './settingsKeys';
 
@@ -36,16 +35,9 @@ export function daemonSettings(packageJSON: any): Record<string, unknown> {
   return out;
 }
 
-/**
- * Where the daemon binary is: the toolsd.path setting, else <repo>/bin/toolsd next to the
- * extension's own folder (an extension run from this repo's editor-ext/), else `toolsd` on PATH.
- */
+/** The daemon binary to run: toolsd.path, else the one the extension bundles, else `toolsd` on PATH. */
 export function resolveBinary(extensionPath: string): string {
-  const configured = vscode.workspace.getConfiguration('toolsd').get<string>('path');
-  if (configured) return configured;
-  const dev = path.resolve(extensionPath, '..', 'bin', 'toolsd');
-  if (fs.existsSync(dev)) return dev;
-  return 'toolsd';
+  return findBinary({ configured: vscode.workspace.getConfiguration('toolsd').get<string>('path'), extensionPath });
 }
 
 export function spawnSpec(extensionPath: string, folder: string): SpawnSpec {

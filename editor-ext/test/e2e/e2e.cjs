@@ -114,7 +114,17 @@ async function openToolsdViews() {
 const scenarios = [];
 const scenario = (name, fn) => scenarios.push({ name, fn });
 
-scenario('the daemon starts and the status bar shows the tool count', async () => {
+scenario('toolsd sleeps until its view is opened, then starts its daemon and shows the tool count', async () => {
+  // The workspace has no .toolsd/ yet: nothing of toolsd runs until the person opens it. The
+  // extensions that wait for the end of the start have started by the time this holds.
+  await waitFor(() => activations().some((l) => l.includes("activationEvent: 'onStartupFinished'")), 'the extension host to finish its start', 90000);
+  if (toolsdActivations().length) throw new Error(`toolsd was activated before anything of it was opened: ${toolsdActivations()}`);
+  if (outputChannelLines().some((l) => l.includes('[client] starting '))) throw new Error('a daemon was started before toolsd was opened');
+  await page.locator('.activitybar .action-item .action-label[aria-label^="toolsd"]').first().click();
+  await page.locator('.pane-header', { hasText: 'Tool Calls' }).first().waitFor({ timeout: 15000 });
+  await waitFor(() => toolsdActivations().length > 0, 'toolsd to be activated by its view');
+  if (!/activationEvent: 'onView:toolsd\./.test(toolsdActivations()[0])) throw new Error(`toolsd was activated by something else: ${toolsdActivations()[0]}`);
+  log(toolsdActivations()[0].replace(/^.*_doActivateExtension /, 'activated: '));
   const item = page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ });
   await item.waitFor({ timeout: 90000 });
   const text = (await item.innerText()).trim();
@@ -127,6 +137,12 @@ scenario('the daemon starts and the status bar shows the tool count', async () =
   await page.locator('.part.panel .view-line', { hasText: /running\s\(pid\s\d+\)/ }).first().waitFor({ timeout: 15000 });
   await screenshot('log');
   await page.keyboard.press('Escape');
+  // No toolsd.path is set: the daemon is the one the vsix carries (run.sh exports its path).
+  const starting = () => outputChannelLines().filter((l) => l.includes('[client] starting '));
+  await waitFor(() => starting().length > 0, 'the start of the daemon in the toolsd output channel');
+  const bundled = `[client] starting ${process.env.TOOLSD_BIN} `;
+  if (!starting().every((l) => l.includes(bundled))) throw new Error(`the extension did not start its bundled ${process.env.TOOLSD_BIN}: ${JSON.stringify(starting())}`);
+  log(`the extension started its bundled daemon: ${starting()[0].replace(/^.*\[client\] /, '')}`);
 });
 
 scenario('a bash call raises an ask; "Allow once" lets it complete', async () => {
@@ -326,18 +342,25 @@ scenario('a broken project tool file shows a problem; fixing it clears the probl
   log(`the problem appeared and cleared; the fixed tool joined the catalogue (${before} → ${before + 1} tools)`);
 });
 
-/** The lines of the toolsd output channel, as VS Code keeps it on disk. */
-function outputChannelLines() {
+/** The lines of the log files under USER_DATA/logs whose name matches re. */
+function logLines(re) {
   const found = [];
   const walk = (d) => {
     for (const e of fs.readdirSync(d, { withFileTypes: true })) {
       const p = path.join(d, e.name);
-      if (e.isDirectory()) walk(p); else if (/-toolsd\.log$/.test(e.name)) found.push(p);
+      if (e.isDirectory()) walk(p); else if (re.test(e.name)) found.push(p);
     }
   };
   walk(path.join(USER_DATA, 'logs'));
   return found.flatMap((f) => fs.readFileSync(f, 'utf8').split('\n'));
 }
+
+/** The lines of the toolsd output channel, as VS Code keeps it on disk. */
+const outputChannelLines = () => logLines(/-toolsd\.log$/);
+
+/** The extension host's log lines that say an extension is activated, and by which event. */
+const activations = () => logLines(/^remoteexthost\.log$/).filter((l) => l.includes('ExtensionService#_doActivateExtension'));
+const toolsdActivations = () => activations().filter((l) => l.includes('_doActivateExtension toolsd.toolsd,'));
 
 async function waitFor(cond, what, ms = 30000) {
   for (const end = Date.now() + ms; !cond(); await new Promise((r) => setTimeout(r, 100))) {
@@ -553,6 +576,28 @@ scenario('changing a toolsd setting restarts the daemon, which applies it', asyn
   if (await toast('printf allowed-by-settings').isVisible()) throw new Error('the call asked despite the setting');
   await screenshot('settings-restart');
   log(`the daemon restarted on the settings change (${before} → ${starts()} starts); printf ran without an ask`);
+});
+
+scenario('a window reloaded on a workspace with .toolsd/ wakes toolsd by itself and serves again', async () => {
+  if (!fs.existsSync(path.join(WS, '.toolsd'))) throw new Error('the workspace has no .toolsd/ by now');
+  const before = toolsdActivations().length;
+  const starts = () => outputChannelLines().filter((l) => /running \(pid \d+\)/.test(l)).length;
+  const started = starts();
+  // No toolsd view is open when the window comes back: only the workspace's .toolsd/ can wake it.
+  await runCommand('View: Show Explorer');
+  await page.locator('.explorer-folders-view').first().waitFor({ timeout: 15000 });
+  await runCommand('Developer: Reload Window');
+  await waitFor(() => toolsdActivations().length > before, 'toolsd to be activated in the reloaded window', 90000);
+  const how = toolsdActivations()[before];
+  if (!how.includes("activationEvent: 'workspaceContains:.toolsd'")) throw new Error(`toolsd was activated by something else: ${how}`);
+  await waitFor(() => starts() > started, 'the reloaded window to start or join the daemon', 60000);
+  await page.locator('.statusbar-item', { hasText: /toolsd: \d+ tools/ }).waitFor({ timeout: 60000 });
+  const call = execute('read', { filePath: 'hello.txt' });
+  await call.press();
+  const r = await call.result(30000);
+  if (r.status !== 'completed' || !/hello toolsd/.test(r.output)) throw new Error('result: ' + JSON.stringify(r).slice(0, 300));
+  await screenshot('reloaded');
+  log(how.replace(/^.*_doActivateExtension /, 'activated: ') + '; read works');
 });
 
 (async () => {

@@ -38,12 +38,10 @@ cleanup() {
 }
 trap cleanup EXIT
 
-step "build the daemon and package the extension"
-(cd "$REPO" && CGO_ENABLED=0 go build -o "$W/bin/toolsd" ./cmd/toolsd)
+step "package the extension with its daemon (scripts/package.sh linux-x64)"
+(cd "$EXT" && { [ -d node_modules ] || npm ci --no-progress >/dev/null; } && bash scripts/package.sh "$W/vsix" linux-x64 >/dev/null)
 # The agent of the attach scenario: the MCP TypeScript client of the Go tests.
 [ -d "$REPO/testdata/mcpclient/node_modules/@modelcontextprotocol/sdk" ] || (cd "$REPO/testdata/mcpclient" && npm ci --no-progress >/dev/null)
-(cd "$EXT" && { [ -d node_modules ] || npm ci --no-progress >/dev/null; } && npm run -s package >/dev/null)
-cp "$EXT/toolsd.vsix" "$W/toolsd.vsix"
 
 step "profile, workspace, install the extension"
 D="$W/vscode"; WS="$W/ws"
@@ -56,7 +54,6 @@ cat > "$D/user-data/User/settings.json" <<JSON
   "workbench.welcomePage.walkthroughs.openOnInstall": false,
   "workbench.secondarySideBar.defaultVisibility": "hidden",
   "security.workspace.trust.enabled": false, "chat.disableAIFeatures": true, "git.enabled": false,
-  "toolsd.path": "$W/bin/toolsd",
   "toolsd.args": ["--store", "$W/store.db", "--log-file", "$ART/toolsd.log"],
   "toolsd.logLevel": "debug",
   "toolsd.sandbox": {"autoAllow": false}
@@ -75,9 +72,12 @@ touch "$W/started"
 # agent of the attach scenario finds it there.
 mkdir -m 700 "$W/rt"
 export HOME="$D/home" EXTENSIONS_GALLERY='{}' TOOLSD_EXTENSION_TEST=1 XDG_STATE_HOME="$W/state" XDG_RUNTIME_DIR="$W/rt"
-export AGENT_CLIENT="$REPO/testdata/mcpclient/client.mjs" TOOLSD_BIN="$W/bin/toolsd" TOOLSD_STORE="$W/store.db"
 CSARGS=(--user-data-dir "$D/user-data" --extensions-dir "$D/extensions" --disable-telemetry)
-"$NODE24" "$CS" "${CSARGS[@]}" --install-extension "$W/toolsd.vsix" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
+"$NODE24" "$CS" "${CSARGS[@]}" --install-extension "$W/vsix/toolsd-linux-x64.vsix" > "$W/install.log" 2>&1 || { cat "$W/install.log"; exit 1; }
+# No toolsd.path: the extension runs the toolsd it carries, and so does the agent of the attach scenario.
+BUNDLED=$(echo "$D"/extensions/toolsd.toolsd-*/bin/toolsd)
+[ -x "$BUNDLED" ] || { echo "the installed extension carries no executable bin/toolsd: $BUNDLED" >&2; ls -lR "$D/extensions" >&2; exit 1; }
+export AGENT_CLIENT="$REPO/testdata/mcpclient/client.mjs" TOOLSD_BIN="$BUNDLED" TOOLSD_STORE="$W/store.db"
 
 # A free port on 127.0.0.1 unless PORT names one.
 PORT=${PORT:-$("$NODE24" -e "const s=require('net').createServer().listen(0,'127.0.0.1',()=>{console.log(s.address().port);s.close()})")}
