@@ -175,9 +175,10 @@ var askOptions = []option{
 }
 
 // showAsk shows the editor one of the daemon's asks, as a session/request_permission, and
-// gives the daemon the person's answer (permission/reply: once, always or reject). An ask of
-// one of the agent's pending requests names its tool call; another ask of the workspace (a
-// call of the agent's `toolsd mcp`) is shown in the session the editor last used.
+// gives the daemon the person's answer (permission/reply: once, always or reject). The
+// daemon sends the proxy only the asks of its route: those of the agent's permission
+// requests (shown on the agent's own tool call) and of the calls of the toolsd mcp the proxy
+// added to a session (shown in that session).
 func (p *proxy) showAsk(a protocol.AskedParams) {
 	var pd *pend
 	p.mu.Lock()
@@ -186,13 +187,13 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			pd = q
 		}
 	}
-	session := p.lastSession
 	p.mu.Unlock()
-	ctx, tc := p.ctx, json.RawMessage(nil)
+	ctx, tc, session := p.ctx, json.RawMessage(nil), ""
 	if pd != nil {
 		ctx, tc, session = pd.ctx, pd.toolCall, pd.session
 	} else {
-		if session == "" {
+		if session = p.askSession(a); session == "" {
+			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
 			return
 		}
 		tc, _ = json.Marshal(map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"})
@@ -222,6 +223,13 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 	}
 	if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, reply, nil); err != nil {
 		// Answered meanwhile on another client, or withdrawn.
+		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
+	}
+}
+
+// reject answers an ask that cannot be shown.
+func (p *proxy) reject(a protocol.AskedParams, why string) {
+	if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyReject, Message: why}, nil); err != nil {
 		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
 	}
 }

@@ -2,11 +2,14 @@ package acp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -40,7 +43,11 @@ type Options struct {
 	// settings); AgentName is how asks name it.
 	AgentID, AgentName string
 	// MCP is the server added to every session; nil adds none.
-	MCP     *MCPServer
+	MCP *MCPServer
+	// Route is the ask route the proxy attached to the daemon with (attach.Hello.Route):
+	// the MCP server added to a session gets Route/LABEL (its --route), so that its asks
+	// come to this proxy alone, and its calls are in the daemon's session acp-LABEL.
+	Route   string
 	Version string
 	Logger  *slog.Logger
 }
@@ -67,6 +74,10 @@ type proxy struct {
 	nextID      int
 	lastSession string
 	cwd         string
+	labels      map[string]string // the label of each session's MCP server -> its ACP session
+	newLabels   map[string]string // session/new requests in flight, by id -> their label
+	labelBase   string
+	labelSeq    int
 }
 
 // Run serves one agent until its side ends (it exited or closed its stdout). The editor's
@@ -79,7 +90,8 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
 		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
-		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{}, opened: map[string]protocol.AgentAfterParams{}}
+		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{}, opened: map[string]protocol.AgentAfterParams{},
+		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4)}
 	if o.Daemon != nil {
 		p.daemon = p.connect(ctx)
 		if p.daemon != nil {
@@ -237,6 +249,9 @@ func (p *proxy) fromAgent() error {
 			}()
 			continue
 		}
+		if m.isResponse() {
+			p.sessionCreated(m)
+		}
 		if err := p.editor.line(line); err != nil {
 			return err
 		}
@@ -284,6 +299,44 @@ func (p *proxy) noteSession(m *msg) {
 	}
 }
 
+// sessionCreated notes the session a session/new made, for the asks of its MCP server.
+func (p *proxy) sessionCreated(m *msg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	label, ok := p.newLabels[string(m.ID)]
+	if !ok {
+		return
+	}
+	delete(p.newLabels, string(m.ID))
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(m.Result, &r) == nil && r.SessionID != "" {
+		p.labels[label] = r.SessionID
+	}
+}
+
+// askSession is the ACP session an ask of the daemon belongs to: the session whose MCP
+// server made the call (acp-LABEL), or the session of the proxy's own call; "" when none is
+// known.
+func (p *proxy) askSession(a protocol.AskedParams) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if label, ok := strings.CutPrefix(a.SessionID, "acp-"); ok {
+		if s := p.labels[label]; s != "" {
+			return s
+		}
+		return p.lastSession // its session/new is still being answered
+	}
+	return a.SessionID
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // withTools is a session/new or session/load with toolsd's MCP server added to its
 // mcpServers (unless one named so is there); ok is false when it is left as it is.
 func (p *proxy) withTools(m *msg) ([]byte, bool) {
@@ -308,9 +361,22 @@ func (p *proxy) withTools(m *msg) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	args := p.o.MCP.Args
-	if args == nil {
-		args = []string{}
+	args := append([]string{}, p.o.MCP.Args...)
+	if p.o.Route != "" {
+		var load struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(m.Params, &load)
+		p.mu.Lock()
+		p.labelSeq++
+		label := p.labelBase + "-" + strconv.Itoa(p.labelSeq)
+		if m.Method == "session/load" && load.SessionID != "" {
+			p.labels[label] = load.SessionID
+		} else if len(m.ID) > 0 {
+			p.newLabels[string(m.ID)] = label
+		}
+		p.mu.Unlock()
+		args = append(args, "--route", p.o.Route+"/"+label)
 	}
 	add, _ := json.Marshal(map[string]any{"name": p.o.MCP.Name, "command": p.o.MCP.Command, "args": args, "env": []any{}})
 	servers = append(servers, add)

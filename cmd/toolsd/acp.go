@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -67,12 +69,17 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		mcpArgs = append(mcpArgs, "--store", *df.store)
 	}
 
+	// The ask route of this proxy: its asks, and those of the toolsd mcp it adds to its
+	// agent's sessions, are shown in this editor alone.
+	var rb [16]byte
+	_, _ = rand.Read(rb[:])
+	route := hex.EncodeToString(rb[:])
 	var daemon io.ReadWriteCloser
 	if !df.isStandalone() {
 		paths, real, err := attach.Locate(folder, *df.store)
 		if err == nil {
 			var c *attach.Conn
-			c, err = attach.Dial(attach.DialOptions{Paths: paths, Hello: attach.Hello{Proto: attach.ProtoToolsd, PID: os.Getpid(), Flags: df.shaping()},
+			c, err = attach.Dial(attach.DialOptions{Paths: paths, Hello: attach.Hello{Proto: attach.ProtoToolsd, PID: os.Getpid(), Flags: df.shaping(), Route: route},
 				Owner: df.ownerCmd(real), Timeout: attach.DefaultDialTimeout})
 			if err == nil {
 				daemon = c
@@ -101,7 +108,7 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 	}
 	err = acp.Run(context.Background(), acp.Options{
 		Editor: stdin, EditorOut: stdout, Agent: agentOut, AgentIn: agentIn, Daemon: daemon,
-		Folder: folder, AgentID: *agentID, AgentName: name, Version: version, Logger: logger,
+		Folder: folder, AgentID: *agentID, AgentName: name, Version: version, Logger: logger, Route: route,
 		MCP: &acp.MCPServer{Name: "toolsd", Command: exe, Args: mcpArgs},
 	})
 	if err != nil {
