@@ -44,7 +44,9 @@ func (p *proxy) selected(pd *pend, optionID string) {
 
 // permission decides one session/request_permission by the workspace's rules: allow
 // answers the agent's allow_once option, deny its reject_once (the daemon records the
-// reason); an ask goes to the editor while the daemon waits (showAsk).
+// reason); an ask goes to the editor while the daemon waits (showAsk). A call that may go on
+// is open in the record until the agent's session/update ends it (record), or the proxy's
+// connection to the daemon ends (interrupted).
 func (p *proxy) permission(m *msg, line []byte) {
 	var rp struct {
 		SessionID string          `json:"sessionId"`
@@ -84,7 +86,7 @@ func (p *proxy) permission(m *msg, line []byte) {
 		calls = nil
 	}
 	bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: rp.SessionID, CallID: tc.ToolCallID,
-		Tool: tool, Input: tc.RawInput, Calls: calls, NoEditor: protocol.AgentAsk}
+		Tool: tool, Input: tc.RawInput, Calls: calls, NoEditor: protocol.AgentAsk, Held: true}
 	var res protocol.AgentBeforeResult
 	if err := p.daemon.Call(ctx, protocol.MethodAgentsBefore, bp, &res); err != nil {
 		if ctx.Err() != nil {
@@ -93,12 +95,6 @@ func (p *proxy) permission(m *msg, line []byte) {
 		p.log.Warn("the daemon could not decide a permission request: the editor decides it", "call", tc.ToolCallID, "err", err)
 		p.relay(pd, line)
 		return
-	}
-	if res.Decision != protocol.AgentDeny {
-		// Opened: its end comes in the agent's session/update (record).
-		p.mu.Lock()
-		p.opened[pd.session+"\x00"+pd.callID] = protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: pd.session, CallID: pd.callID, Tool: tool, Input: tc.RawInput}
-		p.mu.Unlock()
 	}
 	switch res.Decision {
 	case protocol.AgentAllow:

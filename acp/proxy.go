@@ -67,10 +67,9 @@ type proxy struct {
 	records chan json.RawMessage
 
 	mu          sync.Mutex
-	pending     map[string]*pend                     // the agent's permission requests, by request id
-	waiters     map[string]chan *msg                 // the proxy's requests to the editor, by id
-	calls       map[string]*trackedCall              // tool calls seen in session/update, by session and id
-	opened      map[string]protocol.AgentAfterParams // calls agents/before opened, until their end
+	pending     map[string]*pend        // the agent's permission requests, by request id
+	waiters     map[string]chan *msg    // the proxy's requests to the editor, by id
+	calls       map[string]*trackedCall // tool calls seen in session/update, by session and id
 	nextID      int
 	lastSession string
 	cwd         string
@@ -90,7 +89,7 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
 		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
-		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{}, opened: map[string]protocol.AgentAfterParams{},
+		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{},
 		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4)}
 	if o.Daemon != nil {
 		p.daemon = p.connect(ctx)
@@ -109,24 +108,14 @@ func Run(ctx context.Context, o Options) error {
 	err := p.fromAgent()
 	close(p.records)
 	<-recorded
-	// The agent is gone: its pending requests have no one to answer.
+	// The agent is gone: its pending requests have no one to answer. The calls it never
+	// reported the end of end as interrupted when the daemon's connection closes (they
+	// are held by it).
 	p.mu.Lock()
 	for _, pd := range p.pending {
 		pd.cancel()
 	}
-	open := make([]protocol.AgentAfterParams, 0, len(p.opened))
-	for _, ap := range p.opened {
-		open = append(open, ap)
-	}
 	p.mu.Unlock()
-	// The calls the agent never reported the end of end now: they do not stay open in the
-	// daemon (nor keep it running) for a session that is gone.
-	for _, ap := range open {
-		ap.Error = "toolsd acp: the agent's connection ended before it reported the end of this call"
-		if err := p.daemon.Call(context.WithoutCancel(ctx), protocol.MethodAgentsAfter, ap, nil); err != nil {
-			p.log.Warn("closing the agent's call failed", "call", ap.CallID, "err", err)
-		}
-	}
 	return err
 }
 

@@ -17,9 +17,11 @@ type trackedCall struct {
 }
 
 // record follows the agent's tool calls through session/update (tool_call, then
-// tool_call_update with the fields that changed) and puts each in the daemon's record when
-// it ends (completed or failed): agents/after, which closes the call agents/before opened
-// when the agent asked permission for it, or records it anew.
+// tool_call_update with the fields that changed) into the daemon's record: running from the
+// first update (agents/before with running, which opens the call unless its permission
+// request did), ended by the update that says completed or failed (agents/after). The calls
+// are held by the proxy's connection: when it ends first, they end interrupted. Called on
+// one goroutine, in the order of the updates.
 func (p *proxy) record(raw json.RawMessage) {
 	if p.daemon == nil {
 		return
@@ -43,7 +45,8 @@ func (p *proxy) record(raw json.RawMessage) {
 	key := u.SessionID + "\x00" + up.ToolCallID
 	p.mu.Lock()
 	t := p.calls[key]
-	if t == nil {
+	first := t == nil
+	if first {
 		if len(p.calls) >= maxTracked {
 			p.mu.Unlock()
 			return
@@ -55,17 +58,24 @@ func (p *proxy) record(raw json.RawMessage) {
 	done := t.tc.Status == "completed" || t.tc.Status == "failed"
 	if done {
 		delete(p.calls, key)
-		delete(p.opened, key)
 	}
 	cwd := p.cwd
+	tc := t.tc
 	p.mu.Unlock()
+	tool, calls, _ := subject(&tc, cwd)
+	if first {
+		bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
+			Input: tc.RawInput, Calls: calls, Running: true, Held: true}
+		if err := p.daemon.Call(p.ctx, protocol.MethodAgentsBefore, bp, nil); err != nil {
+			p.log.Warn("recording the agent's tool call failed", "call", tc.ToolCallID, "err", err)
+		}
+	}
 	if !done {
 		return
 	}
-	tool, _, _ := subject(&t.tc, cwd)
-	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: t.tc.ToolCallID, Tool: tool,
-		Input: t.tc.RawInput, Output: output(&t.tc)}
-	if t.tc.Status == "failed" {
+	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
+		Input: tc.RawInput, Output: output(&tc)}
+	if tc.Status == "failed" {
 		ap.Error = "the tool call failed"
 		if ap.Output != "" {
 			ap.Error = ap.Output

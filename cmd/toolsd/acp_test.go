@@ -4,12 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -89,7 +91,7 @@ func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := &acpExit{done: make(chan struct{})}
+	exited := &acpExit{done: make(chan struct{}), proc: cmd.Process}
 	go func() { exited.err = cmd.Wait(); close(exited.done) }()
 	t.Cleanup(func() {
 		_ = stdin.Close()
@@ -106,6 +108,8 @@ func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io
 	return newACPPeer(t, "the editor", stdout, stdin), stdin, exited
 }
 
+var relays atomic.Int64
+
 // startRelayACP runs `toolsd acp` on the workspace's daemon with a relay process as its
 // agent: the test is the editor (ed, on stdin) and the agent (ag, on the relay's socket).
 func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exited *acpExit, ag *acpPeer, conn net.Conn) {
@@ -115,7 +119,7 @@ func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exi
 	if out, err := exec.CommandContext(e.ctx, "go", "build", "-o", relay, "./testdata/acprelay").CombinedOutput(); err != nil {
 		t.Fatalf("building the relay: %v\n%s", err, out)
 	}
-	sock := filepath.Join(rt, "agent.sock")
+	sock := filepath.Join(rt, fmt.Sprintf("agent%d.sock", relays.Add(1)))
 	ln, err := net.Listen("unix", sock)
 	if err != nil {
 		t.Fatal(err)
@@ -144,6 +148,7 @@ func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exi
 type acpExit struct {
 	done chan struct{}
 	err  error
+	proc *os.Process
 }
 
 func rpcReq(id any, method string, params any) map[string]any {
@@ -565,5 +570,56 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 		"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "marker"}}}})
 	if _, m := ed.next(); m["method"] != "session/update" {
 		t.Fatalf("the Zed window received %v", m)
+	}
+}
+
+// The agent's tool calls are in the record as they happen: running from their first
+// update (also one the agent asked no permission for), completed at their end; and a call
+// whose end never comes, because the agent or toolsd acp died, ends interrupted.
+func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ctx := e.ctx
+	progress := func(mark int, callID, status string) {
+		t.Helper()
+		if _, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+			var p protocol.ProgressParams
+			return json.Unmarshal(raw, &p) == nil && p.CallID == callID && p.Status == status
+		}); err != nil {
+			t.Fatalf("%s did not become %s in the record: %v", callID, status, err)
+		}
+	}
+	update := func(ag, ed *acpPeer, u map[string]any) {
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1", "update": u}})
+		ed.next()
+	}
+	for _, end := range []string{"completed", "agent dies", "toolsd acp dies"} {
+		t.Run(end, func(t *testing.T) {
+			ed, _, exited, ag, conn := startRelayACP(t, e)
+			id := "tc-" + strings.ReplaceAll(end, " ", "-")
+			mark := e.d.Mark()
+			update(ag, ed, map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": "Run tests", "kind": "execute", "status": "pending", "rawInput": map[string]any{}})
+			progress(mark, id, protocol.StatusRunning)
+			if rec := e.agentRecord("sess1", id); rec.Status != protocol.StatusRunning {
+				t.Fatalf("the call after its first update: %+v", rec)
+			}
+			update(ag, ed, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "rawInput": map[string]any{"command": "go test ./..."}})
+			mark = e.d.Mark()
+			switch end {
+			case "completed":
+				update(ag, ed, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": "ok"})
+				progress(mark, id, protocol.StatusCompleted)
+				if rec := e.agentRecord("sess1", id); rec.Output != "ok" || !strings.Contains(string(rec.Args), "go test") {
+					t.Fatalf("the completed call: %+v", rec)
+				}
+				return
+			case "agent dies":
+				_ = conn.Close()
+			case "toolsd acp dies":
+				_ = exited.proc.Kill()
+			}
+			progress(mark, id, protocol.StatusInterrupted)
+			_ = conn.Close() // the relay, orphaned, holds toolsd acp's stderr until then
+			<-exited.done
+		})
 	}
 }
