@@ -224,6 +224,10 @@ func (s *Service) agentDecide(ctx context.Context, c *callState, p protocol.Agen
 				reason = fmt.Sprintf("toolsd: no editor is attached to approve %s %s; approve it here, or open the workspace in an editor with toolsd to be asked there.", req.Permission, strings.Join(req.Patterns, ", "))
 			case errors.As(err, &pe):
 				return protocol.AgentDeny, pe.Message, nil
+			case ctx.Err() != nil:
+				// Cancelled while it asked (tools/cancel: ACP's session/cancel, the
+				// editor's Stop): the request's answer, not a fault.
+				return "", "", fmt.Errorf("%w: %v", ErrCancelled, err)
 			default:
 				return "", "", err
 			}
