@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/toolsd/toolsd/protocol"
@@ -192,6 +193,15 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
 			return
 		}
+		if p.takeGrant(session, a) {
+			// The person allowed exactly this a moment ago, on the agent's permission
+			// request for the tool call that now writes or runs it through toolsd.
+			reply := protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyOnce, Message: "allowed once in the editor on the agent's permission request for this call"}
+			if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, reply, nil); err != nil {
+				p.log.Debug("permission/reply", "ask", a.ID, "err", err)
+			}
+			return
+		}
 		tc, _ = json.Marshal(map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"})
 	}
 	params := map[string]any{"sessionId": session, "toolCall": tc, "options": askOptions}
@@ -212,6 +222,9 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		return // session/cancel ends the call (cancelSession)
 	case r.Outcome.OptionID == "once":
 		reply.Reply = protocol.ReplyOnce
+		if pd != nil {
+			p.addGrant(session, a)
+		}
 	case r.Outcome.OptionID == "always":
 		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeSession
 	case r.Outcome.OptionID == "always-workspace":
@@ -221,6 +234,41 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		// Answered meanwhile on another client, or withdrawn.
 		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
 	}
+}
+
+// A grant is a person's "once" for an agent's permission request: ACP agents then carry the
+// call out through the client methods toolsd serves (fs/write_text_file, terminal/create),
+// whose own request is the same (permission and patterns) and is not asked twice. Each
+// grant is used once, in its session.
+type grant struct{ session, key string }
+
+// maxGrants bounds the grants not yet used; the oldest go first.
+const maxGrants = 64
+
+func grantKey(a protocol.AskedParams) string {
+	return a.Permission + "\x00" + strings.Join(a.Patterns, "\x00")
+}
+
+func (p *proxy) addGrant(session string, a protocol.AskedParams) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.grants) >= maxGrants {
+		p.grants = p.grants[1:]
+	}
+	p.grants = append(p.grants, grant{session, grantKey(a)})
+}
+
+func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := grantKey(a)
+	for i, g := range p.grants {
+		if g.session == session && g.key == k {
+			p.grants = append(p.grants[:i:i], p.grants[i+1:]...)
+			return true
+		}
+	}
+	return false
 }
 
 // reject answers an ask that cannot be shown.

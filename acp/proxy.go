@@ -77,6 +77,14 @@ type proxy struct {
 	newLabels   map[string]string // session/new requests in flight, by id -> their label
 	labelBase   string
 	labelSeq    int
+	seq         int                  // the proxy's own calls (client.go)
+	terminals   map[string]*terminal // by terminalId, until released
+	initID      string               // the editor's initialize request, until the agent answers it
+	advertised  bool                 // toolsd offered the agent fs and terminal (ACP v1)
+	version     int                  // the protocol version the agent chose
+	grants      []grant              // the person's once answers to the agent's requests, until used
+
+	bg sync.WaitGroup // the client methods being served, and their terminals
 }
 
 // Run serves one agent until its side ends (it exited or closed its stdout). The editor's
@@ -90,7 +98,7 @@ func Run(ctx context.Context, o Options) error {
 	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
 		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
 		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{},
-		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4)}
+		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4), terminals: map[string]*terminal{}}
 	if o.Daemon != nil {
 		p.daemon = p.connect(ctx)
 		if p.daemon != nil {
@@ -108,14 +116,16 @@ func Run(ctx context.Context, o Options) error {
 	err := p.fromAgent()
 	close(p.records)
 	<-recorded
-	// The agent is gone: its pending requests have no one to answer. The calls it never
-	// reported the end of end as interrupted when the daemon's connection closes (they
-	// are held by it).
+	// The agent is gone: its pending requests have no one to answer, its terminals are
+	// stopped. The calls it never reported the end of end as interrupted when the daemon's
+	// connection closes (they are held by it).
 	p.mu.Lock()
 	for _, pd := range p.pending {
 		pd.cancel()
 	}
 	p.mu.Unlock()
+	cancel()
+	p.bg.Wait()
 	return err
 }
 
@@ -188,6 +198,10 @@ func (p *proxy) fromEditor() {
 			if out, ok := p.withTools(m); ok {
 				line = out
 			}
+		case "initialize":
+			if out, ok := p.advertise(m); ok {
+				line = out
+			}
 		}
 		if err := p.agent.line(line); err != nil {
 			return
@@ -226,6 +240,20 @@ func (p *proxy) fromAgent() error {
 			}
 			continue
 		}
+		if _, ok := clientMethods[m.Method]; ok && m.isRequest() && p.daemon != nil && p.served() {
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.ctx.Done():
+				return nil
+			}
+			p.bg.Add(1)
+			go func() {
+				defer p.bg.Done()
+				defer func() { <-p.slots }()
+				p.serveClient(m)
+			}()
+			continue
+		}
 		if m.Method == "session/request_permission" && m.isRequest() && p.daemon != nil {
 			select {
 			case p.slots <- struct{}{}:
@@ -240,6 +268,7 @@ func (p *proxy) fromAgent() error {
 		}
 		if m.isResponse() {
 			p.sessionCreated(m)
+			p.initialized(m)
 		}
 		if err := p.editor.line(line); err != nil {
 			return err
@@ -288,6 +317,77 @@ func (p *proxy) noteSession(m *msg) {
 	}
 }
 
+// advertise is the editor's initialize with toolsd's fs and terminal client capabilities
+// added, which toolsd serves (client.go): only for ACP v1, where they exist, and only with a
+// daemon to serve them. ok is false when it is left as it is.
+func (p *proxy) advertise(m *msg) ([]byte, bool) {
+	if p.daemon == nil || !m.isRequest() {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return nil, false
+	}
+	var version int
+	if json.Unmarshal(params["protocolVersion"], &version) != nil || version != 1 {
+		return nil, false // v2 has no client fs or terminal: passed as it is
+	}
+	var caps map[string]json.RawMessage
+	if raw, ok := params["clientCapabilities"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &caps) != nil {
+			return nil, false
+		}
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	var fs map[string]json.RawMessage
+	_ = json.Unmarshal(caps["fs"], &fs)
+	if fs == nil {
+		fs = map[string]json.RawMessage{}
+	}
+	fs["readTextFile"], fs["writeTextFile"] = json.RawMessage("true"), json.RawMessage("true")
+	caps["fs"], _ = json.Marshal(fs)
+	caps["terminal"] = json.RawMessage("true")
+	params["clientCapabilities"], _ = json.Marshal(caps)
+	out, err := rewrite(m, params)
+	if err != nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.initID, p.advertised = string(m.ID), true
+	p.mu.Unlock()
+	return out, true
+}
+
+// initialized notes the protocol version the agent chose in its answer to initialize.
+func (p *proxy) initialized(m *msg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.initID == "" || string(m.ID) != p.initID {
+		return
+	}
+	p.initID = ""
+	var r struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	if m.Result == nil || json.Unmarshal(m.Result, &r) != nil {
+		p.advertised = false // refused: the editor may initialize again
+		return
+	}
+	p.version = r.ProtocolVersion
+}
+
+// rewrite is a request m with params replaced.
+func rewrite(m *msg, params map[string]json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      json.RawMessage            `json:"id,omitempty"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}{"2.0", m.ID, m.Method, params})
+}
+
 // sessionCreated notes the session a session/new made, for the asks of its MCP server.
 func (p *proxy) sessionCreated(m *msg) {
 	p.mu.Lock()
@@ -311,7 +411,7 @@ func (p *proxy) sessionCreated(m *msg) {
 func (p *proxy) askSession(a protocol.AskedParams) string {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if label, ok := strings.CutPrefix(a.SessionID, "acp-"); ok {
+	if label, ok := strings.CutPrefix(a.SessionID, "acp-"); ok && strings.HasPrefix(label, p.labelBase+"-") {
 		if s := p.labels[label]; s != "" {
 			return s
 		}
@@ -370,11 +470,6 @@ func (p *proxy) withTools(m *msg) ([]byte, bool) {
 	add, _ := json.Marshal(map[string]any{"name": p.o.MCP.Name, "command": p.o.MCP.Command, "args": args, "env": []any{}})
 	servers = append(servers, add)
 	params["mcpServers"], _ = json.Marshal(servers)
-	out, err := json.Marshal(struct {
-		JSONRPC string                     `json:"jsonrpc"`
-		ID      json.RawMessage            `json:"id,omitempty"`
-		Method  string                     `json:"method"`
-		Params  map[string]json.RawMessage `json:"params"`
-	}{"2.0", m.ID, m.Method, params})
+	out, err := rewrite(m, params)
 	return out, err == nil
 }

@@ -194,11 +194,19 @@ func TestACPProxy(t *testing.T) {
 	ctx := e.ctx
 	ed, stdin, exited, ag, conn := startRelayACP(t, e)
 
-	// Pass-through, byte for byte, both ways.
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"x":[1,2]}}}`
-	ed.sendRaw(init)
-	if got, _ := ag.next(); string(got) != init {
-		t.Fatalf("initialize changed on its way:\n got %s\nwant %s", got, init)
+	// Pass-through, byte for byte, both ways; initialize gains the client methods toolsd
+	// serves (fs, terminal), and keeps the rest.
+	ed.sendRaw(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false},"_meta":{"y":1}},"_meta":{"x":[1,2]}}}`)
+	if _, m := ag.next(); true {
+		got, _ := json.Marshal(m["params"])
+		if string(got) != `{"_meta":{"x":[1,2]},"clientCapabilities":{"_meta":{"y":1},"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},"protocolVersion":1}` {
+			t.Fatalf("initialize as the agent sees it: %s", got)
+		}
+	}
+	odd := `{"jsonrpc":"2.0", "method":"_zed/notice","params":{"weird":  [1, 2.50, "\u00e9"]}}`
+	ed.sendRaw(odd)
+	if got, _ := ag.next(); string(got) != odd {
+		t.Fatalf("a notification changed on its way:\n got %s\nwant %s", got, odd)
 	}
 	initRes := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[]}}`
 	ag.sendRaw(initRes)

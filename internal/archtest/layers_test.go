@@ -50,7 +50,7 @@ var allowed = map[string][]string{
 	"internal/protogen":  {},
 	"agenthook":          {"protocol"},
 	"internal/fakemodel": {},
-	"acp":                {"protocol", "agenthook"},
+	"acp":                {"protocol", "agenthook", "internal/fspath"},
 }
 
 func TestLayers(t *testing.T) {
