@@ -14,12 +14,14 @@ const maxTracked = 4096
 type trackedCall struct {
 	tc      toolCall
 	session string
+	mapped  bool // the daemon was told what toolsd calls it stands for
 }
 
 // record follows the agent's tool calls through session/update (tool_call, then
 // tool_call_update with the fields that changed) into the daemon's record: running from the
 // first update (agents/before with running, which opens the call unless its permission
-// request did), ended by the update that says completed or failed (agents/after). The calls
+// request did; again when its input, often streamed after, first says what it runs), ended
+// by the update that says completed or failed (agents/after). The calls
 // are held by the proxy's connection: when it ends first, they end interrupted. Called on
 // one goroutine, in the order of the updates.
 func (p *proxy) record(raw json.RawMessage) {
@@ -63,7 +65,12 @@ func (p *proxy) record(raw json.RawMessage) {
 	tc := t.tc
 	p.mu.Unlock()
 	tool, calls, _ := subject(&tc, cwd)
-	if first {
+	p.mu.Lock()
+	remap := !t.mapped && len(calls) > 0
+	t.mapped = t.mapped || remap
+	p.mu.Unlock()
+	if first || (remap && !done) {
+		// Running from its first update; told again once its input says what it runs.
 		bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
 			Input: tc.RawInput, Calls: calls, Running: true, Held: true}
 		if err := p.daemon.Call(p.ctx, protocol.MethodAgentsBefore, bp, nil); err != nil {

@@ -100,8 +100,16 @@ func (s *Service) AgentBefore(ctx context.Context, via *protocol.ClientRef, p pr
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	c := &callState{sessionID: p.SessionID, messageID: p.CallID, callID: p.CallID, tool: p.Tool, agent: p.Agent, client: agentRef(p.Agent, p.AgentName), via: via, cancel: cancel}
+	if open != nil && len(p.Calls) > 0 {
+		// The open call takes the input this report names (an ACP agent reports a call
+		// before its input is complete).
+		s.agents.mu.Lock()
+		open.rec.Title, open.rec.Args = agentTitle(p.Tool, p.Calls), rawOr(p.Input, "{}")
+		s.agents.mu.Unlock()
+	}
 	if open != nil && p.Running {
 		// Reported again while it runs: nothing to decide or open.
+		s.progress(open.c, protocol.StatusRunning, agentTitle(p.Tool, p.Calls), nil)
 		return &protocol.AgentBeforeResult{Decision: protocol.AgentAllow, Decisions: []protocol.Decision{}}, nil
 	}
 	if open != nil {
@@ -442,12 +450,15 @@ func (s *Service) agentEnd(k callKey, p protocol.AgentAfterParams, status string
 	s.agents.mu.Lock()
 	ac := s.agents.open[k]
 	delete(s.agents.open, k)
+	var rec protocol.CallRecord
+	if ac != nil {
+		rec = ac.rec
+	}
 	s.agents.mu.Unlock()
 	if ac == nil {
 		return nil, false
 	}
 	ac.timer.Stop()
-	rec := ac.rec
 	if len(p.Input) > 0 {
 		// What the agent said at the end (an ACP agent completes its input in its updates).
 		rec.Args = rawOr(p.Input, "{}")
