@@ -342,6 +342,18 @@ func TestACPProxy(t *testing.T) {
 	if _, m := ag.next(); m["error"] == nil || m["id"] != float64(7) {
 		t.Fatalf("a malformed message from the agent: %v", m)
 	}
+	// Out of order: an answer to a request the proxy never sent, or sent and forgot (the
+	// cancelled ask above), is dropped; client requests toolsd serves, malformed or naming
+	// what does not exist, get an error naming the problem.
+	ed.send(rpcResult("toolsd-acp:999", map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}))
+	ag.sendRaw(`{"jsonrpc":"2.0","id":8,"method":"fs/read_text_file","params":{"sessionId":"sess1","path":"relative.txt"}}`)
+	if _, m := ag.next(); m["id"] != float64(8) || !strings.Contains(fmt.Sprint(m["error"]), "absolute path") {
+		t.Fatalf("a read of a relative path: %v", m)
+	}
+	ag.sendRaw(`{"jsonrpc":"2.0","id":9,"method":"terminal/wait_for_exit","params":{"sessionId":"sess1","terminalId":"t-none"}}`)
+	if _, m := ag.next(); m["id"] != float64(9) || !strings.Contains(fmt.Sprint(m["error"]), "no terminal") {
+		t.Fatalf("waiting for a terminal that does not exist: %v", m)
+	}
 	ed.send(rpcReq(5, "session/prompt", map[string]any{"sessionId": "sess1", "prompt": []any{}}))
 	if _, m := ag.next(); m["id"] != float64(5) {
 		t.Fatalf("after malformed lines: %v", m)
