@@ -6,8 +6,10 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/toolsd/toolsd/internal/fakemodel"
+	"github.com/toolsd/toolsd/internal/harness"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -30,6 +32,7 @@ func adapterBin(t *testing.T) string {
 func TestACPRealAdapter(t *testing.T) {
 	adapter := adapterBin(t)
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules, files: map[string]string{"keep/file.txt": "precious\n"}})
+	ctx := harness.Deadline(t, 3*time.Minute) // Claude Code starts slowly on a loaded machine
 	fake, err := fakemodel.Start(fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": "rm -rf keep", "description": "clean"}},
 		fakemodel.ToolCall{Name: "Bash", Input: map[string]any{"command": "echo from-the-adapter", "description": "say"}})
 	if err != nil {
@@ -85,7 +88,7 @@ func TestACPRealAdapter(t *testing.T) {
 		t.Fatalf("the denied rm ran: %v\nupdates: %s", err, strings.Join(updates, "\n"))
 	}
 	// The adapter's session started toolsd mcp, with the route toolsd acp gave it.
-	if _, _, err := e.d.WaitFor(e.ctx, mark, "clients/changed", func(raw json.RawMessage) bool {
+	if _, _, err := e.d.WaitFor(ctx, mark, "clients/changed", func(raw json.RawMessage) bool {
 		var p protocol.ClientsParams
 		_ = json.Unmarshal(raw, &p)
 		for _, c := range p.Clients {
@@ -97,19 +100,23 @@ func TestACPRealAdapter(t *testing.T) {
 	}); err != nil {
 		t.Fatalf("no toolsd mcp attached for the adapter's session: %v", err)
 	}
-	var list protocol.CallsListResult
-	if err := e.d.Call(e.ctx, protocol.MethodCallsList, protocol.CallsListParams{SessionID: session}, &list); err != nil {
-		t.Fatal(err)
-	}
-	var denied bool
-	for _, c := range list.Calls {
-		if c.Status == protocol.StatusError && strings.Contains(c.Title, "rm -rf keep") {
-			denied = true
+	// recorded waits until a call of the session whose title has what ends with status (the
+	// proxy records it after it forwarded the update), and returns the session's record.
+	recorded := func(session, status, what string) (bool, string) {
+		t.Helper()
+		_, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+			var p protocol.ProgressParams
+			return json.Unmarshal(raw, &p) == nil && p.SessionID == session && p.Status == status && strings.Contains(p.Title, what)
+		})
+		var list protocol.CallsListResult
+		if err := e.d.Call(ctx, protocol.MethodCallsList, protocol.CallsListParams{SessionID: session}, &list); err != nil {
+			t.Fatal(err)
 		}
-	}
-	if !denied {
 		b, _ := json.Marshal(list)
-		t.Fatalf("the record has no refused rm of the adapter's session: %s", b)
+		return err == nil, string(b)
+	}
+	if ok, list := recorded(session, protocol.StatusError, "rm -rf keep"); !ok {
+		t.Fatalf("the record has no refused rm of the adapter's session: %s", list)
 	}
 
 	// An allowed command runs, and its call is in the record, completed (in a new session:
@@ -121,17 +128,8 @@ func TestACPRealAdapter(t *testing.T) {
 		t.Fatalf("the second session/new: %v", m)
 	}
 	updates = turn(5, session)
-	if err := e.d.Call(e.ctx, protocol.MethodCallsList, protocol.CallsListParams{SessionID: session}, &list); err != nil {
-		t.Fatal(err)
-	}
-	var ran bool
-	for _, c := range list.Calls {
-		if c.Status == protocol.StatusCompleted && strings.Contains(c.Title, "echo from-the-adapter") {
-			ran = true
-		}
-	}
+	ran, list := recorded(session, protocol.StatusCompleted, "echo from-the-adapter")
 	if res := fake.ToolResults(); !ran || len(res) < 2 || !strings.Contains(res[len(res)-1], "from-the-adapter") {
-		b, _ := json.Marshal(list)
-		t.Fatalf("the allowed echo: record %s\ntool results %q\nupdates: %s", b, res, strings.Join(updates, "\n"))
+		t.Fatalf("the allowed echo: record %s\ntool results %q\nupdates: %s", list, res, strings.Join(updates, "\n"))
 	}
 }

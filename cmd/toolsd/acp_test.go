@@ -379,19 +379,8 @@ func TestACPProxy(t *testing.T) {
 // independent implementation reads toolsd's answers to its permission requests, and its
 // session lists toolsd mcp.
 func TestACPProxyOfficialSDK(t *testing.T) {
-	dir, err := filepath.Abs("../../testdata/acpagent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skip("the ACP TypeScript SDK is not installed: run `npm ci --no-audit --no-fund` in testdata/acpagent (scripts/test.sh does)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ACP TypeScript agent needs it")
-	}
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
-	ed, stdin, exited := startACP(t, e, nil, node, filepath.Join(dir, "agent.mjs"))
+	ed, done := sdkAgent(t, e)
 
 	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
 	if _, m := ed.next(); m["result"] == nil {
@@ -462,12 +451,7 @@ func TestACPProxyOfficialSDK(t *testing.T) {
 	if rec := e.agentRecord("ts-session", "ts-make2"); rec.Output != "ran make all\n" || rec.Agent != "node" {
 		t.Errorf("the recorded call: %+v", rec)
 	}
-	_ = stdin.Close()
-	select {
-	case <-exited.done:
-	case <-e.ctx.Done():
-		t.Fatal("toolsd acp did not exit after the editor left")
-	}
+	done()
 }
 
 // Asks go only to the editor whose client made the call: with a VS Code window (the
