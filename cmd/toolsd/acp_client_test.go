@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/toolsd/toolsd/internal/harness"
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
 )
@@ -270,5 +271,64 @@ func TestACPVersion2PassesThrough(t *testing.T) {
 	ag.sendRaw(read)
 	if got, _ := ed.next(); string(got) != read {
 		t.Fatalf("under v2 the editor should get the agent's request as it is: %s", got)
+	}
+}
+
+// The official SDK's client as the editor and its agent behind `toolsd acp`: both sides are
+// independent implementations that validate what toolsd sends them. A denied command is
+// rejected and an allowed one allowed without the editor; an ask reaches the editor with
+// toolsd's options, its "always" is toolsd's, and the next identical request is not asked;
+// a write the person allowed once is carried out by toolsd without a second ask.
+func TestACPOfficialSDKClientAndAgent(t *testing.T) {
+	dir, err := filepath.Abs("../../testdata/acpagent")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
+		t.Skip("the ACP TypeScript SDK is not installed: run `npm ci --no-audit --no-fund` in testdata/acpagent (scripts/test.sh does)")
+	}
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	steps, _ := json.Marshal([]map[string]any{
+		{"id": "c-deny", "command": "rm -rf build"}, {"id": "c-echo", "command": "echo hi"},
+		{"id": "c-make", "command": "make all"}, {"id": "c-make2", "command": "make all"},
+		{"id": "c-write", "write": filepath.Join(e.ws, "notes.txt"), "content": "n\n", "ask": true},
+	})
+	cmd := exec.CommandContext(e.ctx, "node", filepath.Join(dir, "client.mjs"), "acp", "--store", e.st, "--grace=200ms", "--workspace", e.ws, "--", "node", filepath.Join(dir, "agent.mjs"))
+	cmd.Env = append(os.Environ(), "TOOLSD_BIN="+harness.Binary(t), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0",
+		"WORKSPACE="+e.ws, "STEPS="+string(steps), "ANSWER_c-make=always")
+	cmd.Stderr = &logWriter{t: t, prefix: "client"}
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("the SDK client: %v\n%s", err, out)
+	}
+	var got struct {
+		StopReason string `json:"stopReason"`
+		Asked      []struct {
+			ID      string   `json:"id"`
+			Options []string `json:"options"`
+		} `json:"asked"`
+		Said []string `json:"said"`
+	}
+	if err := json.Unmarshal(out, &got); err != nil {
+		t.Fatalf("the SDK client printed %q", out)
+	}
+	said := strings.Join(got.Said, "\n")
+	for _, want := range []string{"outcome c-deny selected no", "outcome c-echo selected yes", "outcome c-make selected yes", "outcome c-make2 selected yes", "result c-write {}"} {
+		if !strings.Contains(said, want) {
+			t.Errorf("the agent did not say %q; it said:\n%s", want, said)
+		}
+	}
+	var ids []string
+	for _, a := range got.Asked {
+		ids = append(ids, a.ID)
+		if strings.Join(a.Options, ",") != "once,always,always-workspace,reject" {
+			t.Errorf("%s was asked with options %v, not toolsd's", a.ID, a.Options)
+		}
+	}
+	if strings.Join(ids, ",") != "c-make,c-write" || got.StopReason != "end_turn" {
+		t.Errorf("the editor was asked about %v (want c-make and c-write, once each); stop reason %q", ids, got.StopReason)
+	}
+	if b, _ := os.ReadFile(filepath.Join(e.ws, "notes.txt")); string(b) != "n\n" {
+		t.Errorf("notes.txt: %q", b)
 	}
 }
