@@ -218,8 +218,12 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		reply.Message = "the editor could not show the request: " + string(resp.Error)
 	case json.Unmarshal(resp.Result, &r) != nil:
 		reply.Message = "the editor's answer was not a permission outcome"
+	case r.Outcome.Outcome == "cancelled" && pd != nil:
+		return // session/cancel ends the agent's request (cancelSession)
 	case r.Outcome.Outcome == "cancelled":
-		return // session/cancel ends the call (cancelSession)
+		// The editor dropped the request (the session was cancelled): nobody is left to
+		// answer it there, so the call is refused rather than left waiting.
+		reply.Message = "the request was cancelled in the editor"
 	case r.Outcome.OptionID == "once":
 		reply.Reply = protocol.ReplyOnce
 		if pd != nil {

@@ -531,6 +531,23 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 		t.Fatalf("the MCP call allowed in the Zed window: %q", out)
 	}
 
+	// A request the editor drops (its session cancelled) refuses the call: it does not wait.
+	go func() {
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "make dropped"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- text(r)
+	}()
+	if _, m = ed.next(); m["method"] != "session/request_permission" {
+		t.Fatalf("the Zed window should be asked about the second MCP call: %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}))
+	if out := <-done; !strings.Contains(out, "cancelled in the editor") {
+		t.Fatalf("the MCP call whose request the editor dropped: %q", out)
+	}
+
 	// The agent's own permission request asks in the Zed window alone.
 	ag.send(askPermission(100, "tc-make", "make all"))
 	_, m = ed.next()
