@@ -77,6 +77,13 @@ func (p *proxy) served() bool {
 	return p.advertised && p.version == 1
 }
 
+// v2 reports whether the agent chose ACP v2 or later.
+func (p *proxy) v2() bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.version >= 2
+}
+
 // callID names one of the proxy's own calls in the record.
 func (p *proxy) callID(kind string) string {
 	p.mu.Lock()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -20,13 +21,13 @@ type option struct {
 
 // pend is one of the agent's permission requests being decided.
 type pend struct {
-	id       json.RawMessage
-	session  string
-	callID   string
-	toolCall json.RawMessage
-	ctx      context.Context
-	cancel   context.CancelFunc
-	once     sync.Once
+	id      json.RawMessage
+	session string
+	callID  string
+	params  json.RawMessage // the agent's request's params, shown again with toolsd's options
+	ctx     context.Context
+	cancel  context.CancelFunc
+	once    sync.Once
 }
 
 type outcome struct {
@@ -48,24 +49,63 @@ func (p *proxy) selected(pd *pend, optionID string) {
 // reason); an ask goes to the editor while the daemon waits (showAsk). A call that may go on
 // is open in the record until the agent's session/update ends it (record), or the proxy's
 // connection to the daemon ends (interrupted).
+//
+// The subject is ACP v1's toolCall, or v2's subject: a tool call, or a command with its cwd.
+// A request with another subject (or none) goes to the editor unchanged.
 func (p *proxy) permission(m *msg, line []byte) {
 	var rp struct {
 		SessionID string          `json:"sessionId"`
 		ToolCall  json.RawMessage `json:"toolCall"`
-		Options   []option        `json:"options"`
+		Subject   *struct {
+			Type       string          `json:"type"`
+			ToolCall   json.RawMessage `json:"toolCall"`
+			Command    string          `json:"command"`
+			Cwd        string          `json:"cwd"`
+			ToolCallID string          `json:"toolCallId"`
+		} `json:"subject"`
+		Title   string   `json:"title"`
+		Options []option `json:"options"`
+	}
+	if err := json.Unmarshal(m.Params, &rp); err != nil || rp.SessionID == "" {
+		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission needs sessionId, its subject (toolCall with its toolCallId), and options"))
+		return
 	}
 	var tc toolCall
-	if err := json.Unmarshal(m.Params, &rp); err != nil || rp.SessionID == "" || json.Unmarshal(rp.ToolCall, &tc) != nil || tc.ToolCallID == "" {
-		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission needs sessionId, toolCall with its toolCallId, and options"))
+	p.mu.Lock()
+	cwd := p.cwd
+	p.mu.Unlock()
+	raw := rp.ToolCall
+	switch {
+	case raw != nil:
+	case rp.Subject != nil && rp.Subject.Type == "tool_call":
+		raw = rp.Subject.ToolCall
+	case rp.Subject != nil && rp.Subject.Type == "command" && rp.Subject.Command != "":
+		id := rp.Subject.ToolCallID
+		if id == "" {
+			id = p.callID("command")
+		}
+		input, _ := json.Marshal(map[string]string{"command": rp.Subject.Command})
+		raw, _ = json.Marshal(toolCall{ToolCallID: id, Title: rp.Title, Kind: "execute", RawInput: input})
+		if filepath.IsAbs(rp.Subject.Cwd) {
+			cwd = rp.Subject.Cwd
+		}
+	default:
+		// A subject toolsd does not know: the person decides it in the editor, as it is.
+		ctx, cancel := context.WithCancel(p.ctx)
+		defer cancel()
+		p.relay(&pend{id: m.ID, session: rp.SessionID, ctx: ctx, cancel: cancel}, line)
+		return
+	}
+	if json.Unmarshal(raw, &tc) != nil || tc.ToolCallID == "" {
+		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission's tool call needs its toolCallId"))
 		return
 	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
-	pd := &pend{id: m.ID, session: rp.SessionID, callID: tc.ToolCallID, toolCall: rp.ToolCall, ctx: ctx, cancel: cancel}
+	pd := &pend{id: m.ID, session: rp.SessionID, callID: tc.ToolCallID, params: m.Params, ctx: ctx, cancel: cancel}
 	key := string(m.ID)
 	p.mu.Lock()
 	p.pending[key] = pd
-	cwd := p.cwd
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -185,9 +225,12 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		}
 	}
 	p.mu.Unlock()
-	ctx, tc, session := p.ctx, json.RawMessage(nil), ""
+	var params map[string]any
+	ctx, session := p.ctx, ""
 	if pd != nil {
-		ctx, tc, session = pd.ctx, pd.toolCall, pd.session
+		// The agent's own request (v1 or v2 alike), with toolsd's options.
+		ctx, session = pd.ctx, pd.session
+		_ = json.Unmarshal(pd.params, &params)
 	} else {
 		if session = p.askSession(a); session == "" {
 			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
@@ -202,9 +245,16 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			}
 			return
 		}
-		tc, _ = json.Marshal(map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"})
+		tc := map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"}
+		params = map[string]any{"sessionId": session, "toolCall": tc}
+		if p.v2() {
+			params = map[string]any{"sessionId": session, "title": askTitle(a), "subject": map[string]any{"type": "tool_call", "toolCall": tc}}
+		}
 	}
-	params := map[string]any{"sessionId": session, "toolCall": tc, "options": askOptions}
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["options"] = askOptions
 	resp, ok := p.ask(ctx, "session/request_permission", params)
 	if !ok {
 		return

@@ -319,9 +319,16 @@ func (p *proxy) noteSession(m *msg) {
 
 // advertise is the editor's initialize with toolsd's fs and terminal client capabilities
 // added, which toolsd serves (client.go): only for ACP v1, where they exist, and only with a
-// daemon to serve them. ok is false when it is left as it is.
+// daemon to serve them. ok is false when it is left as it is. Either way the agent's answer
+// tells the version chosen (initialized).
 func (p *proxy) advertise(m *msg) ([]byte, bool) {
-	if p.daemon == nil || !m.isRequest() {
+	if !m.isRequest() {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.initID, p.advertised = string(m.ID), false // initialized notes the version chosen
+	p.mu.Unlock()
+	if p.daemon == nil {
 		return nil, false
 	}
 	var params map[string]json.RawMessage
@@ -355,7 +362,7 @@ func (p *proxy) advertise(m *msg) ([]byte, bool) {
 		return nil, false
 	}
 	p.mu.Lock()
-	p.initID, p.advertised = string(m.ID), true
+	p.advertised = true
 	p.mu.Unlock()
 	return out, true
 }

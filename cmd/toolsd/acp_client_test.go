@@ -254,9 +254,12 @@ func TestACPServesClientMethods(t *testing.T) {
 	done()
 }
 
-// ACP v2 has no client fs or terminal: an editor that asks for v2 gets its initialize
-// passed as it is, and toolsd serves nothing the agent did not negotiate.
-func TestACPVersion2PassesThrough(t *testing.T) {
+// ACP v2 side by side with v1: an editor that asks for v2 gets its initialize passed as it is,
+// and toolsd serves no client method v2 does not have. Permission requests name their
+// subject: a command with its cwd is decided by the bash rules (a deny never reaches the
+// editor; an ask does, as the agent's v2 request with toolsd's options), a tool call as in
+// v1, and a subject toolsd does not know goes to the editor unchanged.
+func TestACPVersion2(t *testing.T) {
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
 	ed, _, _, ag, _ := startRelayACP(t, e)
 	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":2,"info":{"name":"ed","version":"1"},"capabilities":{}}}`
@@ -271,6 +274,43 @@ func TestACPVersion2PassesThrough(t *testing.T) {
 	ag.sendRaw(read)
 	if got, _ := ed.next(); string(got) != read {
 		t.Fatalf("under v2 the editor should get the agent's request as it is: %s", got)
+	}
+
+	command := func(id int, cmd string) map[string]any {
+		return rpcReq(id, "session/request_permission", map[string]any{"sessionId": "s2", "title": "Run " + cmd,
+			"subject": map[string]any{"type": "command", "command": cmd, "cwd": e.ws}, "options": acpOptions})
+	}
+	ag.send(command(20, "rm -rf build"))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 20); k != "selected" || opt != "no" {
+			t.Fatalf("a denied v2 command: %s %s", k, opt)
+		}
+	}
+	ag.send(command(21, "make all"))
+	_, m := ed.next()
+	p, _ := m["params"].(map[string]any)
+	subject, _ := p["subject"].(map[string]any)
+	opts, _ := json.Marshal(p["options"])
+	if m["method"] != "session/request_permission" || p["title"] != "Run make all" || subject["command"] != "make all" || !strings.Contains(string(opts), `"optionId":"always"`) {
+		t.Fatalf("the v2 ask the editor sees: %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 21); k != "selected" || opt != "no" {
+			t.Fatalf("a v2 command rejected in the editor: %s %s", k, opt)
+		}
+	}
+	custom := `{"jsonrpc":"2.0","id":22,"method":"session/request_permission","params":{"sessionId":"s2","title":"Use the GPU","subject":{"type":"_gpu","units":2},"options":[{"optionId":"yes","name":"Allow","kind":"allow_once"}]}}`
+	ag.sendRaw(custom)
+	_, m = ed.next()
+	if got, _ := json.Marshal(m["params"]); m["method"] != "session/request_permission" || !strings.Contains(string(got), `"subject":{"type":"_gpu","units":2}`) || !strings.Contains(string(got), `"optionId":"yes"`) {
+		t.Fatalf("an unknown subject should reach the editor as it is: %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "yes"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 22); k != "selected" || opt != "yes" {
+			t.Fatalf("the editor's answer to an unknown subject: %s %s", k, opt)
+		}
 	}
 }
 
