@@ -34,7 +34,15 @@ func (p *proxy) record(raw json.RawMessage) {
 			SessionUpdate string `json:"sessionUpdate"`
 		} `json:"update"`
 	}
-	if json.Unmarshal(raw, &u) != nil || (u.Update.SessionUpdate != "tool_call" && u.Update.SessionUpdate != "tool_call_update") {
+	if json.Unmarshal(raw, &u) != nil {
+		return
+	}
+	switch u.Update.SessionUpdate {
+	case "tool_call", "tool_call_update":
+	case "tool_call_content_chunk":
+		p.appendContent(u.SessionID, raw)
+		return
+	default:
 		return
 	}
 	var w struct {
@@ -90,6 +98,32 @@ func (p *proxy) record(raw json.RawMessage) {
 	}
 	if err := p.daemon.Call(p.ctx, protocol.MethodAgentsAfter, ap, nil); err != nil {
 		p.log.Warn("recording the agent's tool call failed", "call", ap.CallID, "err", err)
+	}
+}
+
+// appendContent adds a v2 tool_call_content_chunk to its call's content.
+func (p *proxy) appendContent(session string, raw json.RawMessage) {
+	var w struct {
+		Update struct {
+			ToolCallID string `json:"toolCallId"`
+		} `json:"update"`
+	}
+	var c struct {
+		Update struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(raw, &w) != nil || json.Unmarshal(raw, &c) != nil {
+		return
+	}
+	var tc toolCall
+	if json.Unmarshal([]byte(`{"content":[`+string(c.Update.Content)+`]}`), &tc) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.calls[session+"\x00"+w.Update.ToolCallID]; t != nil {
+		t.tc.Content = append(t.tc.Content, tc.Content...)
 	}
 }
 

@@ -300,6 +300,27 @@ func TestACPVersion2(t *testing.T) {
 			t.Fatalf("a v2 command rejected in the editor: %s %s", k, opt)
 		}
 	}
+	// v2's tool calls: tool_call_update is an upsert, content comes in chunks.
+	mark := e.d.Mark()
+	for _, u := range []map[string]any{
+		{"sessionUpdate": "tool_call_update", "toolCallId": "v2-call", "title": "Say", "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": "echo v2"}},
+		{"sessionUpdate": "tool_call_content_chunk", "toolCallId": "v2-call", "content": map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "part one, "}}},
+		{"sessionUpdate": "tool_call_content_chunk", "toolCallId": "v2-call", "content": map[string]any{"type": "content", "content": map[string]any{"type": "text", "text": "part two"}}},
+		{"sessionUpdate": "tool_call_update", "toolCallId": "v2-call", "status": "completed"},
+	} {
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "s2", "update": u}})
+		ed.next()
+	}
+	if _, _, err := e.d.WaitFor(e.ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "v2-call" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("the v2 call did not end in the record: %v", err)
+	}
+	if rec := e.agentRecord("s2", "v2-call"); rec.Output != "part one, part two" || rec.Title != "Bash echo v2" {
+		t.Fatalf("the v2 call's record: %q %q", rec.Title, rec.Output)
+	}
+
 	custom := `{"jsonrpc":"2.0","id":22,"method":"session/request_permission","params":{"sessionId":"s2","title":"Use the GPU","subject":{"type":"_gpu","units":2},"options":[{"optionId":"yes","name":"Allow","kind":"allow_once"}]}}`
 	ag.sendRaw(custom)
 	_, m = ed.next()
