@@ -5,11 +5,15 @@ import (
 	"context"
 	"encoding/json"
 	"io"
+	"os"
 	"strings"
 	"testing"
 	"time"
 
 	"go.uber.org/goleak"
+
+	"github.com/toolsd/toolsd/internal/fspath"
+	"github.com/toolsd/toolsd/protocol"
 )
 
 func TestMain(m *testing.M) { goleak.VerifyTestMain(m) }
@@ -154,5 +158,80 @@ func TestPassThroughWithoutDaemon(t *testing.T) {
 	_ = p.editorW.Close()
 	if _, err := p.agentR.ReadString('\n'); err != io.EOF {
 		t.Fatalf("the agent's stdin should end: %v", err)
+	}
+}
+
+// A terminal's command line is what toolsd's shell analysis decides: sh -c LINE is LINE, an
+// argument vector is quoted, a lone command is a line.
+func TestCommandLine(t *testing.T) {
+	for _, c := range []struct {
+		command string
+		args    []string
+		want    string
+	}{
+		{"sh", []string{"-c", "go test ./... && echo ok"}, "go test ./... && echo ok"},
+		{"/bin/bash", []string{"-lc", "make"}, "make"},
+		{"git", []string{"commit", "-m", "it's done"}, `git commit -m 'it'\''s done'`},
+		{"ls", []string{"-la", "a b"}, "ls -la 'a b'"},
+		{"npm test -- --watch=false", nil, "npm test -- --watch=false"},
+		{"sh", []string{"script.sh"}, "sh script.sh"},
+	} {
+		if got := commandLine(c.command, c.args); got != c.want {
+			t.Errorf("%s %q: %q, want %q", c.command, c.args, got, c.want)
+		}
+	}
+}
+
+// fs/read_text_file's line and limit count lines from 1; the text comes back exactly.
+func TestReadLines(t *testing.T) {
+	p := t.TempDir() + "/f.txt"
+	if err := os.WriteFile(p, []byte("one\ntwo\nthree"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	real, err := fspath.Real(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := func(i int) *int { return &i }
+	for _, c := range []struct {
+		line, limit *int
+		want        string
+	}{
+		{nil, nil, "one\ntwo\nthree"},
+		{n(2), nil, "two\nthree"},
+		{n(2), n(1), "two\n"},
+		{nil, n(2), "one\ntwo\n"},
+		{n(3), n(5), "three"},
+		{n(9), nil, ""},
+		{n(1), n(0), ""},
+	} {
+		got, err := readLines(real, c.line, c.limit)
+		if err != nil || got != c.want {
+			t.Errorf("line %v limit %v: %q %v, want %q", c.line, c.limit, got, err, c.want)
+		}
+	}
+	if err := os.Symlink(real, real+".link"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := readLines(real+".link", nil, nil); err == nil {
+		t.Error("a link where the decided real path was is followed")
+	}
+}
+
+// A terminal's output is cut from its start to its byte limit, at a character boundary.
+func TestTerminalOutputCut(t *testing.T) {
+	tm := &terminal{limit: 4, res: &protocol.ExecuteResult{Status: protocol.StatusCompleted, Output: "aé€b", Metadata: json.RawMessage(`{"exit":0}`)}}
+	if out, cut := tm.output(); out != "€b" || !cut {
+		t.Errorf("cut to 4 bytes: %q %v", out, cut)
+	}
+	if st := tm.status(); st.ExitCode == nil || *st.ExitCode != 0 || st.Signal != nil {
+		t.Errorf("exit status: %+v", st)
+	}
+	tm = &terminal{res: &protocol.ExecuteResult{Status: protocol.StatusCancelled, Output: "(no output)"}}
+	if out, _ := tm.output(); out != "" {
+		t.Errorf("no output: %q", out)
+	}
+	if st := tm.status(); st.Signal == nil || st.ExitCode != nil {
+		t.Errorf("a killed terminal: %+v", st)
 	}
 }

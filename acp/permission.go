@@ -4,7 +4,9 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"path/filepath"
 	"strconv"
+	"strings"
 	"sync"
 
 	"github.com/toolsd/toolsd/protocol"
@@ -19,13 +21,13 @@ type option struct {
 
 // pend is one of the agent's permission requests being decided.
 type pend struct {
-	id       json.RawMessage
-	session  string
-	callID   string
-	toolCall json.RawMessage
-	ctx      context.Context
-	cancel   context.CancelFunc
-	once     sync.Once
+	id      json.RawMessage
+	session string
+	callID  string
+	params  json.RawMessage // the agent's request's params, shown again with toolsd's options
+	ctx     context.Context
+	cancel  context.CancelFunc
+	once    sync.Once
 }
 
 type outcome struct {
@@ -44,25 +46,66 @@ func (p *proxy) selected(pd *pend, optionID string) {
 
 // permission decides one session/request_permission by the workspace's rules: allow
 // answers the agent's allow_once option, deny its reject_once (the daemon records the
-// reason); an ask goes to the editor while the daemon waits (showAsk).
+// reason); an ask goes to the editor while the daemon waits (showAsk). A call that may go on
+// is open in the record until the agent's session/update ends it (record), or the proxy's
+// connection to the daemon ends (interrupted).
+//
+// The subject is ACP v1's toolCall, or v2's subject: a tool call, or a command with its cwd.
+// A request with another subject (or none) goes to the editor unchanged.
 func (p *proxy) permission(m *msg, line []byte) {
 	var rp struct {
 		SessionID string          `json:"sessionId"`
 		ToolCall  json.RawMessage `json:"toolCall"`
-		Options   []option        `json:"options"`
+		Subject   *struct {
+			Type       string          `json:"type"`
+			ToolCall   json.RawMessage `json:"toolCall"`
+			Command    string          `json:"command"`
+			Cwd        string          `json:"cwd"`
+			ToolCallID string          `json:"toolCallId"`
+		} `json:"subject"`
+		Title   string   `json:"title"`
+		Options []option `json:"options"`
+	}
+	if err := json.Unmarshal(m.Params, &rp); err != nil || rp.SessionID == "" {
+		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission needs sessionId, its subject (toolCall with its toolCallId), and options"))
+		return
 	}
 	var tc toolCall
-	if err := json.Unmarshal(m.Params, &rp); err != nil || rp.SessionID == "" || json.Unmarshal(rp.ToolCall, &tc) != nil || tc.ToolCallID == "" {
-		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission needs sessionId, toolCall with its toolCallId, and options"))
+	p.mu.Lock()
+	cwd := p.cwd
+	p.mu.Unlock()
+	raw := rp.ToolCall
+	switch {
+	case raw != nil:
+	case rp.Subject != nil && rp.Subject.Type == "tool_call":
+		raw = rp.Subject.ToolCall
+	case rp.Subject != nil && rp.Subject.Type == "command" && rp.Subject.Command != "":
+		id := rp.Subject.ToolCallID
+		if id == "" {
+			id = p.callID("command")
+		}
+		input, _ := json.Marshal(map[string]string{"command": rp.Subject.Command})
+		raw, _ = json.Marshal(toolCall{ToolCallID: id, Title: rp.Title, Kind: "execute", RawInput: input})
+		if filepath.IsAbs(rp.Subject.Cwd) {
+			cwd = rp.Subject.Cwd
+		}
+	default:
+		// A subject toolsd does not know: the person decides it in the editor, as it is.
+		ctx, cancel := context.WithCancel(p.ctx)
+		defer cancel()
+		p.relay(&pend{id: m.ID, session: rp.SessionID, ctx: ctx, cancel: cancel}, line)
+		return
+	}
+	if json.Unmarshal(raw, &tc) != nil || tc.ToolCallID == "" {
+		_ = p.agent.send(errorReply(m.ID, codeInvalidParams, "toolsd acp: session/request_permission's tool call needs its toolCallId"))
 		return
 	}
 	ctx, cancel := context.WithCancel(p.ctx)
 	defer cancel()
-	pd := &pend{id: m.ID, session: rp.SessionID, callID: tc.ToolCallID, toolCall: rp.ToolCall, ctx: ctx, cancel: cancel}
+	pd := &pend{id: m.ID, session: rp.SessionID, callID: tc.ToolCallID, params: m.Params, ctx: ctx, cancel: cancel}
 	key := string(m.ID)
 	p.mu.Lock()
 	p.pending[key] = pd
-	cwd := p.cwd
 	p.mu.Unlock()
 	defer func() {
 		p.mu.Lock()
@@ -84,7 +127,7 @@ func (p *proxy) permission(m *msg, line []byte) {
 		calls = nil
 	}
 	bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: rp.SessionID, CallID: tc.ToolCallID,
-		Tool: tool, Input: tc.RawInput, Calls: calls, NoEditor: protocol.AgentAsk}
+		Tool: tool, Input: tc.RawInput, Calls: calls, NoEditor: protocol.AgentAsk, Held: true}
 	var res protocol.AgentBeforeResult
 	if err := p.daemon.Call(ctx, protocol.MethodAgentsBefore, bp, &res); err != nil {
 		if ctx.Err() != nil {
@@ -93,12 +136,6 @@ func (p *proxy) permission(m *msg, line []byte) {
 		p.log.Warn("the daemon could not decide a permission request: the editor decides it", "call", tc.ToolCallID, "err", err)
 		p.relay(pd, line)
 		return
-	}
-	if res.Decision != protocol.AgentDeny {
-		// Opened: its end comes in the agent's session/update (record).
-		p.mu.Lock()
-		p.opened[pd.session+"\x00"+pd.callID] = protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: pd.session, CallID: pd.callID, Tool: tool, Input: tc.RawInput}
-		p.mu.Unlock()
 	}
 	switch res.Decision {
 	case protocol.AgentAllow:
@@ -175,9 +212,10 @@ var askOptions = []option{
 }
 
 // showAsk shows the editor one of the daemon's asks, as a session/request_permission, and
-// gives the daemon the person's answer (permission/reply: once, always or reject). An ask of
-// one of the agent's pending requests names its tool call; another ask of the workspace (a
-// call of the agent's `toolsd mcp`) is shown in the session the editor last used.
+// gives the daemon the person's answer (permission/reply: once, always or reject). The
+// daemon sends the proxy only the asks of its route: those of the agent's permission
+// requests (shown on the agent's own tool call) and of the calls of the toolsd mcp the proxy
+// added to a session (shown in that session).
 func (p *proxy) showAsk(a protocol.AskedParams) {
 	var pd *pend
 	p.mu.Lock()
@@ -186,18 +224,37 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			pd = q
 		}
 	}
-	session := p.lastSession
 	p.mu.Unlock()
-	ctx, tc := p.ctx, json.RawMessage(nil)
+	var params map[string]any
+	ctx, session := p.ctx, ""
 	if pd != nil {
-		ctx, tc, session = pd.ctx, pd.toolCall, pd.session
+		// The agent's own request (v1 or v2 alike), with toolsd's options.
+		ctx, session = pd.ctx, pd.session
+		_ = json.Unmarshal(pd.params, &params)
 	} else {
-		if session == "" {
+		if session = p.askSession(a); session == "" {
+			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
 			return
 		}
-		tc, _ = json.Marshal(map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"})
+		if p.takeGrant(session, a) {
+			// The person allowed exactly this a moment ago, on the agent's permission
+			// request for the tool call that now writes or runs it through toolsd.
+			reply := protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyOnce, Message: "allowed once in the editor on the agent's permission request for this call"}
+			if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, reply, nil); err != nil {
+				p.log.Debug("permission/reply", "ask", a.ID, "err", err)
+			}
+			return
+		}
+		tc := map[string]any{"toolCallId": "toolsd-" + a.ID, "title": askTitle(a), "kind": "other", "status": "pending"}
+		params = map[string]any{"sessionId": session, "toolCall": tc}
+		if p.v2() {
+			params = map[string]any{"sessionId": session, "title": askTitle(a), "subject": map[string]any{"type": "tool_call", "toolCall": tc}}
+		}
 	}
-	params := map[string]any{"sessionId": session, "toolCall": tc, "options": askOptions}
+	if params == nil {
+		params = map[string]any{}
+	}
+	params["options"] = askOptions
 	resp, ok := p.ask(ctx, "session/request_permission", params)
 	if !ok {
 		return
@@ -211,10 +268,17 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		reply.Message = "the editor could not show the request: " + string(resp.Error)
 	case json.Unmarshal(resp.Result, &r) != nil:
 		reply.Message = "the editor's answer was not a permission outcome"
+	case r.Outcome.Outcome == "cancelled" && pd != nil:
+		return // session/cancel ends the agent's request (cancelSession)
 	case r.Outcome.Outcome == "cancelled":
-		return // session/cancel ends the call (cancelSession)
+		// The editor dropped the request (the session was cancelled): nobody is left to
+		// answer it there, so the call is refused rather than left waiting.
+		reply.Message = "the request was cancelled in the editor"
 	case r.Outcome.OptionID == "once":
 		reply.Reply = protocol.ReplyOnce
+		if pd != nil {
+			p.addGrant(session, a)
+		}
 	case r.Outcome.OptionID == "always":
 		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeSession
 	case r.Outcome.OptionID == "always-workspace":
@@ -222,6 +286,48 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 	}
 	if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, reply, nil); err != nil {
 		// Answered meanwhile on another client, or withdrawn.
+		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
+	}
+}
+
+// A grant is a person's "once" for an agent's permission request: ACP agents then carry the
+// call out through the client methods toolsd serves (fs/write_text_file, terminal/create),
+// whose own request is the same (permission and patterns) and is not asked twice. Each
+// grant is used once, in its session.
+type grant struct{ session, key string }
+
+// maxGrants bounds the grants not yet used; the oldest go first.
+const maxGrants = 64
+
+func grantKey(a protocol.AskedParams) string {
+	return a.Permission + "\x00" + strings.Join(a.Patterns, "\x00")
+}
+
+func (p *proxy) addGrant(session string, a protocol.AskedParams) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if len(p.grants) >= maxGrants {
+		p.grants = p.grants[1:]
+	}
+	p.grants = append(p.grants, grant{session, grantKey(a)})
+}
+
+func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	k := grantKey(a)
+	for i, g := range p.grants {
+		if g.session == session && g.key == k {
+			p.grants = append(p.grants[:i:i], p.grants[i+1:]...)
+			return true
+		}
+	}
+	return false
+}
+
+// reject answers an ask that cannot be shown.
+func (p *proxy) reject(a protocol.AskedParams, why string) {
+	if err := p.daemon.Call(p.ctx, protocol.MethodPermissionReply, protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyReject, Message: why}, nil); err != nil {
 		p.log.Debug("permission/reply", "ask", a.ID, "err", err)
 	}
 }

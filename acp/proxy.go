@@ -2,11 +2,14 @@ package acp
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"fmt"
 	"io"
 	"log"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 
@@ -40,7 +43,11 @@ type Options struct {
 	// settings); AgentName is how asks name it.
 	AgentID, AgentName string
 	// MCP is the server added to every session; nil adds none.
-	MCP     *MCPServer
+	MCP *MCPServer
+	// Route is the ask route the proxy attached to the daemon with (attach.Hello.Route):
+	// the MCP server added to a session gets Route/LABEL (its --route), so that its asks
+	// come to this proxy alone, and its calls are in the daemon's session acp-LABEL.
+	Route   string
 	Version string
 	Logger  *slog.Logger
 }
@@ -60,13 +67,24 @@ type proxy struct {
 	records chan json.RawMessage
 
 	mu          sync.Mutex
-	pending     map[string]*pend                     // the agent's permission requests, by request id
-	waiters     map[string]chan *msg                 // the proxy's requests to the editor, by id
-	calls       map[string]*trackedCall              // tool calls seen in session/update, by session and id
-	opened      map[string]protocol.AgentAfterParams // calls agents/before opened, until their end
+	pending     map[string]*pend        // the agent's permission requests, by request id
+	waiters     map[string]chan *msg    // the proxy's requests to the editor, by id
+	calls       map[string]*trackedCall // tool calls seen in session/update, by session and id
 	nextID      int
 	lastSession string
 	cwd         string
+	labels      map[string]string // the label of each session's MCP server -> its ACP session
+	newLabels   map[string]string // session/new requests in flight, by id -> their label
+	labelBase   string
+	labelSeq    int
+	seq         int                  // the proxy's own calls (client.go)
+	terminals   map[string]*terminal // by terminalId, until released
+	initID      string               // the editor's initialize request, until the agent answers it
+	advertised  bool                 // toolsd offered the agent fs and terminal (ACP v1)
+	version     int                  // the protocol version the agent chose
+	grants      []grant              // the person's once answers to the agent's requests, until used
+
+	bg sync.WaitGroup // the client methods being served, and their terminals
 }
 
 // Run serves one agent until its side ends (it exited or closed its stdout). The editor's
@@ -79,7 +97,8 @@ func Run(ctx context.Context, o Options) error {
 	defer cancel()
 	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
 		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
-		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{}, opened: map[string]protocol.AgentAfterParams{}}
+		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{},
+		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4), terminals: map[string]*terminal{}}
 	if o.Daemon != nil {
 		p.daemon = p.connect(ctx)
 		if p.daemon != nil {
@@ -97,24 +116,16 @@ func Run(ctx context.Context, o Options) error {
 	err := p.fromAgent()
 	close(p.records)
 	<-recorded
-	// The agent is gone: its pending requests have no one to answer.
+	// The agent is gone: its pending requests have no one to answer, its terminals are
+	// stopped. The calls it never reported the end of end as interrupted when the daemon's
+	// connection closes (they are held by it).
 	p.mu.Lock()
 	for _, pd := range p.pending {
 		pd.cancel()
 	}
-	open := make([]protocol.AgentAfterParams, 0, len(p.opened))
-	for _, ap := range p.opened {
-		open = append(open, ap)
-	}
 	p.mu.Unlock()
-	// The calls the agent never reported the end of end now: they do not stay open in the
-	// daemon (nor keep it running) for a session that is gone.
-	for _, ap := range open {
-		ap.Error = "toolsd acp: the agent's connection ended before it reported the end of this call"
-		if err := p.daemon.Call(context.WithoutCancel(ctx), protocol.MethodAgentsAfter, ap, nil); err != nil {
-			p.log.Warn("closing the agent's call failed", "call", ap.CallID, "err", err)
-		}
-	}
+	cancel()
+	p.bg.Wait()
 	return err
 }
 
@@ -187,6 +198,10 @@ func (p *proxy) fromEditor() {
 			if out, ok := p.withTools(m); ok {
 				line = out
 			}
+		case "initialize":
+			if out, ok := p.advertise(m); ok {
+				line = out
+			}
 		}
 		if err := p.agent.line(line); err != nil {
 			return
@@ -225,6 +240,20 @@ func (p *proxy) fromAgent() error {
 			}
 			continue
 		}
+		if _, ok := clientMethods[m.Method]; ok && m.isRequest() && p.daemon != nil && p.served() {
+			select {
+			case p.slots <- struct{}{}:
+			case <-p.ctx.Done():
+				return nil
+			}
+			p.bg.Add(1)
+			go func() {
+				defer p.bg.Done()
+				defer func() { <-p.slots }()
+				p.serveClient(m)
+			}()
+			continue
+		}
 		if m.Method == "session/request_permission" && m.isRequest() && p.daemon != nil {
 			select {
 			case p.slots <- struct{}{}:
@@ -236,6 +265,10 @@ func (p *proxy) fromAgent() error {
 				p.permission(m, line)
 			}()
 			continue
+		}
+		if m.isResponse() {
+			p.sessionCreated(m)
+			p.initialized(m)
 		}
 		if err := p.editor.line(line); err != nil {
 			return err
@@ -284,6 +317,122 @@ func (p *proxy) noteSession(m *msg) {
 	}
 }
 
+// advertise is the editor's initialize with toolsd's fs and terminal client capabilities
+// added, which toolsd serves (client.go): only for ACP v1, where they exist, and only with a
+// daemon to serve them. ok is false when it is left as it is. Either way the agent's answer
+// tells the version chosen (initialized).
+func (p *proxy) advertise(m *msg) ([]byte, bool) {
+	if !m.isRequest() {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.initID, p.advertised = string(m.ID), false // initialized notes the version chosen
+	p.mu.Unlock()
+	if p.daemon == nil {
+		return nil, false
+	}
+	var params map[string]json.RawMessage
+	if json.Unmarshal(m.Params, &params) != nil || params == nil {
+		return nil, false
+	}
+	var version int
+	if json.Unmarshal(params["protocolVersion"], &version) != nil || version != 1 {
+		return nil, false // v2 has no client fs or terminal: passed as it is
+	}
+	var caps map[string]json.RawMessage
+	if raw, ok := params["clientCapabilities"]; ok && string(raw) != "null" {
+		if json.Unmarshal(raw, &caps) != nil {
+			return nil, false
+		}
+	}
+	if caps == nil {
+		caps = map[string]json.RawMessage{}
+	}
+	var fs map[string]json.RawMessage
+	_ = json.Unmarshal(caps["fs"], &fs)
+	if fs == nil {
+		fs = map[string]json.RawMessage{}
+	}
+	fs["readTextFile"], fs["writeTextFile"] = json.RawMessage("true"), json.RawMessage("true")
+	caps["fs"], _ = json.Marshal(fs)
+	caps["terminal"] = json.RawMessage("true")
+	params["clientCapabilities"], _ = json.Marshal(caps)
+	out, err := rewrite(m, params)
+	if err != nil {
+		return nil, false
+	}
+	p.mu.Lock()
+	p.advertised = true
+	p.mu.Unlock()
+	return out, true
+}
+
+// initialized notes the protocol version the agent chose in its answer to initialize.
+func (p *proxy) initialized(m *msg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.initID == "" || string(m.ID) != p.initID {
+		return
+	}
+	p.initID = ""
+	var r struct {
+		ProtocolVersion int `json:"protocolVersion"`
+	}
+	if m.Result == nil || json.Unmarshal(m.Result, &r) != nil {
+		p.advertised = false // refused: the editor may initialize again
+		return
+	}
+	p.version = r.ProtocolVersion
+}
+
+// rewrite is a request m with params replaced.
+func rewrite(m *msg, params map[string]json.RawMessage) ([]byte, error) {
+	return json.Marshal(struct {
+		JSONRPC string                     `json:"jsonrpc"`
+		ID      json.RawMessage            `json:"id,omitempty"`
+		Method  string                     `json:"method"`
+		Params  map[string]json.RawMessage `json:"params"`
+	}{"2.0", m.ID, m.Method, params})
+}
+
+// sessionCreated notes the session a session/new made, for the asks of its MCP server.
+func (p *proxy) sessionCreated(m *msg) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	label, ok := p.newLabels[string(m.ID)]
+	if !ok {
+		return
+	}
+	delete(p.newLabels, string(m.ID))
+	var r struct {
+		SessionID string `json:"sessionId"`
+	}
+	if json.Unmarshal(m.Result, &r) == nil && r.SessionID != "" {
+		p.labels[label] = r.SessionID
+	}
+}
+
+// askSession is the ACP session an ask of the daemon belongs to: the session whose MCP
+// server made the call (acp-LABEL), or the session of the proxy's own call; "" when none is
+// known.
+func (p *proxy) askSession(a protocol.AskedParams) string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if label, ok := strings.CutPrefix(a.SessionID, "acp-"); ok && strings.HasPrefix(label, p.labelBase+"-") {
+		if s := p.labels[label]; s != "" {
+			return s
+		}
+		return p.lastSession // its session/new is still being answered
+	}
+	return a.SessionID
+}
+
+func randomHex(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
 // withTools is a session/new or session/load with toolsd's MCP server added to its
 // mcpServers (unless one named so is there); ok is false when it is left as it is.
 func (p *proxy) withTools(m *msg) ([]byte, bool) {
@@ -308,18 +457,26 @@ func (p *proxy) withTools(m *msg) ([]byte, bool) {
 			return nil, false
 		}
 	}
-	args := p.o.MCP.Args
-	if args == nil {
-		args = []string{}
+	args := append([]string{}, p.o.MCP.Args...)
+	if p.o.Route != "" {
+		var load struct {
+			SessionID string `json:"sessionId"`
+		}
+		_ = json.Unmarshal(m.Params, &load)
+		p.mu.Lock()
+		p.labelSeq++
+		label := p.labelBase + "-" + strconv.Itoa(p.labelSeq)
+		if m.Method == "session/load" && load.SessionID != "" {
+			p.labels[label] = load.SessionID
+		} else if len(m.ID) > 0 {
+			p.newLabels[string(m.ID)] = label
+		}
+		p.mu.Unlock()
+		args = append(args, "--route", p.o.Route+"/"+label)
 	}
 	add, _ := json.Marshal(map[string]any{"name": p.o.MCP.Name, "command": p.o.MCP.Command, "args": args, "env": []any{}})
 	servers = append(servers, add)
 	params["mcpServers"], _ = json.Marshal(servers)
-	out, err := json.Marshal(struct {
-		JSONRPC string                     `json:"jsonrpc"`
-		ID      json.RawMessage            `json:"id,omitempty"`
-		Method  string                     `json:"method"`
-		Params  map[string]json.RawMessage `json:"params"`
-	}{"2.0", m.ID, m.Method, params})
+	out, err := rewrite(m, params)
 	return out, err == nil
 }

@@ -14,12 +14,16 @@ const maxTracked = 4096
 type trackedCall struct {
 	tc      toolCall
 	session string
+	mapped  bool // the daemon was told what toolsd calls it stands for
 }
 
 // record follows the agent's tool calls through session/update (tool_call, then
-// tool_call_update with the fields that changed) and puts each in the daemon's record when
-// it ends (completed or failed): agents/after, which closes the call agents/before opened
-// when the agent asked permission for it, or records it anew.
+// tool_call_update with the fields that changed) into the daemon's record: running from the
+// first update (agents/before with running, which opens the call unless its permission
+// request did; again when its input, often streamed after, first says what it runs), ended
+// by the update that says completed or failed (agents/after). The calls
+// are held by the proxy's connection: when it ends first, they end interrupted. Called on
+// one goroutine, in the order of the updates.
 func (p *proxy) record(raw json.RawMessage) {
 	if p.daemon == nil {
 		return
@@ -30,7 +34,15 @@ func (p *proxy) record(raw json.RawMessage) {
 			SessionUpdate string `json:"sessionUpdate"`
 		} `json:"update"`
 	}
-	if json.Unmarshal(raw, &u) != nil || (u.Update.SessionUpdate != "tool_call" && u.Update.SessionUpdate != "tool_call_update") {
+	if json.Unmarshal(raw, &u) != nil {
+		return
+	}
+	switch u.Update.SessionUpdate {
+	case "tool_call", "tool_call_update":
+	case "tool_call_content_chunk":
+		p.appendContent(u.SessionID, raw)
+		return
+	default:
 		return
 	}
 	var w struct {
@@ -43,7 +55,8 @@ func (p *proxy) record(raw json.RawMessage) {
 	key := u.SessionID + "\x00" + up.ToolCallID
 	p.mu.Lock()
 	t := p.calls[key]
-	if t == nil {
+	first := t == nil
+	if first {
 		if len(p.calls) >= maxTracked {
 			p.mu.Unlock()
 			return
@@ -55,17 +68,29 @@ func (p *proxy) record(raw json.RawMessage) {
 	done := t.tc.Status == "completed" || t.tc.Status == "failed"
 	if done {
 		delete(p.calls, key)
-		delete(p.opened, key)
 	}
 	cwd := p.cwd
+	tc := t.tc
 	p.mu.Unlock()
+	tool, calls, _ := subject(&tc, cwd)
+	p.mu.Lock()
+	remap := !t.mapped && len(calls) > 0
+	t.mapped = t.mapped || remap
+	p.mu.Unlock()
+	if first || (remap && !done) {
+		// Running from its first update; told again once its input says what it runs.
+		bp := protocol.AgentBeforeParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
+			Input: tc.RawInput, Calls: calls, Running: true, Held: true}
+		if err := p.daemon.Call(p.ctx, protocol.MethodAgentsBefore, bp, nil); err != nil {
+			p.log.Warn("recording the agent's tool call failed", "call", tc.ToolCallID, "err", err)
+		}
+	}
 	if !done {
 		return
 	}
-	tool, _, _ := subject(&t.tc, cwd)
-	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: t.tc.ToolCallID, Tool: tool,
-		Input: t.tc.RawInput, Output: output(&t.tc)}
-	if t.tc.Status == "failed" {
+	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
+		Input: tc.RawInput, Output: output(&tc)}
+	if tc.Status == "failed" {
 		ap.Error = "the tool call failed"
 		if ap.Output != "" {
 			ap.Error = ap.Output
@@ -73,6 +98,32 @@ func (p *proxy) record(raw json.RawMessage) {
 	}
 	if err := p.daemon.Call(p.ctx, protocol.MethodAgentsAfter, ap, nil); err != nil {
 		p.log.Warn("recording the agent's tool call failed", "call", ap.CallID, "err", err)
+	}
+}
+
+// appendContent adds a v2 tool_call_content_chunk to its call's content.
+func (p *proxy) appendContent(session string, raw json.RawMessage) {
+	var w struct {
+		Update struct {
+			ToolCallID string `json:"toolCallId"`
+		} `json:"update"`
+	}
+	var c struct {
+		Update struct {
+			Content json.RawMessage `json:"content"`
+		} `json:"update"`
+	}
+	if json.Unmarshal(raw, &w) != nil || json.Unmarshal(raw, &c) != nil {
+		return
+	}
+	var tc toolCall
+	if json.Unmarshal([]byte(`{"content":[`+string(c.Update.Content)+`]}`), &tc) != nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if t := p.calls[session+"\x00"+w.Update.ToolCallID]; t != nil {
+		t.tc.Content = append(t.tc.Content, tc.Content...)
 	}
 }
 

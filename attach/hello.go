@@ -24,6 +24,9 @@ type Hello struct {
 	PID   int    `json:"pid"`
 	// Agent is toolsd mcp's --agent: whose rules and tool switches apply to its calls.
 	Agent string `json:"agent,omitempty"`
+	// Route is the ask route of `toolsd acp` and of the `toolsd mcp` it adds to an agent's
+	// session (session.ClientOptions.Route): their asks go to that ACP editor alone.
+	Route string `json:"route,omitempty"`
 	// Flags are the client's flags that shape an owner (store, retention, sync, message
 	// limit, log file); an owner started with others logs a warning.
 	Flags map[string]string `json:"flags,omitempty"`

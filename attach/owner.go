@@ -434,10 +434,13 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	code := 0
 	switch h.Proto {
 	case ProtoToolsd:
-		code = rpc.Serve(ctx, in, out, closeIO, rpc.Options{Version: w.o.Version, MaxMessage: w.o.MaxMessage, Open: w.openRPC, Logger: w.o.Logger})
+		open := func(ctx context.Context, p protocol.InitializeParams, n rpc.Notifier) (rpc.Backend, error) {
+			return w.openRPC(ctx, p, n, h.Route)
+		}
+		code = rpc.Serve(ctx, in, out, closeIO, rpc.Options{Version: w.o.Version, MaxMessage: w.o.MaxMessage, Open: open, Logger: w.o.Logger})
 	case ProtoMCP:
 		err := mcpserver.Serve(ctx, &sdk.IOTransport{Reader: readCloser{in, closeIO}, Writer: writeCloser{out, closeIO}}, mcpserver.Options{
-			Workspace: w.ws, Agent: h.Agent, Version: w.o.Version, Logger: w.o.Logger,
+			Workspace: w.ws, Agent: h.Agent, Route: h.Route, Version: w.o.Version, Logger: w.o.Logger,
 		})
 		if err != nil && !errors.Is(err, net.ErrClosed) && !errors.Is(err, os.ErrClosed) {
 			log.Info("MCP session ended", "err", err)
@@ -475,8 +478,9 @@ func receivedFiles(oob []byte) []*os.File {
 	return files
 }
 
-// openRPC attaches an editor connection to the workspace at initialize.
-func (w *owner) openRPC(_ context.Context, p protocol.InitializeParams, n rpc.Notifier) (rpc.Backend, error) {
+// openRPC attaches an editor connection to the workspace at initialize, on the ask route its
+// hello named.
+func (w *owner) openRPC(_ context.Context, p protocol.InitializeParams, n rpc.Notifier, route string) (rpc.Backend, error) {
 	real, err := filepath.EvalSymlinks(p.WorkspaceFolder)
 	if err != nil {
 		return nil, err
@@ -484,7 +488,9 @@ func (w *owner) openRPC(_ context.Context, p protocol.InitializeParams, n rpc.No
 	if real != w.ws.Folder() {
 		return nil, fmt.Errorf("this daemon owns %s, not %s", w.ws.Folder(), real)
 	}
-	return w.ws.Attach(EditorClient(p, n))
+	co := EditorClient(p, n)
+	co.Route = route
+	return w.ws.Attach(co)
 }
 
 // EditorClient describes an editor attaching with initialize params p.

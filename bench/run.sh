@@ -10,7 +10,7 @@
 #   CONC_CALLS=20000      calls per server and client in benchmark 3
 #   CONC_RUNS=3           runs of benchmark 3 (the servers take turns; the table shows medians)
 #   ONLY="spawn read concurrent big attach"   which benchmarks to run
-#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint, hooks), if present
+#   OTHERS=1              then run the other bench scripts (grep_vs_rg.sh, hotreload, checkpoint, hooks, acp), if present
 #
 # Results: the table on stdout; the raw JSON lines and the table also go to
 # bench/results/<UTC time>.{jsonl,txt} (ignored by git).
@@ -133,5 +133,9 @@ if [[ $OTHERS == 1 ]]; then
 		step "bench/hooks (a call with and without hooks, issue 13)"
 		go test ./bench/hooks -run '^$' -bench . -benchtime 150x || echo "bench/hooks exited $?" >&2
 		go test ./hook -run '^$' -bench BenchmarkBefore || echo "hook's BenchmarkBefore exited $?" >&2
+	fi
+	if [[ -d bench/acp ]]; then
+		step "bench/acp (toolsd acp against a direct connection, issue 28)"
+		go test ./bench/acp -run '^$' -bench . -benchtime 2000x || echo "bench/acp exited $?" >&2
 	fi
 fi

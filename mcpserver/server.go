@@ -53,6 +53,10 @@ type Options struct {
 	Store     *store.Options
 	// Agent is the agent whose catalogue and rules apply (config "agents"); empty means none.
 	Agent string
+	// Route is the ask route of the `toolsd acp` that added this server to its agent's
+	// session (session.ClientOptions.Route). Its calls are recorded in the session
+	// "acp-LABEL" (LABEL: the route's part after "/"), which the proxy knows.
+	Route string
 	// Version is reported to the client.
 	Version string
 	Logger  *slog.Logger
@@ -241,7 +245,7 @@ func (s *server) open(ss *sdk.ServerSession) error {
 
 func (s *server) doOpen(ss *sdk.ServerSession) error {
 	canAsk := false
-	co := session.ClientOptions{Kind: protocol.ClientMCP, Sink: notifier{s}}
+	co := session.ClientOptions{Kind: protocol.ClientMCP, Sink: notifier{s}, Route: s.opts.Route}
 	if p := ss.InitializeParams(); p != nil {
 		if p.Capabilities != nil && p.Capabilities.Elicitation != nil {
 			e := p.Capabilities.Elicitation
@@ -271,6 +275,9 @@ func (s *server) doOpen(ss *sdk.ServerSession) error {
 	}
 	s.ws, s.canAsk, s.ref = ws, canAsk, ws.Ref()
 	s.sessionID = "mcp-" + s.ref.ID
+	if _, label, ok := strings.Cut(s.opts.Route, "/"); ok && label != "" {
+		s.sessionID = "acp-" + label
+	}
 	s.mu.Unlock()
 	version := ""
 	if p := ss.InitializeParams(); p != nil {

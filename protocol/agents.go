@@ -51,6 +51,13 @@ type AgentBeforeParams struct {
 	// NoEditor is what an ask becomes when no editor can show it: "ask" (the agent's own
 	// prompt appears; the default) or "deny".
 	NoEditor string `json:"noEditor,omitempty"`
+	// Running: the call already runs without having asked (an ACP agent's tool_call it
+	// requested no permission for): it is recorded running and nothing is decided (the
+	// decision is allow, with none made).
+	Running bool `json:"running,omitempty"`
+	// Held: the caller reports the call's end on this connection (toolsd acp); when the
+	// connection ends first, the call is recorded interrupted.
+	Held bool `json:"held,omitempty"`
 }
 
 // Agent decisions.

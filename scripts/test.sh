@@ -3,7 +3,7 @@
 # on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
 # run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
 # modules, the npm packages of the extension, of the Go tests' MCP TypeScript client
-# (testdata/mcpclient; npm ci), of the ACP TypeScript agent (testdata/acpagent) and of the real agent CLIs (testdata/agents), and for the end-to-end run Debian's
+# (testdata/mcpclient; npm ci), of the ACP TypeScript agent (testdata/acpagent), of the real agent CLIs (testdata/agents) and ACP adapter (testdata/acpadapter), and for the end-to-end run Debian's
 # chromium and the npm packages of code-server and playwright-core (cached outside the repo).
 #
 # TOOLSD_SKIP_EXT=1 stops after the Go tests; TOOLSD_SKIP_E2E=1 skips only the VS Code run.
@@ -43,6 +43,13 @@ if grep -q '"resolved"' testdata/agents/package-lock.json; then
 fi
 # Best effort: where the packages cannot be installed, those tests skip and say why.
 (cd testdata/agents && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || echo "testdata/agents: npm ci failed; the real-agent tests will skip" >&2
+
+say "testdata/acpadapter: npm ci (Zed's claude-agent-acp, the real ACP adapter of toolsd acp's tests)"
+if grep -q '"resolved"' testdata/acpadapter/package-lock.json; then
+  echo "testdata/acpadapter/package-lock.json records where packages came from: strip the resolved fields (npm ci installs from integrity)" >&2
+  exit 1
+fi
+(cd testdata/acpadapter && npm ci --no-audit --no-fund --loglevel=error >/dev/null) || echo "testdata/acpadapter: npm ci failed; TestACPRealAdapter will skip" >&2
 
 say "go: tests (race detector on)"
 go test -race -count=1 -timeout 20m ./...

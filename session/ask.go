@@ -83,6 +83,7 @@ type broker struct {
 
 type pendingAsk struct {
 	params  protocol.AskedParams
+	from    *protocol.ClientRef // the client the call came through, whose route it follows
 	query   permission.Query
 	reply   chan askAnswer // buffered 1; written once under broker.mu
 	at      time.Time
@@ -144,7 +145,7 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 		dec.Action, dec.By, dec.Provenance = string(permission.Deny), "hook", &hp
 		return dec, &registry.PermissionError{Kind: "deny", Message: hookDeniedText(pr, q)}
 	}
-	targets := b.router.Targets(c.client)
+	targets := b.router.Targets(c.from())
 	if len(targets) == 0 {
 		dec.By, dec.Action = "no-ui", string(permission.Deny)
 		return b.final(ctx, c, q, dec, &registry.PermissionError{Kind: "no-ui", Message: permission.NoUIText(q)})
@@ -194,7 +195,7 @@ func (b *broker) ask(ctx context.Context, c *callState, req registry.AskRequest)
 	if err != nil {
 		meta = []byte("{}")
 	}
-	p := &pendingAsk{query: q, reply: make(chan askAnswer, 1), at: b.now(), targets: targets}
+	p := &pendingAsk{query: q, from: c.from(), reply: make(chan askAnswer, 1), at: b.now(), targets: targets}
 	askedAt := p.at.UTC()
 	dec.AskedAt = &askedAt
 	b.mu.Lock()
@@ -323,7 +324,7 @@ func (b *broker) detached(clientID string) {
 		if len(p.targets) > 0 {
 			continue
 		}
-		targets := b.router.Targets(p.params.Client)
+		targets := b.router.Targets(p.from)
 		if slices.Contains(targets, clientID) {
 			targets = slices.DeleteFunc(targets, func(t string) bool { return t == clientID })
 		}
@@ -343,7 +344,8 @@ func (b *broker) detached(clientID string) {
 
 // reply answers a pending ask. It returns the ids of other pending asks it settled too: those
 // an "always" answer now allows, or the session's other asks after a rejection.
-// by is the client the person answered on (nil for a Service without clients).
+// by is the client the person answered on (nil for a Service without clients): it must be
+// one the ask was shown to.
 func (b *broker) reply(p protocol.ReplyParams, by *protocol.ClientRef) ([]string, error) {
 	switch p.Reply {
 	case protocol.ReplyOnce, protocol.ReplyReject:
@@ -363,6 +365,12 @@ func (b *broker) reply(p protocol.ReplyParams, by *protocol.ClientRef) ([]string
 	if !ok {
 		b.mu.Unlock()
 		return nil, fmt.Errorf("%w: %q", ErrUnknownAsk, p.ID)
+	}
+	if by != nil && !slices.Contains(a.targets, by.ID) {
+		// An ask is answered where it was shown: the person at another editor does not
+		// know what it is about (docs/security.md).
+		b.mu.Unlock()
+		return nil, fmt.Errorf("%w: %q was not shown to this client", ErrUnknownAsk, p.ID)
 	}
 	if p.Reply == protocol.ReplyAlways {
 		chosen := p.Always
@@ -440,12 +448,14 @@ func (b *broker) settle(f func(*pendingAsk) (askAnswer, bool)) []string {
 	return out
 }
 
-// list returns the pending asks, oldest first.
-func (b *broker) list() []protocol.AskedParams {
+// list returns the pending asks shown to the client (every one for ""), oldest first.
+func (b *broker) list(clientID string) []protocol.AskedParams {
 	b.mu.Lock()
 	ps := make([]*pendingAsk, 0, len(b.pending))
 	for _, p := range b.pending {
-		ps = append(ps, p)
+		if clientID == "" || slices.Contains(p.targets, clientID) {
+			ps = append(ps, p)
+		}
 	}
 	b.mu.Unlock()
 	sort.Slice(ps, func(i, j int) bool {

@@ -50,6 +50,13 @@ type ClientOptions struct {
 	// Hooks are the hook points the client subscribes to (an editor's hooks capability);
 	// its Sink must then implement hook.Requester (hooks/run).
 	Hooks []protocol.HookSubscription
+	// Route keeps the asks of one ACP editor apart from every other client's: `toolsd acp`
+	// attaches with a route R of its own, and the `toolsd mcp` it adds to an agent's session
+	// with R/LABEL. The asks of a call made through a client with a route are shown only to
+	// the editors of the same route (R's proxy), or else back to the calling client; an
+	// editor with a route is shown no other asks. Empty: the workspace's editors without a
+	// route show the client's asks.
+	Route string
 }
 
 // Client is one client attached to a Workspace: the calls it makes are recorded as its
@@ -59,6 +66,7 @@ type Client struct {
 	w      *Workspace
 	ref    protocol.ClientRef
 	canAsk bool
+	route  string // ClientOptions.Route
 	sink   ClientSink
 	owns   bool // Close closes the workspace too (a standalone daemon)
 
@@ -204,14 +212,24 @@ func (h *hub) byID(ids []string) []*Client {
 	return out
 }
 
-// Targets implements AskRouter: every editor that can show asks, or else the calling client
-// when it can.
+// Targets implements AskRouter: the editors that can show asks and are of the caller's route
+// (ClientOptions.Route; no route: every editor without one), or else the calling client when
+// it can. A caller no longer attached has none: its calls are ending.
 func (h *hub) Targets(caller *protocol.ClientRef) []string {
+	clients := h.snapshot()
+	route := ""
+	if caller != nil {
+		i := slices.IndexFunc(clients, func(c *Client) bool { return c.ref.ID == caller.ID })
+		if i < 0 {
+			return nil
+		}
+		route = routeGroup(clients[i].route)
+	}
 	var editors, self []string
-	for _, c := range h.snapshot() {
+	for _, c := range clients {
 		switch {
 		case !c.canAsk:
-		case c.ref.Kind == protocol.ClientEditor:
+		case c.ref.Kind == protocol.ClientEditor && routeGroup(c.route) == route:
 			editors = append(editors, c.ref.ID)
 		case caller != nil && c.ref.ID == caller.ID:
 			self = append(self, c.ref.ID)
@@ -221,6 +239,14 @@ func (h *hub) Targets(caller *protocol.ClientRef) []string {
 		return editors
 	}
 	return self
+}
+
+// routeGroup is the proxy's part of a route: R of R/LABEL.
+func routeGroup(route string) string {
+	if i := strings.IndexByte(route, '/'); i >= 0 {
+		return route[:i]
+	}
+	return route
 }
 
 // Show implements AskRouter.
@@ -312,7 +338,7 @@ func (w *Workspace) Attach(o ClientOptions) (*Client, error) {
 		return nil, ErrClosed
 	}
 	w.hub.seq++
-	c := &Client{w: w, canAsk: o.CanAsk, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
+	c := &Client{w: w, canAsk: o.CanAsk, route: o.Route, sink: o.Sink, out: newPump(&w.hub.pumps), ref: protocol.ClientRef{
 		ID: w.hub.prefix + "-" + strconv.FormatUint(w.hub.seq, 10), Name: o.Name, Version: o.Version, Kind: o.Kind,
 	}}
 	var bad []string
@@ -392,6 +418,7 @@ func (c *Client) Close() error {
 	c.w.setClientDiags(c.ref.ID, "", nil)
 	c.w.svc.Detached(c.ref.ID)
 	c.w.svc.CancelClient(c.ref.ID)
+	c.w.svc.endHeld(c.ref.ID)
 	c.wg.Wait()
 	c.out.stop()
 	c.w.log.Info("client detached", "client", c.ref.ID, "name", c.ref.Name)
@@ -442,8 +469,9 @@ func (c *Client) Reply(p protocol.ReplyParams) (*protocol.ReplyResult, error) {
 	return &protocol.ReplyResult{Released: nonNil(released)}, nil
 }
 
-// PendingAsks implements rpc.Backend: every ask of the workspace waiting for a person.
-func (c *Client) PendingAsks() []protocol.AskedParams { return c.w.svc.PendingAsks() }
+// PendingAsks implements rpc.Backend: the asks waiting for a person that were shown to this
+// client (those of its route; see Targets).
+func (c *Client) PendingAsks() []protocol.AskedParams { return c.w.svc.broker.list(c.ref.ID) }
 
 // SetTrusted implements rpc.Backend.
 func (c *Client) SetTrusted(trusted bool) (bool, error) { return c.w.SetTrusted(trusted) }

@@ -3,7 +3,9 @@ package session
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -212,4 +214,80 @@ func TestProgressAndClientsFanOut(t *testing.T) {
 		t.Fatalf("calls of the agent: %+v %v", res, err)
 	}
 	_ = ed.Close()
+}
+
+// An ACP editor's clients share an ask route: the asks of their calls go to that editor
+// alone, it is shown no other client's, and nobody else's asks reach it.
+func TestAskRoutesKeepACPEditorsApart(t *testing.T) {
+	w := openTestWorkspace(t)
+	mk := func(name, kind, route string, canAsk bool) *Client {
+		c, err := w.Attach(ClientOptions{Name: name, Kind: kind, CanAsk: canAsk, Route: route, Sink: newSink()})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return c
+	}
+	vscode := mk("vscode", protocol.ClientEditor, "", true)
+	hook := mk("toolsd hook", protocol.ClientEditor, "", false)
+	plain := mk("copilot", protocol.ClientMCP, "", false)
+	zed := mk("zed", protocol.ClientEditor, "r1", true)
+	zedMCP := mk("zed's toolsd mcp", protocol.ClientMCP, "r1/a-1", false)
+	eliciting := mk("zed's other toolsd mcp", protocol.ClientMCP, "r1/a-2", true)
+	jetbrains := mk("jetbrains", protocol.ClientEditor, "r2", true)
+	ids := func(cs ...*Client) []string {
+		var out []string
+		for _, c := range cs {
+			out = append(out, c.ref.ID)
+		}
+		return out
+	}
+	gone := protocol.ClientRef{ID: "gone-1", Kind: protocol.ClientEditor}
+	for _, c := range []struct {
+		name   string
+		caller *protocol.ClientRef
+		want   []string
+	}{
+		{"the VS Code window's own call", ptr(vscode.Ref()), ids(vscode)},
+		{"a hook's agent call", ptr(hook.Ref()), ids(vscode)},
+		{"an MCP client without a route", ptr(plain.Ref()), ids(vscode)},
+		{"no client", nil, ids(vscode)},
+		{"the ACP agent's call", ptr(zed.Ref()), ids(zed)},
+		{"the ACP session's toolsd mcp", ptr(zedMCP.Ref()), ids(zed)},
+		{"another ACP session's toolsd mcp", ptr(eliciting.Ref()), ids(zed)},
+		{"another ACP editor's agent", ptr(jetbrains.Ref()), ids(jetbrains)},
+		{"a client no longer attached", &gone, nil},
+	} {
+		if got := w.hub.Targets(c.caller); !slices.Equal(got, c.want) {
+			t.Errorf("%s: shown to %v, want %v", c.name, got, c.want)
+		}
+	}
+	// Without its editor, an ACP session's server asks back by elicitation, or nobody: never
+	// another editor.
+	_ = zed.Close()
+	if got := w.hub.Targets(ptr(eliciting.Ref())); !slices.Equal(got, ids(eliciting)) {
+		t.Errorf("an eliciting server without its editor: %v", got)
+	}
+	if got := w.hub.Targets(ptr(zedMCP.Ref())); len(got) != 0 {
+		t.Errorf("a server that cannot elicit, without its editor: %v", got)
+	}
+}
+
+// An agent's call whose ask is cancelled (ACP's session/cancel, the editor's Stop) ends as a
+// cancelled request, not an internal error.
+func TestAgentCallCancelledWhileAsking(t *testing.T) {
+	w := openTestWorkspace(t)
+	zed, sink := attach(t, w, "zed", protocol.ClientEditor, true)
+	done := make(chan error, 1)
+	go func() {
+		_, err := zed.AgentBefore(context.Background(), protocol.AgentBeforeParams{Agent: "acp", SessionID: "s1", CallID: "c1", Tool: "Bash",
+			Calls: []protocol.AgentCall{{Tool: "bash", Args: json.RawMessage(`{"command":"make all"}`)}}})
+		done <- err
+	}()
+	sink.waitFor(t, "the ask", func(s *fakeSink) bool { return len(s.asked) == 1 })
+	if !zed.Cancel("s1", "c1") {
+		t.Fatal("the call was not in flight")
+	}
+	if err := <-done; !errors.Is(err, ErrCancelled) {
+		t.Fatalf("agents/before after its cancel: %v, want ErrCancelled", err)
+	}
 }

@@ -46,6 +46,9 @@ type agentCall struct {
 	// agent's own prompt may never run: it does not keep the owner alive (if the owner
 	// exits meanwhile, the record reads interrupted until its after comes).
 	allowed bool
+	// heldBy is the connection that reports the call's end (AgentBeforeParams.Held): when it
+	// detaches first, the call ends interrupted. Empty: none.
+	heldBy string
 }
 
 // AgentCallsOpen is the number of agents' calls that toolsd allowed and that are open
@@ -80,9 +83,10 @@ func checkAgentIDs(agent, sessionID, callID, tool string) error {
 
 // AgentBefore decides an agent's tool call before it runs (agents/before): every request of
 // every toolsd call it stands for goes through the broker, as that tool's own would; an ask
-// goes to the editors, naming the agent. A call that may go on is recorded as running, with
-// a checkpoint window open when it may change the workspace.
-func (s *Service) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams) (*protocol.AgentBeforeResult, error) {
+// goes to the editors of the connection it came through (via; see AskRouter), naming the
+// agent. A call that may go on is recorded as running, with a checkpoint window open when it
+// may change the workspace. A call already running (p.Running) is recorded, not decided.
+func (s *Service) AgentBefore(ctx context.Context, via *protocol.ClientRef, p protocol.AgentBeforeParams) (*protocol.AgentBeforeResult, error) {
 	if err := checkAgentIDs(p.Agent, p.SessionID, p.CallID, p.Tool); err != nil {
 		return nil, err
 	}
@@ -95,7 +99,19 @@ func (s *Service) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams)
 	s.agents.mu.Unlock()
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	c := &callState{sessionID: p.SessionID, messageID: p.CallID, callID: p.CallID, tool: p.Tool, agent: p.Agent, client: agentRef(p.Agent, p.AgentName), cancel: cancel}
+	c := &callState{sessionID: p.SessionID, messageID: p.CallID, callID: p.CallID, tool: p.Tool, agent: p.Agent, client: agentRef(p.Agent, p.AgentName), via: via, cancel: cancel}
+	if open != nil && len(p.Calls) > 0 {
+		// The open call takes the input this report names (an ACP agent reports a call
+		// before its input is complete).
+		s.agents.mu.Lock()
+		open.rec.Title, open.rec.Args = agentTitle(p.Tool, p.Calls), rawOr(p.Input, "{}")
+		s.agents.mu.Unlock()
+	}
+	if open != nil && p.Running {
+		// Reported again while it runs: nothing to decide or open.
+		s.progress(open.c, protocol.StatusRunning, agentTitle(p.Tool, p.Calls), nil)
+		return &protocol.AgentBeforeResult{Decision: protocol.AgentAllow, Decisions: []protocol.Decision{}}, nil
+	}
 	if open != nil {
 		// Decided again (the agent's permission prompt, or a second hook entry): the
 		// decisions join the open call's record.
@@ -110,7 +126,7 @@ func (s *Service) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams)
 	}
 	_, dup := s.calls[k]
 	if !dup {
-		s.calls[k] = &callState{cancel: cancel}
+		s.calls[k] = &callState{cancel: cancel, via: via}
 	}
 	s.wg.Add(1)
 	s.mu.Unlock()
@@ -133,9 +149,12 @@ func (s *Service) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams)
 		c.recordFn = func() error { return s.opts.Store.CreateCall(&initial) }
 	}
 	first := len(c.takeDecisions())
-	decision, reason, err := s.agentDecide(ctx, c, p)
-	if err != nil {
-		return nil, err
+	decision, reason := protocol.AgentAllow, ""
+	if !p.Running {
+		var err error
+		if decision, reason, err = s.agentDecide(ctx, c, p); err != nil {
+			return nil, err
+		}
 	}
 	decs := c.takeDecisions()[first:]
 	res := &protocol.AgentBeforeResult{Decision: decision, Reason: reason, Decisions: decs}
@@ -160,6 +179,9 @@ func (s *Service) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams)
 		return nil, fmt.Errorf("recording the agent's call: %w", err)
 	}
 	ac := &agentCall{c: c, rec: rec, allowed: decision == protocol.AgentAllow}
+	if p.Held && via != nil {
+		ac.heldBy = via.ID
+	}
 	if s.opts.Checkpoints != nil && agentChanges(p.Calls) {
 		ac.win = s.opts.Checkpoints.NewWindow(store.CallRef{SessionID: p.SessionID, CallID: p.CallID, Tool: p.Tool}, false)
 		if err := ac.win.Begin(context.WithoutCancel(ctx)); err != nil {
@@ -210,6 +232,10 @@ func (s *Service) agentDecide(ctx context.Context, c *callState, p protocol.Agen
 				reason = fmt.Sprintf("toolsd: no editor is attached to approve %s %s; approve it here, or open the workspace in an editor with toolsd to be asked there.", req.Permission, strings.Join(req.Patterns, ", "))
 			case errors.As(err, &pe):
 				return protocol.AgentDeny, pe.Message, nil
+			case ctx.Err() != nil:
+				// Cancelled while it asked (tools/cancel: ACP's session/cancel, the
+				// editor's Stop): the request's answer, not a fault.
+				return "", "", fmt.Errorf("%w: %v", ErrCancelled, err)
 			default:
 				return "", "", err
 			}
@@ -424,12 +450,19 @@ func (s *Service) agentEnd(k callKey, p protocol.AgentAfterParams, status string
 	s.agents.mu.Lock()
 	ac := s.agents.open[k]
 	delete(s.agents.open, k)
+	var rec protocol.CallRecord
+	if ac != nil {
+		rec = ac.rec
+	}
 	s.agents.mu.Unlock()
 	if ac == nil {
 		return nil, false
 	}
 	ac.timer.Stop()
-	rec := ac.rec
+	if len(p.Input) > 0 {
+		// What the agent said at the end (an ACP agent completes its input in its updates).
+		rec.Args = rawOr(p.Input, "{}")
+	}
 	s.agentOutcome(&rec, p, status)
 	rec.Decisions = ac.c.takeDecisions()
 	if ac.win != nil {
@@ -459,6 +492,21 @@ func (s *Service) agentOutcome(rec *protocol.CallRecord, p protocol.AgentAfterPa
 		rec.Output, rec.Truncated, rec.OutputID = text, truncated, outputID
 	}
 	rec.EndedAt = ptr(s.opts.Now().UTC())
+}
+
+// endHeld ends as interrupted the open calls a connection that went away held (Held).
+func (s *Service) endHeld(clientID string) {
+	s.agents.mu.Lock()
+	var keys []callKey
+	for k, ac := range s.agents.open {
+		if ac.heldBy == clientID {
+			keys = append(keys, k)
+		}
+	}
+	s.agents.mu.Unlock()
+	for _, k := range keys {
+		s.agentEnd(k, protocol.AgentAfterParams{Error: "interrupted: the connection that reported this call (toolsd acp) ended before the agent reported its end"}, protocol.StatusInterrupted)
+	}
 }
 
 // closeAgentCalls ends the open calls as interrupted (the service is closing).
@@ -497,9 +545,11 @@ func rawOr(raw json.RawMessage, def string) json.RawMessage {
 	return append(json.RawMessage(nil), raw...)
 }
 
-// AgentBefore implements agents/before for the client's connection (a `toolsd hook`).
+// AgentBefore implements agents/before for the client's connection (a `toolsd hook`, `toolsd
+// acp`): the call's asks follow this client's route.
 func (c *Client) AgentBefore(ctx context.Context, p protocol.AgentBeforeParams) (*protocol.AgentBeforeResult, error) {
-	return c.w.svc.AgentBefore(ctx, p)
+	ref := c.ref
+	return c.w.svc.AgentBefore(ctx, &ref, p)
 }
 
 // AgentAfter implements agents/after.

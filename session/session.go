@@ -106,6 +106,7 @@ type callState struct {
 	sessionID, messageID, callID, tool, agent string
 	permKey                                   string
 	client                                    *protocol.ClientRef // who made the call; nil for none
+	via                                       *protocol.ClientRef // the connection an agent's call came through (client names the agent); nil: client
 	readOnly                                  bool                // a built-in that changes nothing
 	cancel                                    context.CancelFunc
 
@@ -130,6 +131,14 @@ type callState struct {
 	recordFn   func() error
 	recordErr  error
 	recorded   bool // written under recordOnce, read after it
+}
+
+// from is the client the call came through: where its asks are routed (AskRouter.Targets).
+func (c *callState) from() *protocol.ClientRef {
+	if c.via != nil {
+		return c.via
+	}
+	return c.client
 }
 
 // record makes sure the call's running record exists, creating it the first time.
@@ -226,7 +235,7 @@ func (s *Service) CancelClient(clientID string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	for _, c := range s.calls {
-		if c.client != nil && c.client.ID == clientID {
+		if from := c.from(); from != nil && from.ID == clientID {
 			c.cancel()
 		}
 	}
@@ -244,7 +253,7 @@ func (s *Service) ReplyFrom(by *protocol.ClientRef, p protocol.ReplyParams) ([]s
 func (s *Service) Detached(clientID string) { s.broker.detached(clientID) }
 
 // PendingAsks returns the asks waiting for a person (permission/list).
-func (s *Service) PendingAsks() []protocol.AskedParams { return s.broker.list() }
+func (s *Service) PendingAsks() []protocol.AskedParams { return s.broker.list("") }
 
 // Close cancels every call in flight and waits until they have ended and been recorded.
 // Execute refuses new calls afterwards.

@@ -2,6 +2,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"flag"
 	"fmt"
@@ -10,11 +12,32 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
+	"syscall"
+	"time"
 
 	"github.com/toolsd/toolsd/acp"
 	"github.com/toolsd/toolsd/attach"
 	"github.com/toolsd/toolsd/internal/cli"
 )
+
+// agentGrace is how long the agent has to exit after the editor left, and then after SIGTERM.
+const agentGrace = 3 * time.Second
+
+// eofSignal closes eof when its reader ends.
+type eofSignal struct {
+	r    io.Reader
+	eof  chan struct{}
+	once sync.Once
+}
+
+func (e *eofSignal) Read(p []byte) (int, error) {
+	n, err := e.r.Read(p)
+	if err != nil {
+		e.once.Do(func() { close(e.eof) })
+	}
+	return n, err
+}
 
 // runACP is "toolsd acp -- AGENT...": an ACP agent on stdin and stdout for the editor, in
 // front of the ACP agent it spawns (docs/acp.md).
@@ -67,12 +90,17 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		mcpArgs = append(mcpArgs, "--store", *df.store)
 	}
 
+	// The ask route of this proxy: its asks, and those of the toolsd mcp it adds to its
+	// agent's sessions, are shown in this editor alone.
+	var rb [16]byte
+	_, _ = rand.Read(rb[:])
+	route := hex.EncodeToString(rb[:])
 	var daemon io.ReadWriteCloser
 	if !df.isStandalone() {
 		paths, real, err := attach.Locate(folder, *df.store)
 		if err == nil {
 			var c *attach.Conn
-			c, err = attach.Dial(attach.DialOptions{Paths: paths, Hello: attach.Hello{Proto: attach.ProtoToolsd, PID: os.Getpid(), Flags: df.shaping()},
+			c, err = attach.Dial(attach.DialOptions{Paths: paths, Hello: attach.Hello{Proto: attach.ProtoToolsd, PID: os.Getpid(), Flags: df.shaping(), Route: route},
 				Owner: df.ownerCmd(real), Timeout: attach.DefaultDialTimeout})
 			if err == nil {
 				daemon = c
@@ -99,9 +127,28 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		fmt.Fprintf(stderr, "toolsd acp: starting the agent %s failed: %v\n", command[0], err)
 		return 1
 	}
+	// When the editor leaves, the agent's stdin ends; an agent that does not exit of itself
+	// then (one whose own children keep it alive) is stopped, as the editor would stop it.
+	editorGone, agentDone := make(chan struct{}), make(chan struct{})
+	defer close(agentDone)
+	go func() {
+		select {
+		case <-editorGone:
+		case <-agentDone:
+			return
+		}
+		for _, sig := range []os.Signal{syscall.SIGTERM, os.Kill} {
+			select {
+			case <-time.After(agentGrace):
+				_ = cmd.Process.Signal(sig)
+			case <-agentDone:
+				return
+			}
+		}
+	}()
 	err = acp.Run(context.Background(), acp.Options{
-		Editor: stdin, EditorOut: stdout, Agent: agentOut, AgentIn: agentIn, Daemon: daemon,
-		Folder: folder, AgentID: *agentID, AgentName: name, Version: version, Logger: logger,
+		Editor: &eofSignal{r: stdin, eof: editorGone}, EditorOut: stdout, Agent: agentOut, AgentIn: agentIn, Daemon: daemon,
+		Folder: folder, AgentID: *agentID, AgentName: name, Version: version, Logger: logger, Route: route,
 		MCP: &acp.MCPServer{Name: "toolsd", Command: exe, Args: mcpArgs},
 	})
 	if err != nil {

@@ -4,14 +4,18 @@ import (
 	"bufio"
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
+
+	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
 
 	"github.com/toolsd/toolsd/internal/harness"
 	"github.com/toolsd/toolsd/protocol"
@@ -87,7 +91,7 @@ func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	exited := &acpExit{done: make(chan struct{})}
+	exited := &acpExit{done: make(chan struct{}), proc: cmd.Process}
 	go func() { exited.err = cmd.Wait(); close(exited.done) }()
 	t.Cleanup(func() {
 		_ = stdin.Close()
@@ -104,10 +108,47 @@ func startACP(t *testing.T, e *env, env []string, agent ...string) (*acpPeer, io
 	return newACPPeer(t, "the editor", stdout, stdin), stdin, exited
 }
 
+var relays atomic.Int64
+
+// startRelayACP runs `toolsd acp` on the workspace's daemon with a relay process as its
+// agent: the test is the editor (ed, on stdin) and the agent (ag, on the relay's socket).
+func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exited *acpExit, ag *acpPeer, conn net.Conn) {
+	t.Helper()
+	rt := harness.RuntimeDir(e.t)
+	relay := filepath.Join(t.TempDir(), "acprelay")
+	if out, err := exec.CommandContext(e.ctx, "go", "build", "-o", relay, "./testdata/acprelay").CombinedOutput(); err != nil {
+		t.Fatalf("building the relay: %v\n%s", err, out)
+	}
+	sock := filepath.Join(rt, fmt.Sprintf("agent%d.sock", relays.Add(1)))
+	ln, err := net.Listen("unix", sock)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	ed, stdin, exited = startACP(t, e, []string{"ACPRELAY_SOCKET=" + sock}, relay)
+	accepted := make(chan net.Conn, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err == nil {
+			accepted <- c
+		}
+	}()
+	select {
+	case conn = <-accepted:
+	case <-exited.done:
+		t.Fatalf("toolsd acp exited before starting its agent: %v", exited.err)
+	case <-e.ctx.Done():
+		t.Fatal("the agent did not start")
+	}
+	t.Cleanup(func() { conn.Close() })
+	return ed, stdin, exited, newACPPeer(t, "the agent", conn, conn), conn
+}
+
 // acpExit is toolsd acp's exit: done closes when it has exited, with err.
 type acpExit struct {
 	done chan struct{}
 	err  error
+	proc *os.Process
 }
 
 func rpcReq(id any, method string, params any) map[string]any {
@@ -151,42 +192,21 @@ func outcomeOf(t *testing.T, m map[string]any, id int) (string, string) {
 func TestACPProxy(t *testing.T) {
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
 	ctx := e.ctx
-	rt := harness.RuntimeDir(e.t)
-	relay := filepath.Join(t.TempDir(), "acprelay")
-	if out, err := exec.CommandContext(ctx, "go", "build", "-o", relay, "./testdata/acprelay").CombinedOutput(); err != nil {
-		t.Fatalf("building the relay: %v\n%s", err, out)
-	}
-	sock := filepath.Join(rt, "agent.sock")
-	ln, err := net.Listen("unix", sock)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ln.Close()
+	ed, stdin, exited, ag, conn := startRelayACP(t, e)
 
-	ed, stdin, exited := startACP(t, e, []string{"ACPRELAY_SOCKET=" + sock}, relay)
-	accepted := make(chan net.Conn, 1)
-	go func() {
-		c, err := ln.Accept()
-		if err == nil {
-			accepted <- c
+	// Pass-through, byte for byte, both ways; initialize gains the client methods toolsd
+	// serves (fs, terminal), and keeps the rest.
+	ed.sendRaw(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":false},"_meta":{"y":1}},"_meta":{"x":[1,2]}}}`)
+	if _, m := ag.next(); true {
+		got, _ := json.Marshal(m["params"])
+		if string(got) != `{"_meta":{"x":[1,2]},"clientCapabilities":{"_meta":{"y":1},"fs":{"readTextFile":true,"writeTextFile":true},"terminal":true},"protocolVersion":1}` {
+			t.Fatalf("initialize as the agent sees it: %s", got)
 		}
-	}()
-	var conn net.Conn
-	select {
-	case conn = <-accepted:
-	case <-exited.done:
-		t.Fatalf("toolsd acp exited before starting its agent: %v", exited.err)
-	case <-ctx.Done():
-		t.Fatal("the agent did not start")
 	}
-	defer conn.Close()
-	ag := newACPPeer(t, "the agent", conn, conn)
-
-	// Pass-through, byte for byte, both ways.
-	init := `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":1,"clientCapabilities":{"fs":{"readTextFile":true}},"_meta":{"x":[1,2]}}}`
-	ed.sendRaw(init)
-	if got, _ := ag.next(); string(got) != init {
-		t.Fatalf("initialize changed on its way:\n got %s\nwant %s", got, init)
+	odd := `{"jsonrpc":"2.0", "method":"_zed/notice","params":{"weird":  [1, 2.50, "\u00e9"]}}`
+	ed.sendRaw(odd)
+	if got, _ := ag.next(); string(got) != odd {
+		t.Fatalf("a notification changed on its way:\n got %s\nwant %s", got, odd)
 	}
 	initRes := `{"jsonrpc":"2.0","id":1,"result":{"protocolVersion":1,"agentCapabilities":{"loadSession":true},"authMethods":[]}}`
 	ag.sendRaw(initRes)
@@ -322,6 +342,18 @@ func TestACPProxy(t *testing.T) {
 	if _, m := ag.next(); m["error"] == nil || m["id"] != float64(7) {
 		t.Fatalf("a malformed message from the agent: %v", m)
 	}
+	// Out of order: an answer to a request the proxy never sent, or sent and forgot (the
+	// cancelled ask above), is dropped; client requests toolsd serves, malformed or naming
+	// what does not exist, get an error naming the problem.
+	ed.send(rpcResult("toolsd-acp:999", map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}))
+	ag.sendRaw(`{"jsonrpc":"2.0","id":8,"method":"fs/read_text_file","params":{"sessionId":"sess1","path":"relative.txt"}}`)
+	if _, m := ag.next(); m["id"] != float64(8) || !strings.Contains(fmt.Sprint(m["error"]), "absolute path") {
+		t.Fatalf("a read of a relative path: %v", m)
+	}
+	ag.sendRaw(`{"jsonrpc":"2.0","id":9,"method":"terminal/wait_for_exit","params":{"sessionId":"sess1","terminalId":"t-none"}}`)
+	if _, m := ag.next(); m["id"] != float64(9) || !strings.Contains(fmt.Sprint(m["error"]), "no terminal") {
+		t.Fatalf("waiting for a terminal that does not exist: %v", m)
+	}
 	ed.send(rpcReq(5, "session/prompt", map[string]any{"sessionId": "sess1", "prompt": []any{}}))
 	if _, m := ag.next(); m["id"] != float64(5) {
 		t.Fatalf("after malformed lines: %v", m)
@@ -347,19 +379,8 @@ func TestACPProxy(t *testing.T) {
 // independent implementation reads toolsd's answers to its permission requests, and its
 // session lists toolsd mcp.
 func TestACPProxyOfficialSDK(t *testing.T) {
-	dir, err := filepath.Abs("../../testdata/acpagent")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := os.Stat(filepath.Join(dir, "node_modules", "@agentclientprotocol", "sdk")); err != nil {
-		t.Skip("the ACP TypeScript SDK is not installed: run `npm ci --no-audit --no-fund` in testdata/acpagent (scripts/test.sh does)")
-	}
-	node, err := exec.LookPath("node")
-	if err != nil {
-		t.Skip("node is not installed: the ACP TypeScript agent needs it")
-	}
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
-	ed, stdin, exited := startACP(t, e, nil, node, filepath.Join(dir, "agent.mjs"))
+	ed, done := sdkAgent(t, e)
 
 	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
 	if _, m := ed.next(); m["result"] == nil {
@@ -430,10 +451,196 @@ func TestACPProxyOfficialSDK(t *testing.T) {
 	if rec := e.agentRecord("ts-session", "ts-make2"); rec.Output != "ran make all\n" || rec.Agent != "node" {
 		t.Errorf("the recorded call: %+v", rec)
 	}
-	_ = stdin.Close()
-	select {
-	case <-exited.done:
-	case <-e.ctx.Done():
-		t.Fatal("toolsd acp did not exit after the editor left")
+	done()
+}
+
+// Asks go only to the editor whose client made the call: with a VS Code window (the
+// harness, which shows asks) and a Zed window (toolsd acp) on one workspace, the ACP agent's
+// asks and those of the toolsd mcp that toolsd acp added to its session are shown in the Zed
+// window alone, in that session; the VS Code window's own asks in it alone; and neither
+// window can list or answer the other's.
+func TestACPAsksStayWithTheirEditor(t *testing.T) {
+	e := newEnv(t, envOpts{options: agentRules})
+	ctx := e.ctx
+	mark := e.d.Mark()
+	ed, _, _, ag, _ := startRelayACP(t, e)
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	ag.next()
+	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
+	ed.next()
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	_, m := ag.next()
+	var server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("session/new as the agent sees it: %v", m)
+	}
+	b, _ := json.Marshal(servers[0])
+	_ = json.Unmarshal(b, &server)
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	// seen: what the VS Code window shows.
+	seenAsks := func() []string {
+		var list protocol.ListAsksResult
+		if err := e.d.Call(ctx, "permission/list", nil, &list); err != nil {
+			t.Fatal(err)
+		}
+		var ids []string
+		for _, a := range list.Asks {
+			ids = append(ids, a.ID+" "+strings.Join(a.Patterns, ","))
+		}
+		return ids
+	}
+
+	// The toolsd mcp, started as the agent starts it, makes a call that asks.
+	cmd := exec.Command(server.Command, server.Args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
+	}
+	defer cs.Close()
+	done := make(chan string, 1)
+	go func() {
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "make from-mcp"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- text(r)
+	}()
+	_, m = ed.next()
+	p, _ := m["params"].(map[string]any)
+	tc, _ := p["toolCall"].(map[string]any)
+	id, _ := tc["toolCallId"].(string)
+	title, _ := tc["title"].(string)
+	if m["method"] != "session/request_permission" || p["sessionId"] != "sess1" || !strings.HasPrefix(id, "toolsd-ask_") || !strings.Contains(title, "make from-mcp") {
+		t.Fatalf("the Zed window should be asked about the MCP call in its session: %v", m)
+	}
+	if asks := seenAsks(); len(asks) != 0 {
+		t.Fatalf("the VS Code window lists the Zed window's ask: %v", asks)
+	}
+	if err := e.reply(strings.TrimPrefix(id, "toolsd-"), "once", ""); err == nil || !strings.Contains(err.Error(), "not shown to this client") {
+		t.Fatalf("the VS Code window answered the Zed window's ask: %v", err)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "once"}}))
+	if out := <-done; strings.Contains(out, "permission") || strings.Contains(out, "rejected") {
+		t.Fatalf("the MCP call allowed in the Zed window: %q", out)
+	}
+
+	// A request the editor drops (its session cancelled) refuses the call: it does not wait.
+	go func() {
+		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "make dropped"}})
+		if err != nil {
+			done <- err.Error()
+			return
+		}
+		done <- text(r)
+	}()
+	if _, m = ed.next(); m["method"] != "session/request_permission" {
+		t.Fatalf("the Zed window should be asked about the second MCP call: %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "cancelled"}}))
+	if out := <-done; !strings.Contains(out, "cancelled in the editor") {
+		t.Fatalf("the MCP call whose request the editor dropped: %q", out)
+	}
+
+	// The agent's own permission request asks in the Zed window alone.
+	ag.send(askPermission(100, "tc-make", "make all"))
+	_, m = ed.next()
+	if tc, _ := m["params"].(map[string]any)["toolCall"].(map[string]any); m["method"] != "session/request_permission" || tc["toolCallId"] != "tc-make" {
+		t.Fatalf("the Zed window should be asked about its agent's call: %v", m)
+	}
+	if asks := seenAsks(); len(asks) != 0 {
+		t.Fatalf("the VS Code window lists the Zed agent's ask: %v", asks)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "no" {
+			t.Fatalf("rejected in the Zed window: %s %s", k, opt)
+		}
+	}
+
+	// The VS Code window's own call asks there, and never in the Zed window.
+	_, wait := e.start(protocol.ExecuteParams{Tool: "bash", CallID: "vs1", Args: args("command", "make from-vscode")})
+	raw, _, err := e.d.WaitFor(ctx, mark, "permission/asked", func(raw json.RawMessage) bool {
+		var a protocol.AskedParams
+		return json.Unmarshal(raw, &a) == nil && a.CallID == "vs1"
+	})
+	if err != nil {
+		t.Fatalf("the VS Code window was not asked about its own call: %v", err)
+	}
+	// Asks reach a client in order: had either of the Zed window's asks been shown here, it
+	// would have come before this one.
+	if n := e.d.Count(mark, "permission/asked"); n != 1 {
+		t.Fatalf("the VS Code window was shown %d asks, want only its own", n)
+	}
+	var ask protocol.AskedParams
+	_ = json.Unmarshal(raw, &ask)
+	if err := e.reply(ask.ID, "reject", "not now"); err != nil {
+		t.Fatal(err)
+	}
+	if res, err := wait(); err != nil || res.Status != protocol.StatusError {
+		t.Fatalf("the rejected call: %+v %v", res, err)
+	}
+	// Nothing reached the Zed window meanwhile: the next thing it reads is the agent's.
+	ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1",
+		"update": map[string]any{"sessionUpdate": "agent_message_chunk", "content": map[string]any{"type": "text", "text": "marker"}}}})
+	if _, m := ed.next(); m["method"] != "session/update" {
+		t.Fatalf("the Zed window received %v", m)
+	}
+}
+
+// The agent's tool calls are in the record as they happen: running from their first
+// update (also one the agent asked no permission for), completed at their end; and a call
+// whose end never comes, because the agent or toolsd acp died, ends interrupted.
+func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ctx := e.ctx
+	progress := func(mark int, callID, status string) {
+		t.Helper()
+		if _, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+			var p protocol.ProgressParams
+			return json.Unmarshal(raw, &p) == nil && p.CallID == callID && p.Status == status
+		}); err != nil {
+			t.Fatalf("%s did not become %s in the record: %v", callID, status, err)
+		}
+	}
+	update := func(ag, ed *acpPeer, u map[string]any) {
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1", "update": u}})
+		ed.next()
+	}
+	for _, end := range []string{"completed", "agent dies", "toolsd acp dies"} {
+		t.Run(end, func(t *testing.T) {
+			ed, _, exited, ag, conn := startRelayACP(t, e)
+			id := "tc-" + strings.ReplaceAll(end, " ", "-")
+			mark := e.d.Mark()
+			update(ag, ed, map[string]any{"sessionUpdate": "tool_call", "toolCallId": id, "title": "Run tests", "kind": "execute", "status": "pending", "rawInput": map[string]any{}})
+			progress(mark, id, protocol.StatusRunning)
+			if rec := e.agentRecord("sess1", id); rec.Status != protocol.StatusRunning {
+				t.Fatalf("the call after its first update: %+v", rec)
+			}
+			update(ag, ed, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "in_progress", "rawInput": map[string]any{"command": "go test ./..."}})
+			mark = e.d.Mark()
+			switch end {
+			case "completed":
+				update(ag, ed, map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": id, "status": "completed", "rawOutput": "ok"})
+				progress(mark, id, protocol.StatusCompleted)
+				if rec := e.agentRecord("sess1", id); rec.Output != "ok" || !strings.Contains(string(rec.Args), "go test") {
+					t.Fatalf("the completed call: %+v", rec)
+				}
+				return
+			case "agent dies":
+				_ = conn.Close()
+			case "toolsd acp dies":
+				_ = exited.proc.Kill()
+			}
+			progress(mark, id, protocol.StatusInterrupted)
+			_ = conn.Close() // the relay, orphaned, holds toolsd acp's stderr until then
+			<-exited.done
+		})
 	}
 }

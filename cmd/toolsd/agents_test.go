@@ -233,6 +233,7 @@ func TestHookBashChangeReverts(t *testing.T) {
 func TestHookFailsClosed(t *testing.T) {
 	e := newEnv(t, envOpts{options: agentRules})
 	ctx := e.ctx
+	mark := e.d.Mark()
 	for name, c := range map[string]struct {
 		payload any
 		args    []string
@@ -253,24 +254,28 @@ func TestHookFailsClosed(t *testing.T) {
 			}
 		})
 	}
-	// The timed-out ask was withdrawn, not left for a person to answer.
-	if asks := e.pendingAsks(); len(asks) != 0 {
-		t.Fatalf("asks left pending after the hook gave up: %+v", asks)
+	// The timed-out ask was withdrawn, not left for a person to answer: the editor that
+	// showed it is told so.
+	raw, _, err := e.d.WaitFor(ctx, mark, "permission/asked", func(raw json.RawMessage) bool {
+		var a protocol.AskedParams
+		return json.Unmarshal(raw, &a) == nil && a.CallID == "t4"
+	})
+	if err != nil {
+		t.Fatalf("the time-out's ask: %v", err)
 	}
-}
-
-func (e *env) pendingAsks() []protocol.AskedParams {
-	e.t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		var res protocol.ListAsksResult
-		if err := e.d.Call(e.ctx, "permission/list", nil, &res); err != nil {
-			e.t.Fatal(err)
-		}
-		if len(res.Asks) == 0 || time.Now().After(deadline) {
-			return res.Asks
-		}
-		time.Sleep(20 * time.Millisecond)
+	var ask protocol.AskedParams
+	_ = json.Unmarshal(raw, &ask)
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	if _, _, err := e.d.WaitFor(wctx, mark, "permission/answered", func(raw json.RawMessage) bool {
+		var a protocol.AnsweredParams
+		return json.Unmarshal(raw, &a) == nil && a.ID == ask.ID && a.By == "cancel"
+	}); err != nil {
+		t.Fatalf("the ask was not withdrawn after the hook gave up: %v", err)
+	}
+	var res protocol.ListAsksResult
+	if err := e.d.Call(ctx, "permission/list", nil, &res); err != nil || len(res.Asks) != 0 {
+		t.Fatalf("asks left pending after the hook gave up: %+v %v", res.Asks, err)
 	}
 }
 

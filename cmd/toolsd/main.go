@@ -331,6 +331,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 	df := newDaemonFlags(fs)
 	folderFlag := fs.String("workspace", "", "workspace folder (default: the current directory)")
 	agent := fs.String("agent", "", "agent whose tool switches and permission rules apply (config \"agents\")")
+	route := fs.String("route", "", "set by toolsd acp when it adds this server to its agent's session: its asks go to that ACP editor alone")
 	fs.Usage = func() {
 		fmt.Fprintf(stderr, "Usage: toolsd mcp [flags]\n\ntoolsd mcp serves the workspace's tools as an MCP server on stdin/stdout\n(for VS Code's agent mode and other MCP clients), through the daemon that owns\nthe workspace; see docs/mcp.md.\n\nFlags:\n")
 		fs.PrintDefaults()
@@ -351,7 +352,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		return 1
 	}
 	if !df.isStandalone() {
-		code, err := df.forward(folder, attach.Hello{Proto: attach.ProtoMCP, Agent: *agent}, stdin, stdout, nil, logger, stderr,
+		code, err := df.forward(folder, attach.Hello{Proto: attach.ProtoMCP, Agent: *agent, Route: *route}, stdin, stdout, nil, logger, stderr,
 			"toolsd mcp", "this MCP session is lost: restart the MCP server (your agent's reconnect starts a new daemon)")
 		if err == nil {
 			return code
@@ -363,7 +364,7 @@ func runMCP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 	defer stop()
 	err = mcpserver.Serve(ctx, &sdk.StdioTransport{}, mcpserver.Options{
 		Folder: folder, StorePath: *df.store, Store: &store.Options{Retention: *df.retention, Sync: *df.sync, Logger: logger},
-		Agent: *agent, Version: version, Logger: logger,
+		Agent: *agent, Route: *route, Version: version, Logger: logger,
 	})
 	if err != nil {
 		fmt.Fprintf(stderr, "toolsd mcp: %v\n", err)

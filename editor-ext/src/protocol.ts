@@ -773,6 +773,17 @@ export interface AgentBeforeParams {
    * prompt appears; the default) or "deny".
    */
   noEditor?: string;
+  /**
+   * Running: the call already runs without having asked (an ACP agent's tool_call it
+   * requested no permission for): it is recorded running and nothing is decided (the
+   * decision is allow, with none made).
+   */
+  running?: boolean;
+  /**
+   * Held: the caller reports the call's end on this connection (toolsd acp); when the
+   * connection ends first, the call is recorded interrupted.
+   */
+  held?: boolean;
 }
 
 /** Agent decisions. */
