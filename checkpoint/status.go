@@ -8,7 +8,7 @@ import (
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 )
 
 // JournalStatus says whether the change journal serves, and if not, why, what it costs and
