@@ -17,6 +17,13 @@
 // Run reads a command's output to its end. Once the tree is gone no writer of the output
 // pipe is left, so the end comes; only when something outside the tree still holds the pipe
 // (a process that escaped even the guard) does Run stop reading early, and it says so.
+//
+// That is Linux. On macOS the guard has no subreaper: it kills the command's process group
+// and every process below it found by parent pid (sysctl), and a kqueue on the daemon's exit
+// stands in for the parent-death signal (guard_darwin.go, tree_darwin.go). On Windows the
+// guard runs the command in a Job Object that kills the whole tree when its handle closes:
+// when the command ends, when the daemon kills the guard (cancel, time-out; no grace), and
+// when the daemon exits (guard_windows.go).
 package proc
 
 import (
