@@ -3,13 +3,9 @@
 package checkpoint
 
 import (
-	"context"
 	"fmt"
 	"runtime"
 	"strings"
-	"sync/atomic"
-
-	"github.com/toolsd/toolsd/internal/fswalk"
 )
 
 // Check is `toolsd checkpoints check`: how much of the workspace the change journal watches.
@@ -17,19 +13,13 @@ import (
 // holds an open file per watched folder and file (kqueue), within the process's limit of
 // open files (ulimit -n); on Windows it watches each folder with ReadDirectoryChangesW.
 func Check(ws string) (string, error) {
-	var folders, entries atomic.Int64
-	err := fswalk.Walk(context.Background(), fswalk.Options{Root: ws, Workspace: ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
-		entries.Add(1)
-		if e.Dir {
-			folders.Add(1)
-		}
-	})
+	folders, entries, err := journalWatches(ws)
 	if err != nil {
 		return "", err
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "workspace: %s\n", ws)
-	fmt.Fprintf(&b, "folders the change journal watches: %d (of %d files and folders not ignored)\n", folders.Load()+1, entries.Load())
+	fmt.Fprintf(&b, "folders the change journal watches: %d (of %d files and folders not ignored)\n", folders, entries)
 	switch runtime.GOOS {
 	case "darwin":
 		fmt.Fprintln(&b, "macOS: the journal holds an open file for each watched folder and file (kqueue); when the process's limit of open files (ulimit -n) refuses more, every changing call walks the whole workspace instead, and the status says so")

@@ -3,7 +3,9 @@
 package fspath
 
 import (
+	"errors"
 	"io/fs"
+	"path/filepath"
 	"syscall"
 	"time"
 )
@@ -49,4 +51,25 @@ func (fi *FileInfo) Mode() fs.FileMode {
 		m |= fs.ModeSticky
 	}
 	return m
+}
+
+// statNoSymlinks answers RealStat from an open of abs that refuses symlinks (fd, err): its
+// success proves abs is its own real path, and its lstat is the descriptor's fstat (a second
+// walk of the path cost more than the open under concurrent calls); its ENOENT or ENOTDIR
+// proves it too, with nothing there (the walk stopped at a missing part, or a file where a
+// folder should be, with no symlink before it: one would have failed it with ELOOP first).
+// Anything else is no answer.
+func statNoSymlinks(abs string, fd int, err error) (info fs.FileInfo, answered bool) {
+	switch {
+	case err == nil:
+		fi := &FileInfo{name: filepath.Base(abs)}
+		serr := syscall.Fstat(fd, &fi.st)
+		syscall.Close(fd)
+		if serr == nil {
+			return fi, true
+		}
+	case errors.Is(err, syscall.ENOENT), errors.Is(err, syscall.ENOTDIR):
+		return nil, true
+	}
+	return nil, false
 }

@@ -1,9 +1,7 @@
 package fspath
 
 import (
-	"errors"
 	"io/fs"
-	"path/filepath"
 	"syscall"
 
 	"golang.org/x/sys/unix"
@@ -15,20 +13,7 @@ import (
 // blocking the open.
 func realStatNoSymlinks(abs string) (info fs.FileInfo, answered bool) {
 	fd, err := unix.Open(abs, unix.O_EVTONLY|unix.O_NONBLOCK|unix.O_NOFOLLOW_ANY|unix.O_CLOEXEC, 0)
-	switch {
-	case err == nil:
-		fi := &FileInfo{name: filepath.Base(abs)}
-		serr := syscall.Fstat(fd, &fi.st)
-		unix.Close(fd)
-		if serr == nil {
-			return fi, true
-		}
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		// The walk stopped at a missing part with no symlink before it (one would have
-		// failed it with ELOOP first): abs is where a create would land.
-		return nil, true
-	}
-	return nil, false
+	return statNoSymlinks(abs, fd, err)
 }
 
 // kernelPath leaves Real to filepath.EvalSymlinks on macOS (ok is false): a walk of lstats,

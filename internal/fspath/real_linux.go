@@ -1,7 +1,6 @@
 package fspath
 
 import (
-	"errors"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -20,23 +19,7 @@ func realStatNoSymlinks(abs string) (info fs.FileInfo, answered bool) {
 		return nil, false
 	}
 	fd, err := openat2(unix.AT_FDCWD, abs, unix.O_PATH, unix.RESOLVE_NO_SYMLINKS)
-	switch {
-	case err == nil:
-		// The info from the descriptor: a second walk of the path (an lstat) cost
-		// more than the open under concurrent calls.
-		fi := &FileInfo{name: filepath.Base(abs)}
-		serr := syscall.Fstat(fd, &fi.st)
-		unix.Close(fd)
-		if serr == nil {
-			return fi, true
-		}
-	case errors.Is(err, unix.ENOENT), errors.Is(err, unix.ENOTDIR):
-		// The walk stopped at a missing part (or a file where a folder should be) with
-		// no symlink before it (one would have failed it with ELOOP first): Real would
-		// append the missing rest to abs's own deepest existing folder, which is abs.
-		return nil, true
-	}
-	return nil, false
+	return statNoSymlinks(abs, fd, err)
 }
 
 func mtime(st *syscall.Stat_t) *syscall.Timespec { return &st.Mtim }

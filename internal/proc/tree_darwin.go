@@ -22,17 +22,7 @@ func descendants(root int) []procRef {
 	for _, p := range procs {
 		children[int(p.Eproc.Ppid)] = append(children[int(p.Eproc.Ppid)], procRef{int(p.Proc.P_pid), startOf(&p)})
 	}
-	var out []procRef
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
-		}
-	}
-	return out
+	return below(children, root)
 }
 
 func startOf(p *unix.KinfoProc) uint64 {

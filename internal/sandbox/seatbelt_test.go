@@ -75,19 +75,33 @@ type sbplForm struct {
 // what each rule allows or denies.
 func parseSBPL(t *testing.T, text string) []sbplForm {
 	t.Helper()
-	var forms []sbplForm
 	var lines []string
 	for _, l := range strings.Split(text, "\n") {
 		if !strings.HasPrefix(strings.TrimSpace(l), ";") {
 			lines = append(lines, l)
 		}
 	}
-	s := strings.Join(lines, " ")
+	var forms []sbplForm
+	for _, form := range sexprs(t, strings.Join(lines, " ")) {
+		head, rest, _ := strings.Cut(form[1:len(form)-1], "(")
+		words := strings.Fields(head)
+		f := sbplForm{action: words[0], ops: words[1:]}
+		if rest != "" {
+			f.filters = sexprs(t, "("+rest)
+		}
+		forms = append(forms, f)
+	}
+	return forms
+}
+
+// sexprs returns the parenthesized expressions of s at its top level, strings skipped.
+func sexprs(t *testing.T, s string) []string {
+	t.Helper()
+	var out []string
 	for i := 0; i < len(s); i++ {
 		if s[i] != '(' {
 			continue
 		}
-		// The form's end: parentheses balanced, strings skipped.
 		depth, j, inStr := 0, i, false
 		for ; j < len(s); j++ {
 			switch c := s[j]; {
@@ -107,41 +121,10 @@ func parseSBPL(t *testing.T, text string) []sbplForm {
 		if depth != 0 {
 			t.Fatalf("unbalanced profile at %q", s[i:])
 		}
-		body := s[i+1 : j]
-		f := sbplForm{}
-		head, rest, _ := strings.Cut(body, "(")
-		words := strings.Fields(head)
-		f.action, f.ops = words[0], words[1:]
-		if rest != "" {
-			rest = "(" + rest
-			for k := 0; k < len(rest); k++ {
-				if rest[k] != '(' {
-					continue
-				}
-				d, m, in := 0, k, false
-				for ; m < len(rest); m++ {
-					switch c := rest[m]; {
-					case in && c == '\\':
-						m++
-					case c == '"':
-						in = !in
-					case !in && c == '(':
-						d++
-					case !in && c == ')':
-						d--
-					}
-					if d == 0 {
-						break
-					}
-				}
-				f.filters = append(f.filters, rest[k:m+1])
-				k = m
-			}
-		}
-		forms = append(forms, f)
+		out = append(out, s[i:j+1])
 		i = j
 	}
-	return forms
+	return out
 }
 
 // lastRule returns the index of the last form with action and an operation matching op
