@@ -19,9 +19,15 @@ func stopGuard(p *os.Process) error { return p.Kill() }
 // killGuardNow kills a guard, and with its Job Object the tree.
 func killGuardNow(p *os.Process) { _ = p.Kill() }
 
-// signalGroup kills the process pid (an unguarded command; Windows has no process groups to
-// signal, so what it started escapes, as a process that leaves its group does on Unix).
+// signalGroup kills the process pid at its cancel (kill false): an unguarded command, whose
+// handle exec still holds, so the pid cannot name another process yet. Windows has no
+// process groups: what the command started escapes, as a process that leaves its group does
+// on Unix. The later kill (the grace's end, KillGroup after Wait) does nothing: the process
+// is gone by then, and its pid may name another process once Wait has closed its handle.
 func signalGroup(pid int, kill bool) {
+	if kill {
+		return
+	}
 	if p, err := os.FindProcess(pid); err == nil {
 		_ = p.Kill()
 	}

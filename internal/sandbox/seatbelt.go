@@ -13,8 +13,8 @@ const SeatbeltExec = "/usr/bin/sandbox-exec"
 
 // seatbeltDevices are the devices a confined process may read and write, as on Linux
 // (devices): reading any other device (a disk's) is refused. /dev/fd is the process's own
-// descriptors (bash's process substitution).
-var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/fd"}
+// descriptors (bash's process substitution); /dev/stdin, /dev/stdout and /dev/stderr lead there.
+var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/urandom", "/dev/tty", "/dev/ptmx", "/dev/fd", "/dev/stdin", "/dev/stdout", "/dev/stderr"}
 
 // SeatbeltProfile is p as a Seatbelt profile (SBPL), for `sandbox-exec -p`. It is plain
 // text built from the policy alone, the same on every system, so its tests run anywhere.
@@ -94,12 +94,14 @@ func SeatbeltProfile(p *Policy) (string, error) {
 		w("; network: only the egress proxy, on the loopback")
 		w(`(allow network-outbound (remote ip "localhost:%s"))`, port)
 	case NetDirect:
-		w("; network: not confined")
-		w(`(allow network* (remote ip "*:*") (local ip "*:*"))`)
+		w("; network: not confined (names resolved by mDNSResponder)")
+		w(`(allow network-outbound (remote ip "*:*") (remote unix-socket (path-literal "/private/var/run/mDNSResponder")))`)
+		w(`(allow network-bind network-inbound (local ip "*:*"))`)
 	}
 	if p.UnixSockets {
 		w("; Unix sockets")
-		w("(allow network* (remote unix-socket) (local unix-socket))")
+		w("(allow network-outbound (remote unix-socket))")
+		w("(allow network-bind network-inbound (local unix-socket))")
 	}
 	if err != nil {
 		return "", err
