@@ -20,4 +20,11 @@
 // Dev the volume serial number, Uid and Gid 0. Fchmod changes only the read-only attribute.
 // Errors are the syscall package's Unix-style errnos (ENOENT, EEXIST, ELOOP, …), so
 // errors.Is works as on Unix.
+//
+// The cost of refusing every reparse point: folders that are reparse points of other kinds
+// (OneDrive's cloud placeholders, say) cannot be walked through with O_NOFOLLOW either, so a
+// workspace kept in such a folder is refused where toolsd opens without following links.
+// Readlinkat and Symlinkat go by the folder's final path (GetFinalPathNameByHandle) rather
+// than its handle. None of this has run on Windows in this repository's CI: it is built and
+// vetted for windows/amd64, and TestCalls is the test to run there.
 package posix
