@@ -7,6 +7,13 @@ import (
 	"syscall"
 )
 
+// macOS keeps more secrets in the home folder than the tools' own files: the keychains and
+// the cookies of the system's web views. The profile already refuses the Mach services of
+// the security server (so the keychain's API); these make its files unreadable too.
+func init() {
+	DefaultDeny = append(DefaultDeny, "~/Library/Keychains", "~/Library/Cookies")
+}
+
 // Probe finds what macOS offers: Seatbelt, when sandbox-exec is there. exe is not used (the
 // namespace probe is Linux's).
 func Probe(exe string) Support {
