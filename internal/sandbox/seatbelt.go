@@ -21,8 +21,9 @@ var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/ur
 //
 // Everything is denied but what the profile allows: running and forking (the children
 // inherit the profile), signals and process information only within the sandbox, what
-// ordinary programs ask of the system (sysctls, preferences, user lookups, certificate
-// trust, POSIX semaphores and shared memory, pseudo-terminals); reading p.Read, writing
+// ordinary programs ask of the system (sysctls and the host's processor information, which
+// Node's os.cpus() reads, preferences, user lookups, certificate trust, POSIX semaphores and
+// shared memory, pseudo-terminals); reading p.Read, writing
 // p.Write. Then, later in the profile so that they win over those allows, the denials:
 // /dev but the usual devices, writes to p.Protect, reads and writes of p.Deny. The network:
 // none (NetNone), only the proxy's loopback port (NetProxy), or all (NetDirect); Unix
@@ -56,7 +57,7 @@ func SeatbeltProfile(p *Policy) (string, error) {
 	w("(allow process-info* (target same-sandbox))")
 	w("")
 	w("; what ordinary programs ask of the system")
-	w("(allow sysctl-read)")
+	w("(allow sysctl-read mach-host*)")
 	w("(allow user-preference-read)")
 	w(`(allow mach-lookup (global-name "com.apple.system.opendirectoryd.libinfo") (global-name "com.apple.trustd.agent"))`)
 	w("(allow ipc-posix-sem ipc-posix-shm)")
