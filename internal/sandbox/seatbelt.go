@@ -23,12 +23,11 @@ var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/ur
 // inherit the profile), signals and process information only within the sandbox, what
 // ordinary programs ask of the system (sysctls and the host's processor information, which
 // Node's os.cpus() reads, preferences, user lookups, certificate trust, POSIX semaphores and
-// shared memory, pseudo-terminals); reading p.Read, writing
-// p.Write. Then, later in the profile so that they win over those allows, the denials:
-// /dev but the usual devices, writes to p.Protect, reads and writes of p.Deny. The network:
-// none (NetNone), only the proxy's loopback port (NetProxy), or all (NetDirect); Unix
-// sockets only with p.UnixSockets. What Seatbelt cannot express (a bound on the processes)
-// the guard does.
+// shared memory, pseudo-terminals), reading p.Read and writing p.Write. Then, later in the
+// profile so that they win over those allows, the denials: /dev but the usual devices,
+// writes to p.Protect, reads and writes of p.Deny. The network: none (NetNone), only the
+// proxy's loopback port (NetProxy), or all (NetDirect); Unix sockets only with
+// p.UnixSockets. What Seatbelt cannot express (a bound on the processes) the guard does.
 func SeatbeltProfile(p *Policy) (string, error) {
 	if err := p.Check(); err != nil {
 		return "", err
