@@ -9,10 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
-	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // ReadyFDEnv names, in an owner's environment, the file descriptor on which it tells its
@@ -104,7 +101,7 @@ func try(o DialOptions, deadline time.Time) (*Conn, error) {
 	var rights []byte
 	if o.Streams[0] != nil {
 		h.Streams, h.Prefix = true, len(o.Prefix)
-		rights = unix.UnixRights(int(o.Streams[0].Fd()), int(o.Streams[1].Fd()))
+		rights = unixRights(o.Streams[0], o.Streams[1])
 	}
 	line, err := json.Marshal(h)
 	if err != nil {
@@ -146,7 +143,7 @@ func start(cmd *exec.Cmd, deadline time.Time) error {
 	cmd.ExtraFiles = []*os.File{pw}
 	cmd.Env = append(cmd.Environ(), ReadyFDEnv+"=3")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	cmd.SysProcAttr = detachAttr()
 	if cmd.Dir == "" {
 		cmd.Dir = "/"
 	}

@@ -77,4 +77,21 @@
 // unknown protocol get an error line and are closed; none of them counts as a client. Tool
 // processes do run as the user and could reach the socket; keeping them away from it is the
 // sandbox's job (issue 9).
+//
+// # macOS and Windows
+//
+// macOS works as Linux does, with its own peer check: LOCAL_PEERCRED (the xucred that
+// getpeereid reads) for the uid and LOCAL_PEERPID for the pid (peer_darwin.go); the
+// descriptors pass with SCM_RIGHTS as on Linux.
+//
+// Windows has no shared owner yet: RuntimeDir refuses every folder there (sys_windows.go),
+// so Locate fails and every client serves itself, as --standalone does. Which mechanism it
+// will get, and why not yet: AF_UNIX sockets exist on Windows 10 and later, but carry no
+// SCM_RIGHTS, so the forwarder's stdin and stdout would have to be duplicated into the owner
+// with DuplicateHandle (which needs a handle on the owner's process), and the socket's only
+// guard would be the folder's ACL, with no peer credentials to check. A named pipe with a
+// DACL that admits only the user's SID (golang.org/x/sys/windows builds one from SDDL),
+// with the client checked by GetNamedPipeClientProcessId and its process token's SID, checks
+// the client's identity as SO_PEERCRED does; it is the one to build. Until then two clients
+// of one folder on Windows do not share it: the second one's store is locked by the first.
 package attach

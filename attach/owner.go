@@ -13,13 +13,11 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"strings"
 	"sync"
 	"syscall"
 	"time"
 
 	sdk "github.com/modelcontextprotocol/go-sdk/mcp"
-	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/mcpserver"
 	"github.com/toolsd/toolsd/protocol"
@@ -187,7 +185,7 @@ const closeTimeout = 5 * time.Second
 // socket answers (then won is false) or the lock is released (an exiting owner: then it wins),
 // within lockWait.
 func elect(ctx context.Context, p Paths) (*os.File, bool, error) {
-	f, err := os.OpenFile(p.Lock, os.O_RDWR|os.O_CREATE|syscall.O_NOFOLLOW, 0o600)
+	f, err := os.OpenFile(p.Lock, os.O_RDWR|os.O_CREATE|openNoFollow, 0o600)
 	if err != nil {
 		return nil, false, fmt.Errorf("opening the lock file: %w", err)
 	}
@@ -196,11 +194,11 @@ func elect(ctx context.Context, p Paths) (*os.File, bool, error) {
 	tick := time.NewTicker(10 * time.Millisecond)
 	defer tick.Stop()
 	for {
-		err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+		held, err := tryLock(f)
 		if err == nil {
 			return f, true, nil
 		}
-		if !errors.Is(err, syscall.EWOULDBLOCK) {
+		if !held {
 			_ = f.Close()
 			return nil, false, fmt.Errorf("locking %s: %w", p.Lock, err)
 		}
@@ -250,12 +248,8 @@ func (w *owner) accept() {
 			return
 		}
 		// Before a byte is read: only our own uid may attach.
-		cred, err := peerCred(c)
-		if err != nil || int(cred.Uid) != os.Getuid() {
-			uid := -1
-			if cred != nil {
-				uid = int(cred.Uid)
-			}
+		uid, pid, err := peerCred(c)
+		if err != nil || uid != os.Getuid() {
 			w.log.Warn("refused a connection from another user", "uid", uid, "err", err)
 			_ = c.Close()
 			continue
@@ -269,56 +263,13 @@ func (w *owner) accept() {
 		w.conns[c] = struct{}{}
 		w.wg.Add(1)
 		w.mu.Unlock()
-		go w.serve(c, descends(int(cred.Pid), os.Getpid()))
+		go w.serve(c, descends(pid, os.Getpid()))
 	}
-}
-
-// descends reports whether process pid is a descendant of ancestor (by the parent links in
-// /proc).
-func descends(pid, ancestor int) bool {
-	for i := 0; i < 64 && pid > 1; i++ {
-		b, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
-		if err != nil {
-			return false
-		}
-		// pid (comm) state ppid ...: comm may hold spaces and parentheses; the last ")" ends it.
-		j := strings.LastIndexByte(string(b), ')')
-		if j < 0 {
-			return false
-		}
-		f := strings.Fields(string(b[j+1:]))
-		if len(f) < 2 {
-			return false
-		}
-		if pid, err = strconv.Atoi(f[1]); err != nil {
-			return false
-		}
-		if pid == ancestor {
-			return true
-		}
-	}
-	return false
 }
 
 // isTemporary reports accept errors worth retrying (out of file descriptors, say).
 func isTemporary(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
-}
-
-// peerCred is the process at the other end (SO_PEERCRED): its uid and pid when it connected.
-func peerCred(c *net.UnixConn) (*unix.Ucred, error) {
-	raw, err := c.SyscallConn()
-	if err != nil {
-		return nil, err
-	}
-	var cred *unix.Ucred
-	var cerr error
-	if err := raw.Control(func(fd uintptr) {
-		cred, cerr = unix.GetsockoptUcred(int(fd), unix.SOL_SOCKET, unix.SO_PEERCRED)
-	}); err != nil {
-		return nil, err
-	}
-	return cred, cerr
 }
 
 // serve runs one connection: the hello, then the protocol it names. An internal client (a
@@ -337,7 +288,7 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	// The first read takes the descriptors a forwarder sends with its hello.
 	first := make([]byte, maxLine)
-	oob := make([]byte, unix.CmsgSpace(2*4))
+	oob := make([]byte, oobSpace)
 	n, oobn, _, _, err := c.ReadMsgUnix(first, oob)
 	n, oobn = max(n, 0), max(oobn, 0)
 	files := receivedFiles(oob[:oobn])
@@ -456,27 +407,6 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 
 // maxPrefix bounds the input a forwarder read before attaching (its first frame).
 const maxPrefix = 64 << 20
-
-// receivedFiles turns the descriptors of a control message into files (non-blocking, so
-// that closing one interrupts a read).
-func receivedFiles(oob []byte) []*os.File {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return nil
-	}
-	var files []*os.File
-	for _, m := range msgs {
-		fds, err := unix.ParseUnixRights(&m)
-		if err != nil {
-			continue
-		}
-		for _, fd := range fds {
-			_ = unix.SetNonblock(fd, true)
-			files = append(files, os.NewFile(uintptr(fd), "client"))
-		}
-	}
-	return files
-}
 
 // openRPC attaches an editor connection to the workspace at initialize, on the ask route its
 // hello named.

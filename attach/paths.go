@@ -8,7 +8,6 @@ import (
 	"os"
 	"path/filepath"
 	"strconv"
-	"syscall"
 )
 
 // maxSocketPath is the longest path a Unix socket address holds (sun_path less its NUL).
@@ -39,27 +38,6 @@ func RuntimeDir() (string, error) {
 		return "", err
 	}
 	return dir, nil
-}
-
-// checkPrivate refuses a folder that another user could use to intercept or reach our
-// sockets: it must be a real folder (not a symlink), owned by us, with no access for others.
-func checkPrivate(dir string) error {
-	var st syscall.Stat_t
-	if err := syscall.Lstat(dir, &st); err != nil {
-		return fmt.Errorf("attach: %s: %w", dir, err)
-	}
-	switch {
-	case st.Mode&syscall.S_IFMT != syscall.S_IFDIR:
-		return fmt.Errorf("attach: %s is not a folder (a symlink?): refusing to put sockets there", dir)
-	case int(st.Uid) != os.Getuid():
-		return fmt.Errorf("attach: %s belongs to uid %d, not to us (uid %d): refusing to put sockets there", dir, st.Uid, os.Getuid())
-	case st.Mode&0o077 != 0:
-		// Ours, but open to others: close it.
-		if err := os.Chmod(dir, 0o700); err != nil {
-			return fmt.Errorf("attach: %s is open to other users and cannot be closed: %w", dir, err)
-		}
-	}
-	return nil
 }
 
 // PathsFor returns the paths of the owner of folder (its real path), in dir. store is the

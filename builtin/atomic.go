@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 )

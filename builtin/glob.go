@@ -11,7 +11,7 @@ import (
 	"time"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/registry"
 )

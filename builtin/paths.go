@@ -10,10 +10,9 @@ import (
 	"path/filepath"
 	"sort"
 	"strings"
-	"syscall"
 	"unicode/utf8"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/fspath"
@@ -195,12 +194,11 @@ func openChecked(t *target) (regularFile, fs.FileInfo, error) {
 	if err != nil {
 		return regularFile{-1}, nil, pathErr(err)
 	}
-	var st syscall.Stat_t
-	if err := syscall.Fstat(fd, &st); err != nil {
+	fi, err := fspath.Fstat(fd, filepath.Base(t.Abs))
+	if err != nil {
 		unix.Close(fd)
 		return regularFile{-1}, nil, &fs.PathError{Op: "stat", Path: t.Abs, Err: err}
 	}
-	fi := fspath.NewFileInfo(filepath.Base(t.Abs), &st)
 	if !fi.Mode().IsRegular() {
 		unix.Close(fd)
 		return regularFile{-1}, nil, &notRegularError{t.Display(), fi.Mode()}
@@ -271,7 +269,7 @@ func openRegular(t *target) (int, *unix.Stat_t, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return -1, nil, &notRegularError{t.Display(), fspath.TypeMode(st.Mode)}
+		return -1, nil, &notRegularError{t.Display(), fspath.TypeMode(uint32(st.Mode))}
 	}
 	return fd, st, nil
 }

@@ -5,7 +5,6 @@ import (
 	"io"
 	"os"
 	"sync"
-	"syscall"
 	"time"
 )
 
@@ -34,13 +33,6 @@ const indexTailBytes = 4096
 var lineIndexes struct {
 	mu sync.Mutex // guards m
 	m  map[string]*lineIndex
-}
-
-func fileID(fi os.FileInfo) (dev, ino uint64) {
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev), st.Ino
-	}
-	return 0, 0
 }
 
 // lookupLineIndex returns the index of f (the file at abs, with info fi) if it describes

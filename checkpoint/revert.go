@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/protocol"

@@ -14,7 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/internal/fswalk"
@@ -53,7 +53,7 @@ func (t *Tracker) skipEntry(rel string, _ bool) bool { return t.skip(rel) }
 
 // statState is what lstat tells of a path: its kind, mode and stat identity.
 func statState(st *unix.Stat_t) (store.FileState, bool) {
-	s := store.FileState{Mode: st.Mode & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}
+	s := store.FileState{Mode: uint32(st.Mode) & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}
 	switch st.Mode & unix.S_IFMT {
 	case unix.S_IFREG:
 		s.Kind = store.KindFile

@@ -4,11 +4,12 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 )
 
 // JournalStatus says whether the change journal serves, and if not, why, what it costs and
@@ -129,6 +130,12 @@ func (t *Tracker) offStatus(err error) JournalStatus {
 	var name string
 	var want int
 	switch {
+	case runtime.GOOS != "linux":
+		// No inotify and no sysctl to raise: on macOS the journal's kqueue ran out of open
+		// files (ulimit -n), on Windows the system refused a folder's watch.
+		s.Off = "error"
+		s.Message = fmt.Sprintf("Checkpoints: the change journal stopped (%v): %s. toolsd tries it again every few minutes.", err, strings.Replace(cost, " (inotify)", "", 1))
+		return s
 	case errors.Is(err, unix.ENOSPC):
 		s.Off, name, want = "watches", "max_user_watches", max(524288, 2*lim[0])
 	case errors.Is(err, unix.EMFILE):

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
-	"syscall"
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
@@ -17,12 +16,19 @@ import (
 
 // ManagedDir is the folder of the administrator's policy: a "toolsd" folder in the
 // system's configuration folder (/etc/toolsd on Linux, /Library/Application
-// Support/toolsd on macOS). Its config.json holds permission rules (and examples) that sit
+// Support/toolsd on macOS, %ProgramData%\toolsd on Windows). Its config.json holds permission rules (and examples) that sit
 // above every other layer. There is deliberately no flag or environment variable that
 // moves it: anything that could would let whatever the policy binds remove it.
 func ManagedDir() string {
-	if runtime.GOOS == "darwin" {
+	switch runtime.GOOS {
+	case "darwin":
 		return "/Library/Application Support/toolsd"
+	case "windows":
+		pd := os.Getenv("ProgramData")
+		if !filepath.IsAbs(pd) {
+			pd = `C:\ProgramData`
+		}
+		return filepath.Join(pd, "toolsd")
 	}
 	return "/etc/toolsd"
 }
@@ -108,19 +114,19 @@ func loadManaged(path string, prev *Layer) (*Layer, []protocol.Diagnostic) {
 // unsafeOwner says why a managed folder or file could be changed by someone other than
 // root ("" when it cannot).
 func unsafeOwner(fi os.FileInfo) string {
-	st, ok := fi.Sys().(*syscall.Stat_t)
+	uid, gid, ok := fileOwner(fi)
 	if !ok {
-		return "has no owner the system reports"
+		return "has no owner toolsd can check here"
 	}
 	var why []string
-	if st.Uid != 0 {
-		why = append(why, fmt.Sprintf("is owned by uid %d, not root", st.Uid))
+	if uid != 0 {
+		why = append(why, fmt.Sprintf("is owned by uid %d, not root", uid))
 	}
 	if fi.Mode().Perm()&0o002 != 0 {
 		why = append(why, "may be written by anyone")
 	}
-	if fi.Mode().Perm()&0o020 != 0 && st.Gid != 0 {
-		why = append(why, fmt.Sprintf("may be written by group %d", st.Gid))
+	if fi.Mode().Perm()&0o020 != 0 && gid != 0 {
+		why = append(why, fmt.Sprintf("may be written by group %d", gid))
 	}
 	return strings.Join(why, " and ")
 }

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Runs every test of toolsd, as CI does: the Go packages (gofmt, go vet, the race detector
-# on), then the VS Code extension's unit tests against the real daemon, then its end-to-end
-# run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
+# Runs every test of toolsd, as CI does: the Go packages (gofmt, go vet, a build and go vet
+# for every other target, the race detector on), then the VS Code extension's unit tests
+# against the real daemon, then its end-to-end run in a real VS Code (code-server in headless Chromium). Installs what it needs: Go
 # modules, the npm packages of the extension, of the Go tests' MCP TypeScript client
 # (testdata/mcpclient; npm ci), of the ACP TypeScript agent (testdata/acpagent), of the real agent CLIs (testdata/agents) and ACP adapter (testdata/acpadapter), and for the end-to-end run Debian's
 # chromium and the npm packages of code-server and playwright-core (cached outside the repo).
@@ -21,6 +21,15 @@ if [ -n "$unformatted" ]; then
   echo "gofmt would change:"; echo "$unformatted"; exit 1
 fi
 go vet ./...
+
+say "go: every target builds and vets (macOS, Windows, Linux on arm64)"
+# The OS-specific code sits behind build tags in files named for the OS; only Linux runs the
+# tests here, so this is where the others are compiled and vetted.
+for target in darwin/arm64 darwin/amd64 windows/amd64 linux/arm64; do
+  GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/toolsd
+  GOOS=${target%/*} GOARCH=${target#*/} go build -o /dev/null ./cmd/toolsd-guard
+  GOOS=${target%/*} GOARCH=${target#*/} go vet ./...
+done
 
 say "testdata/mcpclient: npm ci (the MCP TypeScript client of the end-to-end tests)"
 if grep -q '"resolved"' testdata/mcpclient/package-lock.json; then

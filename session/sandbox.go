@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -127,6 +128,13 @@ func (s *sandboxer) prepareProtected() {
 	_ = os.Mkdir(filepath.Join(s.folder, ".toolsd"), 0o755) // the stage says so when it cannot protect it
 }
 
+// noSandbox says why nothing is confined where the system offers no sandbox.
+var noSandbox = map[string]string{
+	"linux":   "the kernel offers no Landlock or seccomp",
+	"darwin":  "macOS offers no Seatbelt here (" + sandbox.SeatbeltExec + " is missing)",
+	"windows": "Windows has no OS sandbox in toolsd yet",
+}[runtime.GOOS]
+
 // support is what the kernel offers, the namespace probe included: it starts the probe if
 // it has not started, and waits for it.
 func (s *sandboxer) support() sandbox.Support {
@@ -175,7 +183,7 @@ func (s *sandboxer) diagnostics() []protocol.Diagnostic {
 		return nil // config reports the setting itself, where it is
 	}
 	if !s.kernel.Available() {
-		msg := "the kernel offers no Landlock or seccomp: tool processes run unconfined, and every command asks as it would without a sandbox (docs/sandbox.md)"
+		msg := noSandbox + ": tool processes run unconfined, and every command asks as it would without a sandbox (docs/sandbox.md; toolsd sandbox check says what is missing)"
 		return []protocol.Diagnostic{{Path: "sandbox", Message: msg, Severity: "warning"}}
 	}
 	return nil
@@ -199,7 +207,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 	case ok && t.Enabled != nil && !*t.Enabled:
 		return &sandbox.Confinement{Why: "the sandbox is turned off for " + tool + " in the settings"}
 	case !s.kernel.Available():
-		return &sandbox.Confinement{Why: "the kernel offers no Landlock or seccomp"}
+		return &sandbox.Confinement{Why: noSandbox}
 	}
 	net := c.Network
 	if ok && t.Network != nil {

@@ -4,12 +4,12 @@ import (
 	"bytes"
 	"compress/gzip"
 	"errors"
+	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
 	"io"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 
 	"github.com/toolsd/toolsd/protocol"
@@ -192,9 +192,7 @@ func TestOpenLeftoverNotACallLog(t *testing.T) {
 	if err := os.Remove(path2 + ".log"); err != nil {
 		t.Fatal(err)
 	}
-	if err := syscall.Mkfifo(path2+".log", 0o600); err != nil {
-		t.Fatal(err)
-	}
+	fsopentest.MakeFIFO(t, path2+".log")
 	if s2, err := Open(path2, nil); err == nil {
 		s2.Close()
 		t.Fatal("Open with a FIFO for a call log succeeded")

@@ -514,10 +514,7 @@ func inode(path string) uint64 {
 	if err != nil {
 		return 0
 	}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return st.Ino
-	}
-	return 0
+	return inodeOf(fi)
 }
 
 func (w *Watcher) addWatch(path string) error {
@@ -603,9 +600,7 @@ func (w *Watcher) scan() map[string]fileState {
 
 func stateOf(fi os.FileInfo) fileState {
 	s := fileState{mode: fi.Mode(), size: fi.Size(), mtime: fi.ModTime()}
-	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		s.ino = st.Ino
-	}
+	s.ino = inodeOf(fi)
 	return s
 }
 

@@ -10,8 +10,6 @@ import (
 	"os"
 	"os/signal"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/toolsd/toolsd/internal/demo"
 )
 
@@ -21,8 +19,7 @@ func main() {
 	flag.Parse()
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	_, err := unix.IoctlGetTermios(int(os.Stdin.Fd()), unix.TCGETS)
-	tty := err == nil
+	tty := isTerminal(os.Stdin)
 	if err := demo.Run(ctx, demo.Options{Daemon: *daemon, Workspace: *ws, In: os.Stdin, Out: os.Stdout, Tty: tty}); err != nil {
 		fmt.Fprintln(os.Stderr, "toolsd-demo:", err)
 		os.Exit(1)

@@ -4,6 +4,7 @@ import (
 	"debug/buildinfo"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/debug"
 	"time"
 )
@@ -16,9 +17,13 @@ const guardName = "toolsd-guard"
 // binary at exe: toolsd-guard next to it when that was built from the same sources, else exe
 // itself (a `go install …/cmd/toolsd` alone, or a helper left from another build).
 func guardFor(exe string) string {
-	helper := filepath.Join(filepath.Dir(exe), guardName)
+	name := guardName
+	if runtime.GOOS == "windows" {
+		name += ".exe"
+	}
+	helper := filepath.Join(filepath.Dir(exe), name)
 	hi, err := os.Stat(helper)
-	if err != nil || !hi.Mode().IsRegular() || hi.Mode().Perm()&0o111 == 0 {
+	if err != nil || !hi.Mode().IsRegular() || runtime.GOOS != "windows" && hi.Mode().Perm()&0o111 == 0 {
 		return exe
 	}
 	ei, err := os.Stat(exe)

@@ -1,3 +1,5 @@
+//go:build unix
+
 package main_test
 
 import (
@@ -12,8 +14,6 @@ import (
 	"sync"
 	"syscall"
 	"testing"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/store"
@@ -44,7 +44,7 @@ func writeBacklog(args []string) int {
 		return 1
 	}
 	// Best effort: without it the pipe holds 64 KiB and the test is weaker, not wrong.
-	_, _ = unix.FcntlInt(1, unix.F_SETPIPE_SZ, len(b))
+	growPipe(1, len(b))
 	if _, err := os.Stdout.Write(b); err != nil {
 		return 1
 	}

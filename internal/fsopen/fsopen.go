@@ -27,9 +27,8 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/toolsd/toolsd/internal/fspath"
+	unix "github.com/toolsd/toolsd/internal/posix"
 )
 
 // TypeError says that a path names something other than what the caller reads: a FIFO, a
@@ -113,7 +112,7 @@ func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	}
 	if st.Mode&unix.S_IFMT != unix.S_IFREG {
 		unix.Close(fd)
-		return nil, &TypeError{Path: path, Is: Describe(fspath.TypeMode(st.Mode)), Want: wantFile}
+		return nil, &TypeError{Path: path, Is: Describe(fspath.TypeMode(uint32(st.Mode))), Want: wantFile}
 	}
 	// A regular file ignores O_NONBLOCK, but the *os.File should not carry it.
 	if err := unix.SetNonblock(fd, false); err != nil {

@@ -6,9 +6,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 )
 
 // ErrSymlink is the error of an open that met a symbolic link where the path allows none:
@@ -22,26 +21,28 @@ var ErrNotBeneath = errors.New("fspath: path leads out of its folder")
 // Open opens the clean absolute path abs (flags as for open(2); O_CLOEXEC is added) without
 // following a symbolic link at any of its components. abs is meant to be a real path (Real):
 // then what opens is exactly what was checked, whatever is swapped in along the way since,
-// and a link met fails the open with ErrSymlink. Where the kernel has openat2 this is one
-// call with RESOLVE_NO_SYMLINKS; elsewhere each folder is opened from the one before it
-// with O_NOFOLLOW.
+// and a link met fails the open with ErrSymlink. Where the system can refuse links in one
+// call (Linux's openat2 with RESOLVE_NO_SYMLINKS, macOS's O_NOFOLLOW_ANY) this is one call;
+// elsewhere (Windows, older Linux) each folder is opened from the one before it with
+// O_NOFOLLOW.
 func Open(abs string, flags int) (int, error) {
 	if !filepath.IsAbs(abs) {
 		return -1, &fs.PathError{Op: "open", Path: abs, Err: ErrNotBeneath}
 	}
-	if haveOpenat2() {
-		fd, err := openat2(unix.AT_FDCWD, abs, flags, unix.RESOLVE_NO_SYMLINKS)
+	if haveNoSymlinks() {
+		fd, err := openNoSymlinks(unix.AT_FDCWD, abs, flags, false)
 		if err != nil {
 			return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
 		}
 		return fd, nil
 	}
-	root, err := unix.Open("/", unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	top, rel := splitRoot(abs)
+	root, err := unix.Open(top, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return -1, &fs.PathError{Op: "open", Path: "/", Err: err}
+		return -1, &fs.PathError{Op: "open", Path: top, Err: err}
 	}
 	defer unix.Close(root)
-	fd, err := openByComponents(root, strings.TrimPrefix(abs, "/"), flags)
+	fd, err := openByComponents(root, rel, flags)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
 	}
@@ -57,8 +58,8 @@ func OpenBeneath(dirfd int, rel string, flags int) (int, error) {
 	}
 	var fd int
 	var err error
-	if haveOpenat2() {
-		fd, err = openat2(dirfd, rel, flags, unix.RESOLVE_BENEATH|unix.RESOLVE_NO_SYMLINKS)
+	if haveNoSymlinks() {
+		fd, err = openNoSymlinks(dirfd, rel, flags, true)
 	} else {
 		fd, err = openByComponents(dirfd, rel, flags)
 	}
@@ -153,27 +154,6 @@ func checkBeneath(rel string) error {
 	return nil
 }
 
-// openat2 opens path from dirfd with the resolve flags, retrying when the kernel asks to
-// (EAGAIN: a rename raced the lookup) or a signal interrupted it.
-func openat2(dirfd int, path string, flags int, resolve uint64) (int, error) {
-	how := &unix.OpenHow{Flags: uint64(flags | unix.O_CLOEXEC), Resolve: resolve}
-	for range 64 {
-		fd, err := unix.Openat2(dirfd, path, how)
-		switch {
-		case err == nil:
-			return fd, nil
-		case errors.Is(err, unix.EAGAIN), errors.Is(err, unix.EINTR):
-			continue
-		case errors.Is(err, unix.ELOOP):
-			return -1, ErrSymlink
-		case errors.Is(err, unix.EXDEV):
-			return -1, ErrNotBeneath
-		}
-		return -1, err
-	}
-	return -1, unix.EAGAIN
-}
-
 // openByComponents opens rel from dirfd one component at a time, each with O_NOFOLLOW: the
 // folders with O_PATH, the last with flags.
 func openByComponents(dirfd int, rel string, flags int) (int, error) {
@@ -235,17 +215,3 @@ func openComponent(dirfd int, name string, flags int) (int, error) {
 		return -1, err
 	}
 }
-
-// forceComponents makes Open and OpenBeneath take the path without openat2 (for tests).
-var forceComponents bool
-
-var openat2Works = sync.OnceValue(func() bool {
-	fd, err := unix.Openat2(unix.AT_FDCWD, "/", &unix.OpenHow{Flags: unix.O_PATH | unix.O_CLOEXEC, Resolve: unix.RESOLVE_NO_SYMLINKS})
-	if err != nil {
-		return false // ENOSYS before Linux 5.6, EPERM under some seccomp filters
-	}
-	unix.Close(fd)
-	return true
-})
-
-func haveOpenat2() bool { return !forceComponents && openat2Works() }

@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 )
 
 // WriteFile replaces (or creates) the file at the real path abs with data: a temporary file
@@ -36,7 +36,7 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 		switch st.Mode & unix.S_IFMT {
 		case unix.S_IFREG:
 			if keep {
-				mode, keepMode = st.Mode&0o7777, true
+				mode, keepMode = uint32(st.Mode)&0o7777, true
 			}
 		case unix.S_IFLNK:
 			return &fs.PathError{Op: "write", Path: abs, Err: ErrSymlink}

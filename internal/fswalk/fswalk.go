@@ -14,7 +14,7 @@ import (
 	"sync"
 
 	"github.com/bmatcuk/doublestar/v4"
-	"golang.org/x/sys/unix"
+	unix "github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 )

@@ -189,7 +189,7 @@ func RuntimeDir(tb testing.TB) string {
 			tb.Errorf("%v", err)
 			for _, pid := range OwnerPIDs(dir) {
 				if pid > 0 {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
+					killPID(pid)
 				}
 			}
 		}
@@ -227,11 +227,7 @@ func held(path string) bool {
 		return false
 	}
 	defer f.Close()
-	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		return true
-	}
-	_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-	return false
+	return lockedElsewhere(f)
 }
 
 // WaitOwnersGone waits until no owner runs in a runtime folder.

@@ -17,6 +17,13 @@
 // Run reads a command's output to its end. Once the tree is gone no writer of the output
 // pipe is left, so the end comes; only when something outside the tree still holds the pipe
 // (a process that escaped even the guard) does Run stop reading early, and it says so.
+//
+// That is Linux. On macOS the guard has no subreaper: it kills the command's process group
+// and every process below it found by parent pid (sysctl), and a kqueue on the daemon's exit
+// stands in for the parent-death signal (guard_darwin.go, tree_darwin.go). On Windows the
+// guard runs the command in a Job Object that kills the whole tree when its handle closes:
+// when the command ends, when the daemon kills the guard (cancel, time-out; no grace), and
+// when the daemon exits (guard_windows.go).
 package proc
 
 import (
@@ -31,7 +38,6 @@ import (
 	"time"
 
 	"github.com/toolsd/toolsd/internal/sandbox"
-	"golang.org/x/sys/unix"
 )
 
 // GuardArg is the first argument that makes the toolsd binary run as a guard.
@@ -66,23 +72,23 @@ func Command(ctx context.Context, grace time.Duration, name string, args ...stri
 		cmd = exec.CommandContext(ctx, *p, guardArgs(grace, name, args)...)
 		// The guard stops the tree itself: SIGTERM, the grace, SIGKILL, reaping. The
 		// signal goes through the process's pidfd, so it cannot reach a reused pid.
-		cmd.Cancel = func() error { return cmd.Process.Signal(syscall.SIGTERM) }
+		cmd.Cancel = func() error { return stopGuard(cmd.Process) }
 		cmd.WaitDelay = grace + guardSlack
 	} else {
 		cmd = exec.CommandContext(ctx, name, args...)
 		cmd.Cancel = func() error {
 			pid := cmd.Process.Pid
-			_ = syscall.Kill(-pid, syscall.SIGTERM)
+			signalGroup(pid, false)
 			// KillGroup stops the timer once the command was waited for, so a late SIGKILL
 			// can never reach a process group id the kernel has handed out again.
-			escalations.Store(cmd, time.AfterFunc(grace, func() { _ = syscall.Kill(-pid, syscall.SIGKILL) }))
+			escalations.Store(cmd, time.AfterFunc(grace, func() { signalGroup(pid, true) }))
 			return nil
 		}
 		// After SIGKILL the pipes close; WaitDelay bounds Wait when a process that escaped
 		// the group still holds them.
 		cmd.WaitDelay = grace + time.Second
 	}
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
+	cmd.SysProcAttr = groupAttr()
 	cmd.Stdin = nil // /dev/null
 	return cmd
 }
@@ -137,10 +143,10 @@ func KillGroup(cmd *exec.Cmd) {
 	if guarded(cmd) {
 		// A guard that was waited for is gone (the signal then fails with ErrProcessDone),
 		// and its tree with it.
-		_ = cmd.Process.Signal(sigKillNow)
+		killGuardNow(cmd.Process)
 		return
 	}
-	_ = syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	signalGroup(cmd.Process.Pid, true)
 }
 
 // Run starts cmd (from Command), waits for it, kills what it left behind, and returns once
@@ -250,29 +256,6 @@ func (p *outPipe) copy(w io.Writer, ended chan<- struct{}) {
 			return
 		}
 	}
-}
-
-// state reports how many bytes wait in the pipe, and whether any process still holds its
-// write end (a pipe without writers reports POLLHUP; its reader then gets EOF after the
-// data).
-func (p *outPipe) state() (pending int, writers bool) {
-	rc, err := p.r.SyscallConn()
-	if err != nil {
-		return 0, false
-	}
-	writers = true
-	if rc.Control(func(fd uintptr) {
-		// TIOCINQ is FIONREAD: the bytes waiting in the pipe.
-		pending, _ = unix.IoctlGetInt(int(fd), unix.TIOCINQ)
-		// No events asked for: only POLLHUP and POLLERR come back.
-		pfd := []unix.PollFd{{Fd: int32(fd)}}
-		if n, err := unix.Poll(pfd, 0); err == nil && n > 0 && pfd[0].Revents&(unix.POLLHUP|unix.POLLERR) != 0 {
-			writers = false
-		}
-	}) != nil {
-		return 0, false
-	}
-	return pending, writers
 }
 
 // drain waits until every pipe is read to its end, after the command's tree is gone, and

@@ -47,4 +47,13 @@
 // folders that hold them (the workspace's top level cannot get new entries), and
 // no network at all is reachable but the proxy's port (on any address: Landlock filters TCP
 // by port only). See docs/sandbox.md for the limits.
+//
+// # macOS and Windows
+//
+// The Policy and Build are the same on every system. On macOS, Start runs the command under
+// sandbox-exec with the profile SeatbeltProfile generates from the policy (plain Go, tested
+// by its text on any system); there is no stage. On Windows, Probe offers nothing, so
+// Support.Available is false: no process is confined, and nothing is allowed because of a
+// sandbox; Start fails. The files: *_linux.go (Landlock, seccomp, namespaces, the stage),
+// sandbox_darwin.go, sandbox_windows.go; support.go and seatbelt.go are shared.
 package sandbox

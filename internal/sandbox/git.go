@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/toolsd/toolsd/internal/protect"
-	"golang.org/x/sys/unix"
 )
 
 // No confined process can change what an unconfined git in the workspace runs later (the
@@ -225,9 +224,8 @@ func (w *Watch) quarantine(p string) string {
 func gitEntries(p *Policy) map[string]fileID {
 	out := map[string]fileID{}
 	add := func(path string) {
-		var st unix.Stat_t
-		if unix.Lstat(path, &st) == nil {
-			out[path] = fileID{uint64(st.Dev), st.Ino}
+		if id, ok := fileIDOf(path); ok {
+			out[path] = id
 		}
 	}
 	for _, e := range protect.Top {

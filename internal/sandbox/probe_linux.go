@@ -12,36 +12,6 @@ import (
 	ll "github.com/landlock-lsm/go-landlock/landlock/syscall"
 )
 
-// Support is what this kernel offers the sandbox.
-type Support struct {
-	// LandlockABI is the kernel's Landlock ABI version (0: none).
-	LandlockABI int `json:"landlockABI"`
-	// Seccomp reports seccomp filters.
-	Seccomp bool `json:"seccomp"`
-	// Namespaces reports user, mount and network namespaces that give the stage the
-	// capabilities it needs (to mount and to bring a loopback up).
-	Namespaces bool `json:"namespaces"`
-	// NamespacesWhy says why there are none.
-	NamespacesWhy string `json:"namespacesWhy,omitempty"`
-	// AppArmorUserns reports that AppArmor restricts unprivileged user namespaces to the
-	// programs its profiles allow (Ubuntu from 23.10, by default from 24.04).
-	AppArmorUserns bool `json:"appArmorUserns,omitempty"`
-}
-
-// Available reports whether processes can be confined at all.
-func (s Support) Available() bool { return s.LandlockABI >= 1 && s.Seccomp }
-
-// Mode is the mode confined processes run in ("" when they cannot be confined).
-func (s Support) Mode(landlockOnly bool) string {
-	switch {
-	case !s.Available():
-		return ""
-	case s.Namespaces && !landlockOnly:
-		return ModeNamespaces
-	}
-	return ModeLandlock
-}
-
 // Probe finds what the kernel offers. exe is this binary (it runs the stage's namespace
 // probe); "" skips that probe.
 func Probe(exe string) Support {

@@ -36,17 +36,7 @@ func descendants(root int) []procRef {
 			children[ppid] = append(children[ppid], procRef{pid, start})
 		}
 	}
-	var out []procRef
-	queue := []int{root}
-	for len(queue) > 0 {
-		p := queue[0]
-		queue = queue[1:]
-		for _, c := range children[p] {
-			out = append(out, c)
-			queue = append(queue, c.pid)
-		}
-	}
-	return out
+	return below(children, root)
 }
 
 // readStat returns the parent pid and the start time of pid from /proc/<pid>/stat.

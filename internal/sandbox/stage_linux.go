@@ -15,36 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// StageArg is the first argument that makes the toolsd binary run as a stage: the process
-// that becomes the tool. The guard starts `toolsd __sandbox [-ns] POLICY -- cmd args…` with
-// the handshake socket as fd 3; the stage confines itself, reports on fd 3, and execs cmd.
-const StageArg = "__sandbox"
-
-// Handshake messages, stage to guard, on fd 3 (a SOCK_SEQPACKET socket).
-const (
-	// MsgOK: confined; the tool is about to be exec'd. With a network namespace in proxy
-	// mode, the message carries the loopback listener the guard bridges to the proxy.
-	MsgOK = "ok"
-	// MsgNoNamespaces: the namespaces could not be set up (user namespaces that give no
-	// capabilities, say): the guard starts the stage again without them.
-	MsgNoNamespaces = "nons"
-	// MsgNotFound: the command was not found (exit code 127).
-	MsgNotFound = "notfound"
-	// MsgError: confinement failed; the rest of the message says why. The command does not
-	// run.
-	MsgError = "err"
-)
-
-// Mode names what confines a process.
-const (
-	// ModeNamespaces: Landlock and seccomp in user, mount and network namespaces of its own
-	// (the protected paths are read-only mounts; the network is a loopback of its own).
-	ModeNamespaces = "namespaces"
-	// ModeLandlock: Landlock and seccomp only (the protected paths are cut out of the
-	// writable folders by Landlock; the network is refused by seccomp and Landlock).
-	ModeLandlock = "landlock"
-)
-
 // handshakeFD is the stage's end of the handshake socket.
 const handshakeFD = 3
 
@@ -144,16 +114,6 @@ func RunStage(args []string) int {
 	err = syscall.Exec(path, argv, env)
 	fmt.Fprintf(os.Stderr, "toolsd: %s: %v\n", argv[0], err)
 	return 126
-}
-
-// ProxyEnv are the variables that send a tool's HTTP(S) traffic through the proxy at addr.
-func ProxyEnv(addr string) []string {
-	u := "http://" + addr
-	return []string{
-		"HTTP_PROXY=" + u, "HTTPS_PROXY=" + u, "http_proxy=" + u, "https_proxy=" + u,
-		"ALL_PROXY=" + u, "all_proxy=" + u, "NO_PROXY=localhost,127.0.0.1,::1", "no_proxy=localhost,127.0.0.1,::1",
-		"NODE_USE_ENV_PROXY=1",
-	}
 }
 
 // setupNamespaces runs in fresh user and mount namespaces, and with netns a network

@@ -1,16 +1,12 @@
 package checkpoint
 
 import (
-	"context"
 	"fmt"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
-	"sync/atomic"
 	"syscall"
-
-	"github.com/toolsd/toolsd/internal/fswalk"
 )
 
 // inotifyUse is what this user's processes hold of inotify: instances and watches.
@@ -47,17 +43,11 @@ func userInotify() inotifyUse {
 // (its folders that are not ignored, one watch each) within the kernel's inotify limits and
 // what this user's programs hold now, what it costs when not, and the fix.
 func Check(ws string) (string, error) {
-	var folders, entries atomic.Int64
-	err := fswalk.Walk(context.Background(), fswalk.Options{Root: ws, Workspace: ws, Dirs: true, Links: true}, func(e fswalk.Entry) {
-		entries.Add(1)
-		if e.Dir {
-			folders.Add(1)
-		}
-	})
+	folders, entries, err := journalWatches(ws)
 	if err != nil {
 		return "", err
 	}
-	return checkReport(ws, int(folders.Load())+1, int(entries.Load()), [2]int{readSysctl("max_user_watches"), readSysctl("max_user_instances")}, userInotify()), nil
+	return checkReport(ws, folders, entries, [2]int{readSysctl("max_user_watches"), readSysctl("max_user_instances")}, userInotify()), nil
 }
 
 func checkReport(ws string, folders, entries int, lim [2]int, use inotifyUse) string {

@@ -1,3 +1,5 @@
+//go:build unix
+
 package proc
 
 import (
@@ -33,61 +35,6 @@ const (
 	killTick = 50 * time.Millisecond
 )
 
-// guardArgs is the guard's command line, after the executable, for name and args.
-func guardArgs(grace time.Duration, name string, args []string) []string {
-	return append([]string{GuardArg, "-grace=" + grace.String(), "--", name}, args...)
-}
-
-// guardOptions are the guard's options.
-type guardOptions struct {
-	grace  time.Duration
-	policy *sandbox.Policy // nil: the command runs unconfined
-}
-
-// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [--]) and returns
-// the command.
-func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
-	o.grace = DefaultGrace
-	for len(args) > 0 {
-		switch a := args[0]; {
-		case a == "--":
-			return o, args[1:], nil
-		case strings.HasPrefix(a, "-grace="):
-			o.grace, err = time.ParseDuration(strings.TrimPrefix(a, "-grace="))
-			if err != nil || o.grace <= 0 {
-				return o, nil, fmt.Errorf("bad %s: want a positive duration", a)
-			}
-			args = args[1:]
-		case strings.HasPrefix(a, sandboxFlag):
-			if o.policy, err = sandbox.Decode(strings.TrimPrefix(a, sandboxFlag)); err != nil {
-				return o, nil, err
-			}
-			args = args[1:]
-		default:
-			return o, args, nil
-		}
-	}
-	return o, nil, nil
-}
-
-// MaybeRunHelper runs this process as the guard or as the sandbox's stage, and exits, when
-// its arguments ask for one: what the toolsd binary does, and the test binaries that stand in
-// for it in TestMain. It returns when they ask for neither.
-func MaybeRunHelper() {
-	if len(os.Args) < 2 {
-		return
-	}
-	switch os.Args[1] {
-	case GuardArg:
-		os.Exit(RunGuard(os.Args[2:]))
-	case sandbox.StageArg:
-		os.Exit(sandbox.RunStage(os.Args[2:]))
-	}
-}
-
-// sandboxFlag is the guard's option that carries the policy of a confined command.
-const sandboxFlag = "-sandbox="
-
 // RunGuard is the guard's main: args are the guard's options and the command to run. It
 // becomes a child subreaper, starts the command in a process group of its own, and
 // supervises the command's whole tree: every process the command starts stays below the
@@ -110,7 +57,7 @@ func RunGuard(args []string) int {
 	}
 	// Before anything can be orphaned: orphans of the tree come to us, not to init. A
 	// kernel without it (before 3.4) leaves escapes possible, as for an unguarded command.
-	_ = unix.Prctl(unix.PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+	becomeSubreaper()
 	// A stop that arrives before the command starts is handled right after it: the
 	// command is then stopped at once. (One that arrives before this line kills the guard
 	// with the default action, before the command exists.)
@@ -118,6 +65,7 @@ func RunGuard(args []string) int {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sigKillNow)
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
+	watchParent(stop)
 
 	// What the command may leave behind for an unconfined git to run (sandbox.Watch).
 	policy, watch := sandbox.StartWatch(o.policy)
@@ -130,8 +78,9 @@ func RunGuard(args []string) int {
 		return 126
 	}
 	g := &guard{self: os.Getpid(), tool: tool, grace: o.grace}
-	if o.policy != nil && os.Geteuid() == 0 {
-		// RLIMIT_NPROC, which bounds a confined tree of any other user, does not hold root.
+	if o.policy != nil && countsProcs() {
+		// The guard counts the tree itself where nothing else bounds it (countsProcs): for
+		// root on Linux, whom RLIMIT_NPROC does not hold; on macOS always.
 		g.maxProcs = o.policy.MaxProcs
 	}
 	code := g.supervise(stop, chld)
@@ -155,7 +104,7 @@ func startTool(argv []string, p *sandbox.Policy) (int, error) {
 	}
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
+	cmd.SysProcAttr = toolAttr()
 	if err := cmd.Start(); err != nil {
 		return 0, err
 	}

@@ -1,0 +1,16 @@
+//go:build unix
+
+package builtin
+
+import (
+	"os"
+	"syscall"
+)
+
+// fileID is the device and inode of the file fi describes (0, 0 when unknown).
+func fileID(fi os.FileInfo) (dev, ino uint64) {
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		return uint64(st.Dev), st.Ino
+	}
+	return 0, 0
+}

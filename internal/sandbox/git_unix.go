@@ -1,0 +1,14 @@
+//go:build unix
+
+package sandbox
+
+import "golang.org/x/sys/unix"
+
+// fileIDOf is the identity of the entry at path (not followed), and whether it exists.
+func fileIDOf(path string) (fileID, bool) {
+	var st unix.Stat_t
+	if unix.Lstat(path, &st) != nil {
+		return fileID{}, false
+	}
+	return fileID{uint64(st.Dev), st.Ino}, true
+}
