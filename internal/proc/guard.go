@@ -42,10 +42,11 @@ func guardArgs(grace time.Duration, name string, args []string) []string {
 type guardOptions struct {
 	grace  time.Duration
 	policy *sandbox.Policy // nil: the command runs unconfined
+	warm   bool            // started ahead of its command, which comes on fd 3 (warm.go)
 }
 
-// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [--]) and returns
-// the command.
+// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [-warm] [--]) and
+// returns the command.
 func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
 	o.grace = DefaultGrace
 	for len(args) > 0 {
@@ -57,6 +58,9 @@ func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
 			if err != nil || o.grace <= 0 {
 				return o, nil, fmt.Errorf("bad %s: want a positive duration", a)
 			}
+			args = args[1:]
+		case a == warmFlag:
+			o.warm = true
 			args = args[1:]
 		case strings.HasPrefix(a, sandboxFlag):
 			if o.policy, err = sandbox.Decode(strings.TrimPrefix(a, sandboxFlag)); err != nil {
@@ -105,8 +109,12 @@ func RunGuard(args []string) int {
 		}
 		return 2
 	}
-	if len(argv) == 0 {
-		return 127
+	if o.warm != (len(argv) == 0) {
+		if !o.warm {
+			return 127
+		}
+		fmt.Fprintf(os.Stderr, "toolsd: %s: %s is for a command that comes later\n", GuardArg, warmFlag)
+		return 2
 	}
 	// Before anything can be orphaned: orphans of the tree come to us, not to init. A
 	// kernel without it (before 3.4) leaves escapes possible, as for an unguarded command.
@@ -118,10 +126,19 @@ func RunGuard(args []string) int {
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT, syscall.SIGHUP, sigKillNow)
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
+	if o.warm {
+		return runWarm(o, stop, chld)
+	}
 
 	// What the command may leave behind for an unconfined git to run (sandbox.Watch).
 	policy, watch := sandbox.StartWatch(o.policy)
 	tool, err := startTool(argv, policy)
+	return guardTool(o, tool, err, stop, chld, watch)
+}
+
+// guardTool supervises the started command (or reports why it did not start) and returns
+// the guard's exit code.
+func guardTool(o guardOptions, tool int, err error, stop, chld <-chan os.Signal, watch *sandbox.Watch) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -146,6 +147,15 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 	}
 	q.Protect = dedupe(q.Protect)
 	return &q, w
+}
+
+// Same reports whether w and o saw the same git folders, git files and protected entries
+// (the same paths, each the same file).
+func (w *Watch) Same(o *Watch) bool {
+	if w == nil || o == nil {
+		return w == o
+	}
+	return maps.Equal(w.before, o.before)
 }
 
 // Finish looks again once the command's tree has ended: every git folder or git file that
