@@ -1,6 +1,9 @@
 package sandbox
 
 import (
+	"bytes"
+	"encoding/binary"
+	"errors"
 	"fmt"
 	"io"
 	"maps"
@@ -246,30 +249,63 @@ func gitEntries(p *Policy) map[string]fileID {
 	for _, path := range p.Watch {
 		add(path)
 	}
-	stack := []string{p.Workspace}
+	walkGit(p.Workspace, add)
+	return out
+}
+
+// walkGit calls found with every git folder or git file below root (not below a git folder),
+// following no symlink. It runs before and after each confined command, on every folder of
+// the workspace, so it reads each folder with the system calls alone: no allocation per entry,
+// and no stat but for an entry whose type the file system does not say.
+func walkGit(root string, found func(path string)) {
+	buf := make([]byte, 32<<10)
+	stack := []string{root}
 	for len(stack) > 0 {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
-		f, err := os.Open(dir)
+		fd, err := unix.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
 		for {
-			entries, err := f.ReadDir(256)
-			for _, e := range entries {
-				path := filepath.Join(dir, e.Name())
-				switch {
-				case strings.EqualFold(e.Name(), protect.Git):
-					add(path)
-				case e.Type().IsDir():
-					stack = append(stack, path)
-				}
+			n, err := unix.Getdents(fd, buf)
+			if errors.Is(err, unix.EINTR) {
+				continue
 			}
-			if err != nil {
+			if err != nil || n <= 0 {
 				break
 			}
+			// struct linux_dirent64: ino (8 bytes), off (8), reclen (2), type (1), name.
+			for b := buf[:n]; len(b) >= 19; {
+				reclen := int(binary.NativeEndian.Uint16(b[16:18]))
+				if reclen < 19 || reclen > len(b) {
+					break
+				}
+				typ, name := b[18], b[19:reclen]
+				if i := bytes.IndexByte(name, 0); i >= 0 {
+					name = name[:i]
+				}
+				b = b[reclen:]
+				if len(name) == 0 || string(name) == "." || string(name) == ".." {
+					continue
+				}
+				path := dir + "/" + string(name)
+				if dir == "/" {
+					path = dir + string(name)
+				}
+				switch {
+				case strings.EqualFold(string(name), protect.Git):
+					found(path)
+				case typ == unix.DT_DIR:
+					stack = append(stack, path)
+				case typ == unix.DT_UNKNOWN:
+					var st unix.Stat_t
+					if unix.Lstat(path, &st) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+						stack = append(stack, path)
+					}
+				}
+			}
 		}
-		_ = f.Close()
+		_ = unix.Close(fd)
 	}
-	return out
 }
