@@ -140,17 +140,18 @@ func takeWarm(key string) *warmGuard {
 // refill starts a guard ahead for the next command like cmd, in the background: the
 // command's result need not wait for that start.
 func refill(key string, cmd *exec.Cmd) {
-	path, args := cmd.Path, slices.Clone(cmd.Args)
+	path, args, env := cmd.Path, slices.Clone(cmd.Args), slices.Clone(cmd.Env)
 	warm.starting.Add(1)
 	go func() {
 		defer warm.starting.Done()
-		startWarm(key, path, args)
+		startWarm(key, path, args, env)
 	}()
 }
 
-// startWarm starts a guard ahead for the next command like the one of path and args,
-// unless one waits already.
-func startWarm(key, path string, args []string) {
+// startWarm starts a guard ahead for the next command like the one of path and args, with
+// that command's environment (as a guard started with its command has), unless one waits
+// already.
+func startWarm(key, path string, args, env []string) {
 	warm.mu.Lock()
 	waiting := slices.ContainsFunc(warm.guards, func(g *warmGuard) bool { return g.key == key })
 	warm.mu.Unlock()
@@ -166,6 +167,7 @@ func startWarm(key, path string, args []string) {
 	ours, theirs := os.NewFile(uintptr(fds[0]), "warm-guard"), os.NewFile(uintptr(fds[1]), "warm-guard")
 	i := slices.Index(args, "--")
 	c := exec.Command(path, append(slices.Clone(args[1:i]), warmFlag, "--")...)
+	c.Env = env
 	c.ExtraFiles = []*os.File{theirs}
 	c.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGTERM}
 	err = c.Start()
