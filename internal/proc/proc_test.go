@@ -25,6 +25,9 @@ import (
 // GuardArg when a test calls useGuard.
 func TestMain(m *testing.M) {
 	MaybeRunHelper()
+	if os.Getenv(warmDaemonEnv) != "" {
+		os.Exit(warmDaemon())
+	}
 	goleak.VerifyTestMain(m)
 }
 

@@ -2,7 +2,9 @@ package proc
 
 import (
 	"context"
+	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -312,4 +314,65 @@ func TestWarmNeverRunsTwice(t *testing.T) {
 			t.Fatalf("run %d (warm %v, err %v): the command ran %d times", i, warm, err, n)
 		}
 	}
+}
+
+// warmDaemonEnv makes the test binary a daemon for TestWarmDiesWithTheDaemon: the value is
+// the workspace.
+const warmDaemonEnv = "PROC_TEST_WARM_DAEMON"
+
+// warmDaemon runs a command the usual way, then one through the guard started ahead after
+// it, which prints the pids of what it leaves running and waits; the test kills this
+// process meanwhile.
+func warmDaemon() int {
+	exe, _ := os.Executable()
+	SetGuardPath(exe)
+	SetWarm(true)
+	ws := os.Getenv(warmDaemonEnv)
+	p := sandbox.Build(sandbox.Options{Workspace: ws, TempDir: ws, MaxProcs: 256})
+	run := func(script string) error {
+		cmd := Command(context.Background(), time.Second, "sh", "-c", script)
+		if err := Confine(cmd, p); err != nil {
+			return err
+		}
+		cmd.Dir = ws
+		cmd.Stdout, cmd.Stderr = os.Stdout, os.Stderr
+		_, err := Run(cmd)
+		return err
+	}
+	if err := run("true"); err != nil {
+		return 1
+	}
+	warm.starting.Wait()
+	_ = run(`trap '' TERM; setsid sleep 120 & echo $!; (sleep 120 & echo $!); echo guard $PPID; sleep 120`)
+	return 0
+}
+
+// When the daemon dies, a command run by a guard started ahead dies with it, every process
+// of its tree, as one started the usual way does.
+func TestWarmDiesWithTheDaemon(t *testing.T) {
+	if !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := exec.Command(exe, "-test.run=^$")
+	d.Env = append(os.Environ(), warmDaemonEnv+"="+t.TempDir(), "GORACE=atexit_sleep_ms=0")
+	out := newLineWriter()
+	d.Stdout, d.Stderr = out, out
+	d.WaitDelay = time.Second // what survives the daemon holds its output
+	if err := d.Start(); err != nil {
+		t.Fatal(err)
+	}
+	text := out.waitLines(t, 3)
+	ps := pids(t, text)
+	killAtEnd(t, ps)
+	if guard, _ := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", ps[len(ps)-1])); !strings.Contains(string(guard), "\x00"+warmFlag+"\x00") {
+		t.Fatalf("the command's guard was not started ahead: %q (output %q)", guard, text)
+	}
+	ps = ps[:len(ps)-1]
+	_ = d.Process.Kill()
+	_ = d.Wait()
+	waitDead(t, ps)
 }
