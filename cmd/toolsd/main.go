@@ -412,6 +412,7 @@ func serving() (stop func()) {
 	if exe, err := os.Executable(); err == nil {
 		proc.SetGuardPath(guardFor(exe))
 	}
+	proc.SetWarm(true)
 	if os.Getenv("GOGC") == "" {
 		debug.SetGCPercent(50)
 	}

@@ -52,8 +52,12 @@ func RunGuard(args []string) int {
 		}
 		return 2
 	}
-	if len(argv) == 0 {
-		return 127
+	if o.warm != (len(argv) == 0) {
+		if !o.warm {
+			return 127
+		}
+		fmt.Fprintf(os.Stderr, "toolsd: %s: %s is for a command that comes later\n", GuardArg, warmFlag)
+		return 2
 	}
 	// Before anything can be orphaned: orphans of the tree come to us, not to init. A
 	// kernel without it (before 3.4) leaves escapes possible, as for an unguarded command.
@@ -66,10 +70,19 @@ func RunGuard(args []string) int {
 	chld := make(chan os.Signal, 1)
 	signal.Notify(chld, syscall.SIGCHLD)
 	watchParent(stop)
+	if o.warm {
+		return runWarm(o, stop, chld)
+	}
 
 	// What the command may leave behind for an unconfined git to run (sandbox.Watch).
 	policy, watch := sandbox.StartWatch(o.policy)
 	tool, err := startTool(argv, policy)
+	return guardTool(o, tool, err, stop, chld, watch)
+}
+
+// guardTool supervises the started command (or reports why it did not start) and returns
+// the guard's exit code.
+func guardTool(o guardOptions, tool int, err error, stop, chld <-chan os.Signal, watch *sandbox.Watch) int {
 	if err != nil {
 		fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
 		if errors.Is(err, exec.ErrNotFound) || errors.Is(err, os.ErrNotExist) {

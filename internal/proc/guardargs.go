@@ -18,10 +18,11 @@ func guardArgs(grace time.Duration, name string, args []string) []string {
 type guardOptions struct {
 	grace  time.Duration
 	policy *sandbox.Policy // nil: the command runs unconfined
+	warm   bool            // started ahead of its command, which comes on fd 3 (warm_linux.go)
 }
 
-// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [--]) and returns
-// the command.
+// parseGuardArgs reads the guard's options ([-grace=D] [-sandbox=POLICY] [-warm] [--]) and
+// returns the command.
 func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
 	o.grace = DefaultGrace
 	for len(args) > 0 {
@@ -33,6 +34,9 @@ func parseGuardArgs(args []string) (o guardOptions, argv []string, err error) {
 			if err != nil || o.grace <= 0 {
 				return o, nil, fmt.Errorf("bad %s: want a positive duration", a)
 			}
+			args = args[1:]
+		case a == warmFlag:
+			o.warm = true
 			args = args[1:]
 		case strings.HasPrefix(a, sandboxFlag):
 			if o.policy, err = sandbox.Decode(strings.TrimPrefix(a, sandboxFlag)); err != nil {
@@ -60,6 +64,9 @@ func MaybeRunHelper() {
 		os.Exit(sandbox.RunStage(os.Args[2:]))
 	}
 }
+
+// warmFlag is the guard's option for a guard started ahead of its command.
+const warmFlag = "-warm"
 
 // sandboxFlag is the guard's option that carries the policy of a confined command.
 const sandboxFlag = "-sandbox="

@@ -10,6 +10,9 @@
 // exits: when the command ends, when the daemon cancels it (SIGTERM, then SIGKILL after the
 // grace), and when the daemon dies (the kernel sends the guard SIGTERM: PR_SET_PDEATHSIG).
 //
+// With SetWarm (the daemon), the guard of the next command like one that ended is started
+// ahead of it, with its stage set up, and Run hands the command to it (warm.go).
+//
 // Without a guard (the tests of packages that do not build the binary), each command leads
 // its own process group: cancelling sends SIGTERM to the group and SIGKILL after the grace,
 // and the group is killed when its leader exits; a process that leaves the group escapes.
@@ -58,6 +61,16 @@ const DefaultGrace = 2 * time.Second
 // before the daemon kills the guard itself (a guard that hangs; its tree would escape).
 const guardSlack = 3 * time.Second
 
+// launch is what Command and Confine knew of a guarded command, for Run.
+type launch struct {
+	ctx   context.Context
+	grace time.Duration
+	ahead bool // a guard can start ahead for it: not confined with a proxy of its own
+}
+
+// launches holds the launch of each guarded command from Command until Run or KillGroup.
+var launches sync.Map // *exec.Cmd -> *launch
+
 // Command returns a command that runs name with args so that its whole tree dies with it,
 // with stdin closed (reading it gives EOF). When ctx is done the tree gets SIGTERM and,
 // grace later, SIGKILL; Wait returns soon after even if something outside the tree still
@@ -70,6 +83,7 @@ func Command(ctx context.Context, grace time.Duration, name string, args ...stri
 	var cmd *exec.Cmd
 	if p := guardPath.Load(); p != nil && *p != "" {
 		cmd = exec.CommandContext(ctx, *p, guardArgs(grace, name, args)...)
+		launches.Store(cmd, &launch{ctx: ctx, grace: grace, ahead: true})
 		// The guard stops the tree itself: SIGTERM, the grace, SIGKILL, reaping. The
 		// signal goes through the process's pidfd, so it cannot reach a reused pid.
 		cmd.Cancel = func() error { return stopGuard(cmd.Process) }
@@ -121,6 +135,10 @@ func Confine(cmd *exec.Cmd, p *sandbox.Policy) error {
 	args := append([]string{}, cmd.Args[:2]...)
 	args = append(args, sandboxFlag+p.Encode())
 	cmd.Args = append(args, cmd.Args[2:]...)
+	if l, ok := launches.Load(cmd); ok {
+		// A process with a proxy of its own is never started ahead (warm.go).
+		l.(*launch).ahead = p.Net.Mode != sandbox.NetProxy
+	}
 	return nil
 }
 
@@ -134,6 +152,7 @@ var escalations sync.Map // *exec.Cmd -> *time.Timer
 // whole tree; unguarded, its process group. Call it once, after Wait (when the guard has
 // already killed and reaped the tree, it does nothing).
 func KillGroup(cmd *exec.Cmd) {
+	launches.Delete(cmd)
 	if t, ok := escalations.LoadAndDelete(cmd); ok {
 		t.(*time.Timer).Stop()
 	}
@@ -159,9 +178,48 @@ func KillGroup(cmd *exec.Cmd) {
 // drainIdle (or drainMax after the tree ended, if it keeps writing); then cut is true, and
 // whatever the pipe got after that point was not read.
 func Run(cmd *exec.Cmd) (cut bool, err error) {
-	var pipes []*outPipe
-	var writers []*os.File
-	ended := make(chan struct{}, 2) // one send per copy that ends
+	l, _ := launches.LoadAndDelete(cmd)
+	key := warmKey(cmd, l)
+	if key != "" {
+		if g := takeWarm(key); g != nil {
+			if cut, err, ran := runWarmed(g, cmd, l.(*launch), key); ran {
+				return cut, err
+			}
+		}
+	}
+	out, err := plumbOutputs(cmd)
+	if err != nil {
+		return false, err
+	}
+	err = cmd.Start()
+	out.closeWriters() // the child has its copies
+	if err != nil {
+		out.abort()
+		return false, err
+	}
+	err = cmd.Wait()
+	if key != "" {
+		refill(key, cmd)
+	}
+	KillGroup(cmd)
+	return out.drain(), err
+}
+
+// outputs are the pipes through which Run reads a command's output.
+type outputs struct {
+	pipes   []*outPipe
+	writers []*os.File    // the pipes' write ends, until the command has its copies
+	ended   chan struct{} // one send per copy that ends
+	stdout  io.Writer     // cmd.Stdout and cmd.Stderr as they were
+	stderr  io.Writer
+	shared  bool
+	cmd     *exec.Cmd
+}
+
+// plumbOutputs gives cmd's Stdout and Stderr that are not files a pipe each (one, when
+// they are the same writer), copied to them until the pipe ends.
+func plumbOutputs(cmd *exec.Cmd) (*outputs, error) {
+	o := &outputs{ended: make(chan struct{}, 2), stdout: cmd.Stdout, stderr: cmd.Stderr, cmd: cmd}
 	plumb := func(w io.Writer) (io.Writer, error) {
 		if w == nil {
 			return nil, nil
@@ -174,25 +232,14 @@ func Run(cmd *exec.Cmd) (cut bool, err error) {
 			return nil, err
 		}
 		p := &outPipe{r: pr, done: make(chan struct{})}
-		pipes, writers = append(pipes, p), append(writers, pw)
-		go p.copy(w, ended)
+		o.pipes, o.writers = append(o.pipes, p), append(o.writers, pw)
+		go p.copy(w, o.ended)
 		return pw, nil
 	}
-	closeAll := func(fs []*os.File) {
-		for _, f := range fs {
-			_ = f.Close()
-		}
-	}
-	abort := func() {
-		for _, p := range pipes {
-			_ = p.r.Close()
-			<-p.done
-		}
-	}
-	shared := sameWriter(cmd.Stdout, cmd.Stderr)
+	o.shared = sameWriter(cmd.Stdout, cmd.Stderr)
 	out, err := plumb(cmd.Stdout)
 	if err == nil {
-		if shared {
+		if o.shared {
 			cmd.Stderr = out
 		} else {
 			cmd.Stderr, err = plumb(cmd.Stderr)
@@ -200,20 +247,33 @@ func Run(cmd *exec.Cmd) (cut bool, err error) {
 	}
 	cmd.Stdout = out
 	if err != nil {
-		closeAll(writers)
-		abort()
-		return false, err
+		o.closeWriters()
+		o.abort()
+		return nil, err
 	}
-	err = cmd.Start()
-	closeAll(writers) // the child has its copies
-	if err != nil {
-		abort()
-		return false, err
-	}
-	err = cmd.Wait()
-	KillGroup(cmd)
-	return drain(pipes, ended), err
+	return o, nil
 }
+
+// closeWriters closes Run's copies of the pipes' write ends.
+func (o *outputs) closeWriters() {
+	for _, f := range o.writers {
+		_ = f.Close()
+	}
+	o.writers = nil
+}
+
+// abort stops the copies of a command that did not run, and gives cmd its writers back.
+func (o *outputs) abort() {
+	o.closeWriters()
+	for _, p := range o.pipes {
+		_ = p.r.Close()
+		<-p.done
+	}
+	o.cmd.Stdout, o.cmd.Stderr = o.stdout, o.stderr
+}
+
+// drain reads the pipes to their end (see drain) and reports whether the output was cut.
+func (o *outputs) drain() bool { return drain(o.pipes, o.ended) }
 
 // Variables for the tests; nothing else sets them.
 var (

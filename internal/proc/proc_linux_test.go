@@ -21,11 +21,12 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The test binary is also the guard: Command starts it with GuardArg when a test calls
-// useGuard.
+// The test binary is also the guard (and the sandbox's stage): Command starts it with
+// GuardArg when a test calls useGuard.
 func TestMain(m *testing.M) {
-	if len(os.Args) > 1 && os.Args[1] == GuardArg {
-		os.Exit(RunGuard(os.Args[2:]))
+	MaybeRunHelper()
+	if os.Getenv(warmDaemonEnv) != "" {
+		os.Exit(warmDaemon())
 	}
 	goleak.VerifyTestMain(m)
 }
@@ -319,30 +320,35 @@ func TestGuardKillsEscapees(t *testing.T) {
 			}
 		})
 		t.Run(e.name+"/cancelled", func(t *testing.T) {
-			ctx, cancel := context.WithCancel(context.Background())
-			defer cancel()
-			// The command stays: its escapees ignore SIGTERM, so only SIGKILL after the
-			// grace ends them.
-			script := "trap '' TERM; " + e.script + "; echo end; sleep 120 & wait"
-			cmd := Command(ctx, 100*time.Millisecond, "sh", "-c", script)
-			out := newLineWriter()
-			cmd.Stdout = out
-			done := make(chan error, 1)
-			go func() {
+			cancelEscape(t, e.lines, e.script, func(ctx context.Context, script string, out *lineWriter) error {
+				cmd := Command(ctx, 100*time.Millisecond, "sh", "-c", script)
+				cmd.Stdout = out
 				_, err := Run(cmd)
-				done <- err
-			}()
-			text := out.waitLines(t, e.lines+1)
-			cancel()
-			if err := <-done; err == nil {
-				t.Fatal("cancelled command reported success")
-			}
-			for _, pid := range pids(t, text) {
-				if alive(pid) {
-					t.Errorf("process %d outlived its cancelled command", pid)
-				}
-			}
+				return err
+			})
 		})
+	}
+}
+
+// cancelEscape runs an escape's script through run, kept running (its escapees ignore
+// SIGTERM, so only SIGKILL after the grace ends them), cancels it once it has said the pids
+// of the lines escapees, and checks that run failed and that none of them outlived it.
+func cancelEscape(t *testing.T, lines int, script string, run func(ctx context.Context, script string, out *lineWriter) error) {
+	t.Helper()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	out := newLineWriter()
+	done := make(chan error, 1)
+	go func() { done <- run(ctx, "trap '' TERM; "+script+"; echo end; sleep 120 & wait", out) }()
+	text := out.waitLines(t, lines+1)
+	cancel()
+	if err := <-done; err == nil {
+		t.Fatal("cancelled command reported success")
+	}
+	for _, pid := range pids(t, text) {
+		if alive(pid) {
+			t.Errorf("process %d outlived its cancelled command", pid)
+		}
 	}
 }
 

@@ -39,7 +39,10 @@
 // from being renamed or replaced), drops every
 // capability, applies Landlock and the seccomp filter to all its threads, and execs the
 // command. A handshake socket tells the guard the outcome before the command runs, and
-// carries the loopback listener that the guard bridges to the proxy.
+// carries the loopback listener that the guard bridges to the proxy. A stage can also be
+// started ahead of its command (StartWarm): it confines itself, waits, and execs the command
+// the guard hands it (Warm.Run), which the guard does only while the Stamp it took before the
+// stage started still holds.
 //
 // Where user namespaces give no capabilities (some distributions restrict them), the stage
 // reports so and the guard starts it again without them (ModeLandlock): Landlock then also

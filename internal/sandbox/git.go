@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -147,6 +148,15 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 	return &q, w
 }
 
+// Same reports whether w and o saw the same git folders, git files and protected entries
+// (the same paths, each the same file).
+func (w *Watch) Same(o *Watch) bool {
+	if w == nil || o == nil {
+		return w == o
+	}
+	return maps.Equal(w.before, o.before)
+}
+
 // Finish looks again once the command's tree has ended: every git folder or git file that
 // appeared (or replaced one), and every protected entry that appeared at the workspace's
 // top level or among the watched paths, is renamed aside (NAME.toolsd-quarantine), and out
@@ -234,7 +244,15 @@ func gitEntries(p *Policy) map[string]fileID {
 	for _, path := range p.Watch {
 		add(path)
 	}
-	stack := []string{p.Workspace}
+	walkGit(p.Workspace, add)
+	return out
+}
+
+// walkGit calls found with every git folder or git file below root (not below a git folder),
+// following no symlink. It runs before and after each confined command, on every folder of
+// the workspace.
+func walkGit(root string, found func(path string)) {
+	stack := []string{root}
 	for len(stack) > 0 {
 		dir := stack[len(stack)-1]
 		stack = stack[:len(stack)-1]
@@ -248,7 +266,7 @@ func gitEntries(p *Policy) map[string]fileID {
 				path := filepath.Join(dir, e.Name())
 				switch {
 				case strings.EqualFold(e.Name(), protect.Git):
-					add(path)
+					found(path)
 				case e.Type().IsDir():
 					stack = append(stack, path)
 				}
@@ -259,5 +277,4 @@ func gitEntries(p *Policy) map[string]fileID {
 		}
 		_ = f.Close()
 	}
-	return out
 }

@@ -51,6 +51,12 @@ var devices = []string{"/dev/null", "/dev/zero", "/dev/full", "/dev/random", "/d
 // out by Landlock it would leave the folder around it without new entries, so without one
 // it is cut out only outside the temp folder (which must take new files).
 func plan(p *Policy, protectByLandlock bool) []grant {
+	return planListing(p, protectByLandlock, nil)
+}
+
+// planListing is plan, which also adds to listed (when not nil) each folder whose entries
+// it listed: the grants depend on what those folders hold.
+func planListing(p *Policy, protectByLandlock bool, listed *[]string) []grant {
 	var cuts []cut
 	for _, d := range p.Deny {
 		switch {
@@ -69,10 +75,10 @@ func plan(p *Policy, protectByLandlock bool) []grant {
 	cuts = append(cuts, cut{path: "/dev", keep: ll.AccessFSReadDir, onPath: ll.AccessFSReadDir})
 	var out []grant
 	for _, r := range p.Read {
-		out = appendGrants(out, r, accessRead, cuts)
+		out = appendGrants(out, r, accessRead, cuts, listed)
 	}
 	for _, w := range p.Write {
-		out = appendGrants(out, w, accessWrite, cuts)
+		out = appendGrants(out, w, accessWrite, cuts, listed)
 	}
 	for _, d := range devices {
 		if within(d, p.Deny) {
@@ -84,7 +90,7 @@ func plan(p *Policy, protectByLandlock bool) []grant {
 }
 
 // appendGrants grants access on path, except what cuts below it take away.
-func appendGrants(out []grant, path string, access landlock.AccessFSSet, cuts []cut) []grant {
+func appendGrants(out []grant, path string, access landlock.AccessFSSet, cuts []cut, listed *[]string) []grant {
 	path = filepath.Clean(path)
 	if _, err := os.Stat(path); err != nil {
 		return out // nothing there to grant
@@ -125,6 +131,9 @@ func appendGrants(out []grant, path string, access landlock.AccessFSSet, cuts []
 	if here != 0 {
 		out = append(out, grant{path, here})
 	}
+	if listed != nil {
+		*listed = append(*listed, path)
+	}
 	d, err := os.Open(path)
 	if err != nil {
 		return out
@@ -135,7 +144,7 @@ func appendGrants(out []grant, path string, access landlock.AccessFSSet, cuts []
 	// A cut whose path does not exist yet has nothing to cut; a name that would create it
 	// stays uncreatable because this folder keeps only `here`.
 	for _, n := range names {
-		out = appendGrants(out, filepath.Join(path, n), access, below)
+		out = appendGrants(out, filepath.Join(path, n), access, below, listed)
 	}
 	return out
 }

@@ -18,8 +18,10 @@ import (
 // handshakeFD is the stage's end of the handshake socket.
 const handshakeFD = 3
 
-// RunStage is the stage's main: args are [-ns] POLICY -- cmd args…. It applies the policy
-// to this process and execs cmd; it returns only when it fails (the exit code).
+// RunStage is the stage's main: args are [-ns] [-warm] POLICY -- cmd args…. It applies the
+// policy to this process and execs cmd; it returns only when it fails (the exit code). With
+// -warm there is no cmd yet: once confined, the stage reports so and waits on the handshake
+// socket for its command (Warm.Run), then execs it.
 func RunStage(args []string) int {
 	runtime.LockOSThread() // capabilities are per thread: drop them on the one that execs
 	hs := os.NewFile(handshakeFD, "handshake")
@@ -54,19 +56,28 @@ func RunStage(args []string) int {
 		}
 		return 0
 	}
-	if len(args) < 3 || args[1] != "--" {
-		return fail(errors.New("usage: __sandbox [-ns] POLICY -- cmd args"))
+	warm := false
+	if len(args) > 0 && args[0] == warmFlag {
+		warm, args = true, args[1:]
+	}
+	if len(args) < 2 || args[1] != "--" || (len(args) < 3) != warm {
+		return fail(errors.New("usage: __sandbox [-ns] POLICY -- cmd args, or __sandbox [-ns] -warm POLICY --"))
 	}
 	p, err := Decode(args[0])
 	if err != nil {
 		return fail(err)
 	}
+	if warm && p.Net.Mode == NetProxy {
+		return fail(errors.New("a stage started ahead of its command cannot have a proxy of its own"))
+	}
 	argv := args[2:]
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		report(MsgNotFound)
-		fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
-		return 127
+	var path string
+	if !warm {
+		if path, err = exec.LookPath(argv[0]); err != nil {
+			report(MsgNotFound)
+			fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
+			return 127
+		}
 	}
 	var listener *os.File
 	netns := ns && p.Net.Mode != NetDirect
@@ -93,14 +104,26 @@ func RunStage(args []string) int {
 	if err := loadFilter(p, netns); err != nil {
 		return fail(err)
 	}
+	mode := ModeLandlock
+	if ns {
+		mode = ModeNamespaces
+	}
+	if warm {
+		// Confined: say so, and wait for the command.
+		report(MsgOK + " " + mode)
+		if argv, err = awaitCommand(); err != nil {
+			return 126 // the guard went away, or sent what is not a command: nothing runs
+		}
+		if path, err = exec.LookPath(argv[0]); err != nil {
+			report(MsgNotFound)
+			fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
+			return 127
+		}
+	}
 	env := os.Environ()
 	env = append(env, p.Env...)
 	if p.Net.Mode == NetProxy {
 		env = append(env, ProxyEnv(p.Net.Proxy)...)
-	}
-	mode := ModeLandlock
-	if ns {
-		mode = ModeNamespaces
 	}
 	if listener != nil {
 		report(MsgOK+" "+mode, listener)

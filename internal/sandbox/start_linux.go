@@ -27,38 +27,53 @@ func Start(p *Policy, argv []string, stdin, stdout, stderr *os.File) (pid int, m
 	if err := p.Check(); err != nil {
 		return 0, "", err
 	}
-	pid, mode, err = start(p, argv, stdin, stdout, stderr, !p.LandlockOnly)
+	pid, mode, _, err = start(p, argv, stdin, stdout, stderr, !p.LandlockOnly)
 	if errors.Is(err, errNoNamespaces) {
-		pid, mode, err = start(p, argv, stdin, stdout, stderr, false)
+		pid, mode, _, err = start(p, argv, stdin, stdout, stderr, false)
 	}
 	return pid, mode, err
 }
 
 var errNoNamespaces = errors.New("sandbox: no namespaces")
 
-func start(p *Policy, argv []string, stdin, stdout, stderr *os.File, ns bool) (int, string, error) {
+// start starts the stage, in namespaces when ns, and waits for its first report. Without
+// argv the stage is started ahead of its command (-warm): it is then returned with the guard's
+// end of the handshake socket, open, to send the command on.
+func start(p *Policy, argv []string, stdin, stdout, stderr *os.File, ns bool) (int, string, *os.File, error) {
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_SEQPACKET|unix.SOCK_CLOEXEC, 0)
 	if err != nil {
-		return 0, "", fmt.Errorf("sandbox: handshake: %w", err)
+		return 0, "", nil, fmt.Errorf("sandbox: handshake: %w", err)
 	}
 	ours, theirs := os.NewFile(uintptr(fds[0]), "handshake"), os.NewFile(uintptr(fds[1]), "handshake")
-	defer ours.Close()
+	warm := len(argv) == 0
+	keep := false
+	defer func() {
+		if !keep {
+			_ = ours.Close()
+		}
+	}()
 	args := []string{StageArg}
 	if ns {
 		args = append(args, "-ns")
 	}
+	name := "toolsd-stage"
+	if warm {
+		args = append(args, warmFlag)
+	} else {
+		name = argv[0]
+	}
 	args = append(append(args, p.Encode(), "--"), argv...)
 	cmd := exec.Command("/proc/self/exe", args...)
-	cmd.Args[0] = argv[0]
+	cmd.Args[0] = name
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.ExtraFiles = []*os.File{theirs}
 	cmd.SysProcAttr = stageAttr(ns, p.Net.Mode != NetDirect)
 	if err := cmd.Start(); err != nil {
 		_ = theirs.Close()
 		if ns {
-			return 0, "", fmt.Errorf("%w: %v", errNoNamespaces, err)
+			return 0, "", nil, fmt.Errorf("%w: %v", errNoNamespaces, err)
 		}
-		return 0, "", fmt.Errorf("sandbox: starting the stage: %w", err)
+		return 0, "", nil, fmt.Errorf("sandbox: starting the stage: %w", err)
 	}
 	_ = theirs.Close()
 	pid := cmd.Process.Pid
@@ -70,31 +85,52 @@ func start(p *Policy, argv []string, stdin, stdout, stderr *os.File, ns bool) (i
 			}
 		}
 	}
-	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
-	n, oobn, _, _, err := unix.Recvmsg(fds[0], buf, oob, 0)
-	if err != nil || n == 0 {
+	word, rest, oob, err := receive(fds[0])
+	if err != nil {
 		// The stage died before it said anything.
 		reap()
-		return 0, "", fmt.Errorf("sandbox: the stage ended before confining the command (%v)", err)
+		return 0, "", nil, fmt.Errorf("sandbox: the stage ended before confining the command (%v)", err)
 	}
-	word, rest, _ := strings.Cut(string(buf[:n]), " ")
 	switch word {
 	case MsgOK:
-		if oobn > 0 {
-			if l := listenerFrom(oob[:oobn]); l != nil {
+		if len(oob) > 0 {
+			if l := listenerFrom(oob); l != nil {
 				go bridge(l, p.Net.Proxy)
 			}
 		}
-		return pid, rest, nil
+		keep = warm
+		if warm {
+			return pid, rest, ours, nil
+		}
+		return pid, rest, nil, nil
 	case MsgNoNamespaces:
 		reap()
-		return 0, "", fmt.Errorf("%w: %s", errNoNamespaces, rest)
+		return 0, "", nil, fmt.Errorf("%w: %s", errNoNamespaces, rest)
 	case MsgNotFound:
 		reap()
-		return 0, "", fmt.Errorf("%s: %w", argv[0], exec.ErrNotFound)
+		return 0, "", nil, fmt.Errorf("%s: %w", argv[0], exec.ErrNotFound)
 	default:
 		reap()
-		return 0, "", fmt.Errorf("sandbox: %s", rest)
+		return 0, "", nil, fmt.Errorf("sandbox: %s", rest)
+	}
+}
+
+// receive reads one handshake message: its first word, the rest, and its control data.
+func receive(fd int) (word, rest string, oob []byte, err error) {
+	buf, oob := make([]byte, 4096), make([]byte, unix.CmsgSpace(4))
+	for {
+		n, oobn, _, _, err := unix.Recvmsg(fd, buf, oob, 0)
+		switch {
+		case errors.Is(err, unix.EINTR):
+			continue
+		case err == nil && n == 0:
+			err = io.EOF
+		}
+		if err != nil {
+			return "", "", nil, err
+		}
+		word, rest, _ = strings.Cut(string(buf[:n]), " ")
+		return word, rest, oob[:oobn], nil
 	}
 }
 
