@@ -138,6 +138,16 @@ func schemaOf(k string, v any) *jsonobj.Object {
 	return o
 }
 
+// mergeBranch adds an allOf branch, already adapted, to the schema out: each of its keys
+// that out does not have yet.
+func mergeBranch(out, branch *jsonobj.Object) {
+	for k, v := range branch.All() {
+		if !out.Has(k) {
+			out.Set(k, v)
+		}
+	}
+}
+
 // constraintNote describes a dropped constraint for the description ("" for keywords that
 // carry nothing a model needs).
 func constraintNote(k string, v any) string {

@@ -43,6 +43,12 @@ func TestAdaptSchema(t *testing.T) {
 			want:     `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"number"}]}},"required":["v"],"additionalProperties":false}`,
 		},
 		{
+			name:     "openai: a single-branch allOf is merged as adapted",
+			provider: "openai",
+			in:       `{"type":"object","properties":{"p":{"allOf":[{"type":"object","properties":{"u":{"type":"string","format":"uri"},"n":{"oneOf":[{"type":"string"},{"type":"null"}]}},"required":["n"]}]}},"required":["p"]}`,
+			want:     `{"type":"object","properties":{"p":{"type":"object","properties":{"u":{"type":["string","null"],"description":"(format: uri)"},"n":{"anyOf":[{"type":"string"},{"type":"null"}]}},"required":["u","n"],"additionalProperties":false}},"required":["p"],"additionalProperties":false}`,
+		},
+		{
 			name:      "openai: a free-form map cannot be strict",
 			provider:  "openai",
 			in:        `{"type":"object","properties":{"env":{"type":"object","additionalProperties":{"type":"string"}}},"required":["env"]}`,
