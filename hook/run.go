@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -83,21 +84,15 @@ type reply struct {
 func (rep *reply) fromResult(t *protocol.HookResult) {
 	if t.Decision != "" {
 		rep.decision, rep.reason = t.Decision, t.Reason
-	} else if t.Reason != "" {
-		rep.reason = t.Reason
+	} else {
+		rep.reason = cmp.Or(t.Reason, rep.reason)
 	}
 	if len(t.Args) > 0 && string(t.Args) != "null" {
 		rep.args = t.Args
 	}
-	if t.Context != "" {
-		rep.context = t.Context
-	}
-	if t.Title != nil {
-		rep.title = t.Title
-	}
-	if t.Output != nil {
-		rep.output = t.Output
-	}
+	rep.context = cmp.Or(t.Context, rep.context)
+	rep.title = cmp.Or(t.Title, rep.title)
+	rep.output = cmp.Or(t.Output, rep.output)
 	if len(t.Metadata) > 0 && string(t.Metadata) != "null" {
 		var m map[string]any
 		if json.Unmarshal(t.Metadata, &m) == nil {
@@ -106,9 +101,7 @@ func (rep *reply) fromResult(t *protocol.HookResult) {
 			rep.notes = append(rep.notes, "its metadata is not a JSON object, so it was ignored")
 		}
 	}
-	if t.Description != nil {
-		rep.description = t.Description
-	}
+	rep.description = cmp.Or(t.Description, rep.description)
 	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
 		rep.parameters = t.InputSchema
 	}
