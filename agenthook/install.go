@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/toolsd/toolsd/internal/jsonobj"
+	"github.com/toolsd/toolsd/internal/shquote"
 )
 
 // Scopes of an install.
@@ -58,7 +59,7 @@ func (a *Agent) Matcher() string {
 
 // Command is the hook's command line for event, running the toolsd binary exe.
 func (a *Agent) Command(exe, event string) string {
-	return shellQuote(exe) + " hook --agent " + a.Key + " " + event
+	return shquote.Word(exe) + " hook --agent " + a.Key + " " + event
 }
 
 // IsOurs reports whether a hook command is toolsd's: its program is named toolsd and its
@@ -235,15 +236,6 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // indentOf is the indentation unit of a file: the leading white space of its first indented
