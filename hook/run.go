@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -155,7 +156,7 @@ func (r *Runner) run(ctx context.Context, e *entry, ev *event) (rep reply, run p
 		rep.notes = append(rep.notes, "its message for the person: "+clip(rep.systemMessage, maxReason))
 	}
 	if rep.decision != "" && !validDecision(rep.decision) {
-		rep.notes = append(rep.notes, "its decision "+quote(rep.decision)+" is not allow, ask, deny or defer, so it was ignored")
+		rep.notes = append(rep.notes, "its decision "+strconv.Quote(rep.decision)+" is not allow, ask, deny or defer, so it was ignored")
 		rep.decision = ""
 	}
 	rep.reason = clip(rep.reason, maxReason)

@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -66,9 +67,11 @@ type Rule struct {
 	By string    `json:"by,omitempty"`
 }
 
-// String writes the rule as config would: `bash "rm *": deny`.
+// String writes the rule for a person: `bash "rm *": deny`, the pattern quoted as Go
+// quotes a string (strconv.Quote), so that a newline, a backslash or an invisible
+// character in it shows.
 func (r Rule) String() string {
-	return r.Permission + " " + quote(r.Pattern) + ": " + string(r.Action)
+	return r.Permission + " " + strconv.Quote(r.Pattern) + ": " + string(r.Action)
 }
 
 // Where says where the rule comes from, for a person: "user config
@@ -98,8 +101,6 @@ func (r Rule) Where() string {
 
 // Remembered reports whether the rule is a remembered "always" answer.
 func (r Rule) Remembered() bool { return r.Source == SourceSession || r.Source == SourceWorkspace }
-
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
 
 // Ruleset is an ordered list of rules; the last matching rule wins.
 type Ruleset []Rule

@@ -75,6 +75,30 @@ func TestEscape(t *testing.T) {
 	}
 }
 
+// TestRuleString: a rule shows its pattern so that a person sees every character of it, and
+// where it ends.
+func TestRuleString(t *testing.T) {
+	cases := []struct{ pattern, want string }{
+		{"", `bash "": deny`},
+		{"rm *", `bash "rm *": deny`},
+		{`echo "hi"`, `bash "echo \"hi\"": deny`},
+		{`a\b`, `bash "a\\b": deny`},
+		{"a\nrm *", `bash "a\nrm *": deny`},
+		{"echo $HOME !!", `bash "echo $HOME !!": deny`},
+		{"café", `bash "café": deny`},
+		{"rm\u200b *", `bash "rm\u200b *": deny`}, // an invisible character shows
+		{"\xff", `bash "\xff": deny`},
+		{"-rf", `bash "-rf": deny`},
+		{"~/x", `bash "~/x": deny`},
+		{"=x", `bash "=x": deny`},
+	}
+	for _, tc := range cases {
+		if got := (Rule{Permission: "bash", Pattern: tc.pattern, Action: Deny}).String(); got != tc.want {
+			t.Errorf("Rule{%q}.String() = %s, want %s", tc.pattern, got, tc.want)
+		}
+	}
+}
+
 func TestEvaluateLastMatchWins(t *testing.T) {
 	rs := Ruleset{
 		{Permission: "bash", Pattern: "*", Action: Ask},
