@@ -105,36 +105,6 @@ func (r Rule) Remembered() bool { return r.Source == SourceSession || r.Source =
 // Ruleset is an ordered list of rules; the last matching rule wins.
 type Ruleset []Rule
 
-// Evaluate returns the decision of the rulesets taken in order (later wins, the last
-// matching rule wins, no match means ask) for the patterns. With several patterns, any deny
-// denies, else any ask asks, else allow; the decision names the rule of the worst pattern.
-// It knows nothing of layers or trust: Engine.Decide does.
-func Evaluate(permission string, patterns []string, sets ...Ruleset) Decision {
-	if len(patterns) == 0 {
-		patterns = []string{"*"}
-	}
-	var worst Decision
-	for i, p := range patterns {
-		var found *Rule
-		for _, rs := range sets {
-			for j := range rs {
-				if r := &rs[j]; Match(r.Permission, permission) && Match(r.Pattern, p) {
-					found = r
-				}
-			}
-		}
-		d := Decision{Action: Ask, Pattern: p}
-		if found != nil {
-			r := *found
-			d.Action, d.Rule = r.Action, &r
-		}
-		if i == 0 || rank(d.Action) > rank(worst.Action) {
-			worst = d
-		}
-	}
-	return worst
-}
-
 func rank(a Action) int {
 	switch a {
 	case Deny:

@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 )
 
@@ -102,26 +101,6 @@ func TestAdaptSchema(t *testing.T) {
 		if _, err := AdaptSchema("openai", json.RawMessage(bad)); err == nil {
 			t.Errorf("AdaptSchema(%s) did not fail", bad)
 		}
-	}
-}
-
-func TestToolName(t *testing.T) {
-	long := strings.Repeat("a", 70)
-	cases := []struct{ provider, id, want string }{
-		{"openai", "read", "read"},
-		{"openai", "mcp:github_create.issue", "mcp_github_create_issue"},
-		{"google", "mcp:github_create.issue", "mcp:github_create.issue"},
-		{"google", "1tool", "_1tool"},
-		{"anthropic", "ünïcode", "_n_code"},
-	}
-	for _, tc := range cases {
-		if got := ToolName(tc.provider, tc.id); got != tc.want {
-			t.Errorf("ToolName(%s, %q) = %q, want %q", tc.provider, tc.id, got, tc.want)
-		}
-	}
-	a, b := ToolName("openai", long+"x"), ToolName("openai", long+"y")
-	if len(a) != 64 || a == b || !strings.HasPrefix(a, strings.Repeat("a", 55)+"_") {
-		t.Errorf("long names: %q %q", a, b)
 	}
 }
 
