@@ -5,11 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonobj"
 	"github.com/toolsd/toolsd/internal/shquote"
 )
@@ -205,6 +207,20 @@ func (a *Agent) without(list []any) []any {
 		}
 	}
 	return out
+}
+
+// maxSettingsBytes caps an agent's settings file, as config caps toolsd's own.
+const maxSettingsBytes = 1 << 20
+
+// ReadFile reads an agent's settings file at path the way toolsd reads its own (through
+// internal/fsopen): only a regular file, opened without blocking, at most 1 MiB. A missing
+// file reads as empty.
+func ReadFile(path string) ([]byte, error) {
+	data, err := fsopen.ReadFile(path, maxSettingsBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
 }
 
 // WriteFile writes data to path atomically (a temporary file renamed over it), keeping the
