@@ -302,11 +302,11 @@ func parseOutput(e *entry, c *Call, stdout []byte) reply {
 			rep.decision = s.Decision.Behavior
 			rep.reason = s.Decision.Message
 		}
-		if len(s.UpdatedInput) > 0 && string(s.UpdatedInput) != "null" {
+		if given(s.UpdatedInput) {
 			rep.args = fromClaudeInput(c, s.UpdatedInput)
 		}
 		rep.context = s.AdditionalContext
-		if len(s.UpdatedMCPToolOutput) > 0 && string(s.UpdatedMCPToolOutput) != "null" {
+		if given(s.UpdatedMCPToolOutput) {
 			if out, ok := mcpText(s.UpdatedMCPToolOutput); ok {
 				rep.output = &out
 			} else {

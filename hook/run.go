@@ -88,13 +88,13 @@ func (rep *reply) fromResult(t *protocol.HookResult) {
 	} else {
 		rep.reason = cmp.Or(t.Reason, rep.reason)
 	}
-	if len(t.Args) > 0 && string(t.Args) != "null" {
+	if given(t.Args) {
 		rep.args = t.Args
 	}
 	rep.context = cmp.Or(t.Context, rep.context)
 	rep.title = cmp.Or(t.Title, rep.title)
 	rep.output = cmp.Or(t.Output, rep.output)
-	if len(t.Metadata) > 0 && string(t.Metadata) != "null" {
+	if given(t.Metadata) {
 		var m map[string]any
 		if json.Unmarshal(t.Metadata, &m) == nil {
 			rep.metadata = m
@@ -103,11 +103,14 @@ func (rep *reply) fromResult(t *protocol.HookResult) {
 		}
 	}
 	rep.description = cmp.Or(t.Description, rep.description)
-	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+	if given(t.InputSchema) {
 		rep.parameters = t.InputSchema
 	}
 	rep.hidden = rep.hidden || t.Hidden
 }
+
+// given reports whether a hook gave a JSON value: not left out, not null.
+func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 type hookError struct{ msg string }
 
