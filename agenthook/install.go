@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"strconv"
 	"strings"
 
+	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonobj"
+	"github.com/toolsd/toolsd/internal/shquote"
 )
 
 // Scopes of an install.
@@ -58,7 +61,7 @@ func (a *Agent) Matcher() string {
 
 // Command is the hook's command line for event, running the toolsd binary exe.
 func (a *Agent) Command(exe, event string) string {
-	return shellQuote(exe) + " hook --agent " + a.Key + " " + event
+	return shquote.Word(exe) + " hook --agent " + a.Key + " " + event
 }
 
 // IsOurs reports whether a hook command is toolsd's: its program is named toolsd and its
@@ -206,6 +209,20 @@ func (a *Agent) without(list []any) []any {
 	return out
 }
 
+// maxSettingsBytes caps an agent's settings file, as config caps toolsd's own.
+const maxSettingsBytes = 1 << 20
+
+// ReadFile reads an agent's settings file at path the way toolsd reads its own (through
+// internal/fsopen): only a regular file, opened without blocking, at most 1 MiB. A missing
+// file reads as empty.
+func ReadFile(path string) ([]byte, error) {
+	data, err := fsopen.ReadFile(path, maxSettingsBytes)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	return data, err
+}
+
 // WriteFile writes data to path atomically (a temporary file renamed over it), keeping the
 // mode of the file it replaces, creating its folder.
 func WriteFile(path string, data []byte) error {
@@ -235,15 +252,6 @@ func WriteFile(path string, data []byte) error {
 		return err
 	}
 	return os.Rename(f.Name(), path)
-}
-
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '-' || r == '_' || r == '+' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z')
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // indentOf is the indentation unit of a file: the leading white space of its first indented

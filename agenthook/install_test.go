@@ -3,10 +3,13 @@ package agenthook
 import (
 	"bytes"
 	"encoding/json"
+	"path/filepath"
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/toolsd/toolsd/internal/fsopen/fsopentest"
 	"github.com/toolsd/toolsd/internal/jsonobj"
 )
 
@@ -144,5 +147,26 @@ func TestMergeNewAndBadFiles(t *testing.T) {
 		if IsOurs(c.cmd) != c.ours {
 			t.Errorf("IsOurs(%q) = %v", c.cmd, !c.ours)
 		}
+	}
+}
+
+// TestReadFileKinds: an agent's settings file is read as toolsd's own are: a FIFO, a link
+// to /dev/zero, a folder, a socket or an oversized file in its place is an error that says
+// what it is, at once; a missing file reads as empty.
+func TestReadFileKinds(t *testing.T) {
+	dir := t.TempDir()
+	if b, err := ReadFile(filepath.Join(dir, "missing.json")); b != nil || err != nil {
+		t.Errorf("a missing file: %q, %v; want nothing and no error", b, err)
+	}
+	for _, k := range fsopentest.Kinds(maxSettingsBytes) {
+		t.Run(k.Name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "settings.json")
+			k.Make(t, path)
+			var err error
+			fsopentest.Promptly(t, 10*time.Second, "ReadFile", func() { _, err = ReadFile(path) })
+			if err == nil || !strings.Contains(err.Error(), k.Says) {
+				t.Errorf("ReadFile of %s: %v; want an error saying %q", k.Name, err, k.Says)
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"sync"
 	"unicode/utf8"
 
+	"github.com/toolsd/toolsd/internal/shquote"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -108,7 +109,7 @@ func (r *reader) read(ctx context.Context, call *registry.Call, p string) (*regi
 		return r.attachment(f, t, fi.Size(), mime)
 	}
 	if why := binaryReason(t.Abs, head); why != "" {
-		return nil, fmt.Errorf("cannot read binary file %s (%s, %d bytes): read only returns text. To look inside, use bash with a tool for the format (xxd %s | head, file, unzip -l, ...)", t.Display(), why, fi.Size(), shellQuote(t.Display()))
+		return nil, fmt.Errorf("cannot read binary file %s (%s, %d bytes): read only returns text. To look inside, use bash with a tool for the format (xxd %s | head, file, unzip -l, ...)", t.Display(), why, fi.Size(), shquote.Word(t.Display()))
 	}
 	var src io.Reader = f
 	if whole {
@@ -401,17 +402,6 @@ func cutUTF8(s []byte, n int) []byte {
 		s = s[:j]
 	}
 	return s
-}
-
-// shellQuote quotes s for a POSIX shell when it needs it.
-func shellQuote(s string) string {
-	if s != "" && strings.IndexFunc(s, func(r rune) bool {
-		return !(r == '/' || r == '.' || r == '_' || r == '-' || r == '+' || r == ',' || r == ':' || r == '@' ||
-			(r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9'))
-	}) < 0 {
-		return s
-	}
-	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
 }
 
 // appendLineNumber appends n as fmt's "%6d\t" does (right-aligned in six columns, then a

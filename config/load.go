@@ -13,15 +13,17 @@ import (
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/jsonpos"
 	"github.com/toolsd/toolsd/internal/sandbox"
+	"github.com/toolsd/toolsd/permission"
 	"github.com/toolsd/toolsd/protocol"
 )
 
-// Layer sources.
+// Layer sources: each is also the name of the permission layer its rules go to (policy
+// hands them over by it) and of the hook layer of its hooks.
 const (
-	SourceManaged = "managed"
-	SourceUser    = "user"
-	SourceEditor  = "editor"
-	SourceProject = "project"
+	SourceManaged = permission.LayerManaged
+	SourceUser    = permission.LayerUser
+	SourceEditor  = permission.LayerEditor
+	SourceProject = permission.LayerProject
 )
 
 // Layer is the settings of one source, as written there.

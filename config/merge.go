@@ -1,6 +1,7 @@
 package config
 
 import (
+	"cmp"
 	"reflect"
 	"slices"
 	"strings"
@@ -9,7 +10,8 @@ import (
 	"github.com/toolsd/toolsd/protocol"
 )
 
-// Merge overlays layers, lowest precedence first, on Defaults. Permission is not merged
+// Merge overlays layers, lowest precedence first, on Defaults: a layer's value that is set
+// (not its type's zero value) wins, as cmp.Or picks it. Permission is not merged
 // (see Layers.Permissions); agents merge by name and their tools by key; MCP servers merge
 // by name; a layer's PatchModels replaces the list. A project layer's limits only lower the
 // limits (and never the message limit); see the package doc.
@@ -21,11 +23,11 @@ func Merge(layers ...*Layer) Settings {
 		}
 		o := l.Settings
 		mergeLimits(&s.Limits, o.Limits, l.Source == SourceProject)
-		set(&s.RetentionDays, o.RetentionDays)
+		s.RetentionDays = cmp.Or(o.RetentionDays, s.RetentionDays)
 		if o.PatchModels != nil {
 			s.PatchModels = slices.Clone(o.PatchModels)
 		}
-		set(&s.LogLevel, o.LogLevel)
+		s.LogLevel = cmp.Or(o.LogLevel, s.LogLevel)
 		if l.Source != SourceProject && o.Audit != (Audit{}) {
 			// A repository must not choose where a person's audit trail goes.
 			s.Audit = o.Audit
@@ -42,7 +44,7 @@ func Merge(layers ...*Layer) Settings {
 				s.Agents = map[string]Agent{}
 			}
 			cur := s.Agents[name]
-			set(&cur.Description, a.Description)
+			cur.Description = cmp.Or(a.Description, cur.Description)
 			if len(a.Tools) > 0 {
 				tools := map[string]bool{}
 				for k, v := range cur.Tools {
@@ -64,11 +66,11 @@ func Merge(layers ...*Layer) Settings {
 
 // mergeSandbox overlays src on dst: set values win, lists add up, tools merge by id.
 func mergeSandbox(dst, src Sandbox) Sandbox {
-	set(&dst.Enabled, src.Enabled)
-	set(&dst.AutoAllow, src.AutoAllow)
-	set(&dst.Mode, src.Mode)
-	set(&dst.UnixSockets, src.UnixSockets)
-	set(&dst.Network, src.Network)
+	dst.Enabled = cmp.Or(src.Enabled, dst.Enabled)
+	dst.AutoAllow = cmp.Or(src.AutoAllow, dst.AutoAllow)
+	dst.Mode = cmp.Or(src.Mode, dst.Mode)
+	dst.UnixSockets = cmp.Or(src.UnixSockets, dst.UnixSockets)
+	dst.Network = cmp.Or(src.Network, dst.Network)
 	dst.Write = append(slices.Clone(dst.Write), src.Write...)
 	dst.Deny = append(slices.Clone(dst.Deny), src.Deny...)
 	if len(src.Tools) > 0 {
@@ -78,23 +80,15 @@ func mergeSandbox(dst, src Sandbox) Sandbox {
 		}
 		for k, v := range src.Tools {
 			cur := tools[k]
-			set(&cur.Enabled, v.Enabled)
-			set(&cur.Network, v.Network)
-			set(&cur.UnixSockets, v.UnixSockets)
+			cur.Enabled = cmp.Or(v.Enabled, cur.Enabled)
+			cur.Network = cmp.Or(v.Network, cur.Network)
+			cur.UnixSockets = cmp.Or(v.UnixSockets, cur.UnixSockets)
 			cur.Write = append(slices.Clone(cur.Write), v.Write...)
 			tools[k] = cur
 		}
 		dst.Tools = tools
 	}
 	return dst
-}
-
-// set overlays src on *dst when src is set (not its type's zero value).
-func set[T comparable](dst *T, src T) {
-	var zero T
-	if src != zero {
-		*dst = src
-	}
 }
 
 // mergeLimits overlays the limits of src that are set on dst; with lowerOnly (the project

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"path/filepath"
+	"strconv"
 	"strings"
 
 	"github.com/toolsd/toolsd/protocol"
@@ -289,7 +290,7 @@ func parseOutput(e *entry, c *Call, stdout []byte) reply {
 		rep.decision = "deny"
 	case "":
 	default:
-		rep.notes = append(rep.notes, "its decision "+quote(o.Decision)+" is not approve or block, so it was ignored")
+		rep.notes = append(rep.notes, "its decision "+strconv.Quote(o.Decision)+" is not approve or block, so it was ignored")
 	}
 	rep.reason = o.Reason
 	if s := o.Specific; s != nil {
@@ -301,11 +302,11 @@ func parseOutput(e *entry, c *Call, stdout []byte) reply {
 			rep.decision = s.Decision.Behavior
 			rep.reason = s.Decision.Message
 		}
-		if len(s.UpdatedInput) > 0 && string(s.UpdatedInput) != "null" {
+		if given(s.UpdatedInput) {
 			rep.args = fromClaudeInput(c, s.UpdatedInput)
 		}
 		rep.context = s.AdditionalContext
-		if len(s.UpdatedMCPToolOutput) > 0 && string(s.UpdatedMCPToolOutput) != "null" {
+		if given(s.UpdatedMCPToolOutput) {
 			if out, ok := mcpText(s.UpdatedMCPToolOutput); ok {
 				rep.output = &out
 			} else {
@@ -349,9 +350,4 @@ func mcpText(raw json.RawMessage) (string, bool) {
 		}
 	}
 	return strings.Join(parts, "\n"), true
-}
-
-func quote(s string) string {
-	b, _ := json.Marshal(s)
-	return string(b)
 }

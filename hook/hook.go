@@ -15,12 +15,13 @@ import (
 	"github.com/toolsd/toolsd/protocol"
 )
 
-// Layers a hook comes from, in the order their hooks run (see Runner).
+// Layers a hook comes from, in the order their hooks run (see Runner). The settings'
+// layers have the names of the permission layers.
 const (
-	LayerProject = "project" // the workspace's .toolsd/config.json (only once trusted)
-	LayerEditor  = "editor"  // the editor's settings (initializationOptions)
-	LayerClient  = "client"  // an attached editor's subscription (hooks/run)
-	LayerUser    = "user"    // the user's config file
+	LayerProject = permission.LayerProject // the workspace's .toolsd/config.json (only once trusted)
+	LayerEditor  = permission.LayerEditor  // the editor's settings (initializationOptions)
+	LayerClient  = "client"                // an attached editor's subscription (hooks/run)
+	LayerUser    = permission.LayerUser    // the user's config file
 )
 
 // Default time-outs: a command hook gets Claude Code's default, an editor's request less.
@@ -330,31 +331,16 @@ func (e *entry) ref() Ref {
 	return Ref{Name: s.Name, Layer: s.Layer, File: s.File, Line: s.Line, Column: s.Column, Client: s.Client}
 }
 
-// Where says where the hook is configured, for a person.
+// Where says where the hook is configured, for a person: as a rule of its layer says it
+// ("user config /home/u/.config/toolsd/config.json:6:7"), or the editor that subscribed.
 func (h Ref) Where() string {
-	var s string
-	switch h.Layer {
-	case LayerUser:
-		s = "user config"
-	case LayerProject:
-		s = "project config"
-	case LayerEditor:
-		s = "editor settings"
-	case LayerClient:
-		s = "the editor"
+	if h.Layer == LayerClient {
 		if h.Client != nil {
-			s = "the editor " + h.Client.Name
+			return "the editor " + h.Client.Name
 		}
-	default:
-		s = h.Layer
+		return "the editor"
 	}
-	switch {
-	case h.File != "" && h.Line > 0:
-		s += fmt.Sprintf(" %s:%d:%d", h.File, h.Line, h.Column)
-	case h.File != "":
-		s += " " + h.File
-	}
-	return s
+	return permission.Rule{Source: h.Layer, File: h.File, Line: h.Line, Column: h.Column}.Where()
 }
 
 // Provenance is the provenance of a decision the hook made, text saying it for a person.

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -132,7 +133,7 @@ func TestBefore(t *testing.T) {
 	ctx := context.Background()
 	out := func(v any) []string {
 		b, _ := json.Marshal(v)
-		return py(t, "json.load(sys.stdin)\nprint("+quote(string(b))+")\n")
+		return py(t, "json.load(sys.stdin)\nprint("+strconv.Quote(string(b))+")\n")
 	}
 	specific := func(m map[string]any) []string { return out(map[string]any{"hookSpecificOutput": m}) }
 
@@ -378,7 +379,7 @@ func TestDiagnosticsOnTransitions(t *testing.T) {
 	var told [][]protocol.Diagnostic
 	r := New(Options{Workspace: t.TempDir(), OnDiagnostics: func(d []protocol.Diagnostic) { told = append(told, d) }})
 	r.SetConfig([]Spec{{Name: "flaky", Point: "before", Layer: LayerUser, File: "/u/config.json", Line: 3, Column: 5,
-		Command: py(t, "sys.exit(1 if os.path.exists("+quote(flag)+") else 0)\n")}})
+		Command: py(t, "sys.exit(1 if os.path.exists("+strconv.Quote(flag)+") else 0)\n")}})
 	ctx := context.Background()
 	r.Before(ctx, bashCall("ls"))
 	_ = os.WriteFile(flag, nil, 0o644)

@@ -2,6 +2,7 @@ package hook
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -10,6 +11,7 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"sort"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -83,22 +85,16 @@ type reply struct {
 func (rep *reply) fromResult(t *protocol.HookResult) {
 	if t.Decision != "" {
 		rep.decision, rep.reason = t.Decision, t.Reason
-	} else if t.Reason != "" {
-		rep.reason = t.Reason
+	} else {
+		rep.reason = cmp.Or(t.Reason, rep.reason)
 	}
-	if len(t.Args) > 0 && string(t.Args) != "null" {
+	if given(t.Args) {
 		rep.args = t.Args
 	}
-	if t.Context != "" {
-		rep.context = t.Context
-	}
-	if t.Title != nil {
-		rep.title = t.Title
-	}
-	if t.Output != nil {
-		rep.output = t.Output
-	}
-	if len(t.Metadata) > 0 && string(t.Metadata) != "null" {
+	rep.context = cmp.Or(t.Context, rep.context)
+	rep.title = cmp.Or(t.Title, rep.title)
+	rep.output = cmp.Or(t.Output, rep.output)
+	if given(t.Metadata) {
 		var m map[string]any
 		if json.Unmarshal(t.Metadata, &m) == nil {
 			rep.metadata = m
@@ -106,14 +102,15 @@ func (rep *reply) fromResult(t *protocol.HookResult) {
 			rep.notes = append(rep.notes, "its metadata is not a JSON object, so it was ignored")
 		}
 	}
-	if t.Description != nil {
-		rep.description = t.Description
-	}
-	if len(t.InputSchema) > 0 && string(t.InputSchema) != "null" {
+	rep.description = cmp.Or(t.Description, rep.description)
+	if given(t.InputSchema) {
 		rep.parameters = t.InputSchema
 	}
 	rep.hidden = rep.hidden || t.Hidden
 }
+
+// given reports whether a hook gave a JSON value: not left out, not null.
+func given(raw json.RawMessage) bool { return len(raw) > 0 && string(raw) != "null" }
 
 type hookError struct{ msg string }
 
@@ -162,7 +159,7 @@ func (r *Runner) run(ctx context.Context, e *entry, ev *event) (rep reply, run p
 		rep.notes = append(rep.notes, "its message for the person: "+clip(rep.systemMessage, maxReason))
 	}
 	if rep.decision != "" && !validDecision(rep.decision) {
-		rep.notes = append(rep.notes, "its decision "+quote(rep.decision)+" is not allow, ask, deny or defer, so it was ignored")
+		rep.notes = append(rep.notes, "its decision "+strconv.Quote(rep.decision)+" is not allow, ask, deny or defer, so it was ignored")
 		rep.decision = ""
 	}
 	rep.reason = clip(rep.reason, maxReason)

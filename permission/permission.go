@@ -2,6 +2,7 @@ package permission
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -66,9 +67,11 @@ type Rule struct {
 	By string    `json:"by,omitempty"`
 }
 
-// String writes the rule as config would: `bash "rm *": deny`.
+// String writes the rule for a person: `bash "rm *": deny`, the pattern quoted as Go
+// quotes a string (strconv.Quote), so that a newline, a backslash or an invisible
+// character in it shows.
 func (r Rule) String() string {
-	return r.Permission + " " + quote(r.Pattern) + ": " + string(r.Action)
+	return r.Permission + " " + strconv.Quote(r.Pattern) + ": " + string(r.Action)
 }
 
 // Where says where the rule comes from, for a person: "user config
@@ -99,40 +102,8 @@ func (r Rule) Where() string {
 // Remembered reports whether the rule is a remembered "always" answer.
 func (r Rule) Remembered() bool { return r.Source == SourceSession || r.Source == SourceWorkspace }
 
-func quote(s string) string { return `"` + strings.ReplaceAll(s, `"`, `\"`) + `"` }
-
 // Ruleset is an ordered list of rules; the last matching rule wins.
 type Ruleset []Rule
-
-// Evaluate returns the decision of the rulesets taken in order (later wins, the last
-// matching rule wins, no match means ask) for the patterns. With several patterns, any deny
-// denies, else any ask asks, else allow; the decision names the rule of the worst pattern.
-// It knows nothing of layers or trust: Engine.Decide does.
-func Evaluate(permission string, patterns []string, sets ...Ruleset) Decision {
-	if len(patterns) == 0 {
-		patterns = []string{"*"}
-	}
-	var worst Decision
-	for i, p := range patterns {
-		var found *Rule
-		for _, rs := range sets {
-			for j := range rs {
-				if r := &rs[j]; Match(r.Permission, permission) && Match(r.Pattern, p) {
-					found = r
-				}
-			}
-		}
-		d := Decision{Action: Ask, Pattern: p}
-		if found != nil {
-			r := *found
-			d.Action, d.Rule = r.Action, &r
-		}
-		if i == 0 || rank(d.Action) > rank(worst.Action) {
-			worst = d
-		}
-	}
-	return worst
-}
 
 func rank(a Action) int {
 	switch a {

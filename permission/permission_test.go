@@ -75,22 +75,53 @@ func TestEscape(t *testing.T) {
 	}
 }
 
-func TestEvaluateLastMatchWins(t *testing.T) {
+// TestRuleString: a rule shows its pattern so that a person sees every character of it, and
+// where it ends.
+func TestRuleString(t *testing.T) {
+	cases := []struct{ pattern, want string }{
+		{"", `bash "": deny`},
+		{"rm *", `bash "rm *": deny`},
+		{`echo "hi"`, `bash "echo \"hi\"": deny`},
+		{`a\b`, `bash "a\\b": deny`},
+		{"a\nrm *", `bash "a\nrm *": deny`},
+		{"echo $HOME !!", `bash "echo $HOME !!": deny`},
+		{"café", `bash "café": deny`},
+		{"rm\u200b *", `bash "rm\u200b *": deny`}, // an invisible character shows
+		{"\xff", `bash "\xff": deny`},
+		{"-rf", `bash "-rf": deny`},
+		{"~/x", `bash "~/x": deny`},
+		{"=x", `bash "=x": deny`},
+	}
+	for _, tc := range cases {
+		if got := (Rule{Permission: "bash", Pattern: tc.pattern, Action: Deny}).String(); got != tc.want {
+			t.Errorf("Rule{%q}.String() = %s, want %s", tc.pattern, got, tc.want)
+		}
+	}
+}
+
+func TestDecideLastMatchWins(t *testing.T) {
 	rs := Ruleset{
 		{Permission: "bash", Pattern: "*", Action: Ask},
 		{Permission: "bash", Pattern: "git *", Action: Allow},
 		{Permission: "bash", Pattern: "git push *", Action: Deny},
 	}
+	e, err := NewEngine(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.SetLayer(LayerUser, rs); err != nil {
+		t.Fatal(err)
+	}
 	for pattern, want := range map[string]Action{"git status": Allow, "git push origin": Deny, "ls": Ask} {
-		if d := Evaluate("bash", []string{pattern}, rs); d.Action != want {
+		if d := e.Decide(Query{Permission: "bash", Patterns: []string{pattern}}); d.Action != want {
 			t.Errorf("%q: %s, want %s", pattern, d.Action, want)
 		}
 	}
-	if d := Evaluate("bash", []string{"git status", "git push x"}, rs); d.Action != Deny || d.Pattern != "git push x" {
+	if d := e.Decide(Query{Permission: "bash", Patterns: []string{"git status", "git push x"}}); d.Action != Deny || d.Pattern != "git push x" {
 		t.Errorf("several patterns: %+v, want deny of git push x", d)
 	}
-	if d := Evaluate("edit", []string{"x"}, rs); d.Action != Ask || d.Rule != nil {
-		t.Errorf("no match: %+v, want ask without rule", d)
+	if d := e.Decide(Query{Permission: "webfetch", Patterns: []string{"x"}}); d.Action != Ask || d.Rule != nil && d.Rule.Source != SourceDefault {
+		t.Errorf("no written rule: %+v, want ask by the built-in default", d)
 	}
 }
 

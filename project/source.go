@@ -75,8 +75,5 @@ func (s *Source) Reload() (registry.Change, []protocol.Diagnostic, bool) {
 	return ch, s.reg.Catalog().Diagnostics(), changed
 }
 
-// Polling reports whether the watcher fell back to polling.
-func (s *Source) Polling() bool { return s.w.Polling() }
-
 // Close stops watching; the tools stay in the registry.
 func (s *Source) Close() error { return s.w.Close() }

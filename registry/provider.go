@@ -1,6 +1,6 @@
 package registry
 
-// Provider-adapted schemas and tool names.
+// Provider-adapted schemas.
 //
 // A tool's schema is written once, in JSON Schema draft 2020-12, and is what the validator
 // uses. Each model provider accepts a different dialect when tools are declared, so
@@ -21,8 +21,6 @@ package registry
 
 import (
 	"bytes"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -138,6 +136,16 @@ func schemaOf(k string, v any) *jsonobj.Object {
 	return o
 }
 
+// mergeBranch adds an allOf branch, already adapted, to the schema out: each of its keys
+// that out does not have yet.
+func mergeBranch(out, branch *jsonobj.Object) {
+	for k, v := range branch.All() {
+		if !out.Has(k) {
+			out.Set(k, v)
+		}
+	}
+}
+
 // constraintNote describes a dropped constraint for the description ("" for keywords that
 // carry nothing a model needs).
 func constraintNote(k string, v any) string {
@@ -216,44 +224,4 @@ func orRootPtr(p string) string {
 		return "/"
 	}
 	return p
-}
-
-// ToolName returns the name a tool is declared under to providerID: id with characters
-// the provider does not accept replaced by '_', and, when longer than 64 characters, cut
-// to 55 and suffixed with '_' and 8 hex digits of id's SHA-256, so that different long ids
-// stay different. The result is deterministic; the caller maps names back to ids.
-func ToolName(providerID, id string) string {
-	google := false
-	switch strings.ToLower(providerID) {
-	case ProviderGoogle, "gemini", "vertex", "google-vertex":
-		google = true
-	}
-	var b strings.Builder
-	for _, r := range id {
-		ok := r == '_' || r == '-' || (r >= 'a' && r <= 'z') || (r >= 'A' && r <= 'Z') || (r >= '0' && r <= '9')
-		if google && (r == '.' || r == ':') {
-			ok = true
-		}
-		if ok {
-			b.WriteRune(r)
-		} else {
-			b.WriteByte('_')
-		}
-	}
-	name := b.String()
-	if name == "" {
-		name = "_"
-	}
-	if google {
-		if c := name[0]; !(c == '_' || (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z')) {
-			name = "_" + name
-		}
-	}
-	if len(name) > 64 || (name != id && len(name) > 55 && name[:55] != id) {
-		if len(name) > 64 {
-			sum := sha256.Sum256([]byte(id))
-			name = name[:55] + "_" + hex.EncodeToString(sum[:4])
-		}
-	}
-	return name
 }

@@ -158,12 +158,7 @@ func (g *googleAdapter) adapt(s *jsonobj.Object, depth int) *jsonobj.Object {
 			arr, _ := v.([]any)
 			for _, b := range arr {
 				if bo, ok := b.(*jsonobj.Object); ok {
-					ad := g.adapt(bo, depth+1)
-					for _, bk := range ad.Keys() {
-						if !out.Has(bk) {
-							out.Set(bk, ad.Get(bk))
-						}
-					}
+					mergeBranch(out, g.adapt(bo, depth+1))
 				}
 			}
 		case "enum", "const":

@@ -58,11 +58,7 @@ func (a *openaiAdapter) adapt(s *jsonobj.Object, ptr string, root bool) *jsonobj
 		case "allOf":
 			if arr, ok := v.([]any); ok && len(arr) == 1 {
 				if bo, ok := arr[0].(*jsonobj.Object); ok {
-					for _, bk := range a.adapt(bo, ptr+"/allOf/0", false).Keys() {
-						if !out.Has(bk) {
-							out.Set(bk, bo.Get(bk))
-						}
-					}
+					mergeBranch(out, a.adapt(bo, ptr+"/allOf/0", false))
 					continue
 				}
 			}

@@ -3,7 +3,6 @@ package registry
 import (
 	"encoding/json"
 	"errors"
-	"strings"
 	"testing"
 )
 
@@ -41,6 +40,12 @@ func TestAdaptSchema(t *testing.T) {
 			provider: "openai",
 			in:       `{"type":"object","properties":{"v":{"oneOf":[{"type":"string"},{"type":"number"}]}},"required":["v"]}`,
 			want:     `{"type":"object","properties":{"v":{"anyOf":[{"type":"string"},{"type":"number"}]}},"required":["v"],"additionalProperties":false}`,
+		},
+		{
+			name:     "openai: a single-branch allOf is merged as adapted",
+			provider: "openai",
+			in:       `{"type":"object","properties":{"p":{"allOf":[{"type":"object","properties":{"u":{"type":"string","format":"uri"},"n":{"oneOf":[{"type":"string"},{"type":"null"}]}},"required":["n"]}]}},"required":["p"]}`,
+			want:     `{"type":"object","properties":{"p":{"type":"object","properties":{"u":{"type":["string","null"],"description":"(format: uri)"},"n":{"anyOf":[{"type":"string"},{"type":"null"}]}},"required":["u","n"],"additionalProperties":false}},"required":["p"],"additionalProperties":false}`,
 		},
 		{
 			name:      "openai: a free-form map cannot be strict",
@@ -96,26 +101,6 @@ func TestAdaptSchema(t *testing.T) {
 		if _, err := AdaptSchema("openai", json.RawMessage(bad)); err == nil {
 			t.Errorf("AdaptSchema(%s) did not fail", bad)
 		}
-	}
-}
-
-func TestToolName(t *testing.T) {
-	long := strings.Repeat("a", 70)
-	cases := []struct{ provider, id, want string }{
-		{"openai", "read", "read"},
-		{"openai", "mcp:github_create.issue", "mcp_github_create_issue"},
-		{"google", "mcp:github_create.issue", "mcp:github_create.issue"},
-		{"google", "1tool", "_1tool"},
-		{"anthropic", "ünïcode", "_n_code"},
-	}
-	for _, tc := range cases {
-		if got := ToolName(tc.provider, tc.id); got != tc.want {
-			t.Errorf("ToolName(%s, %q) = %q, want %q", tc.provider, tc.id, got, tc.want)
-		}
-	}
-	a, b := ToolName("openai", long+"x"), ToolName("openai", long+"y")
-	if len(a) != 64 || a == b || !strings.HasPrefix(a, strings.Repeat("a", 55)+"_") {
-		t.Errorf("long names: %q %q", a, b)
 	}
 }
 

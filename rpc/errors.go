@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"context"
 	"errors"
 
 	"go.lsp.dev/jsonrpc2"
@@ -9,21 +10,33 @@ import (
 	"github.com/toolsd/toolsd/session"
 )
 
-// mapError maps the sentinels of the lower layers to JSON-RPC codes: the one place where
-// that happens.
-func mapError(err error) (jsonrpc2.Code, bool) {
+// toRPCError maps a handler's error to a JSON-RPC error: the one place where that
+// happens. A *jsonrpc2.Error goes as it is; a cancelled request's error is -32800; the
+// sentinels of the lower layers get their codes; anything else is an internal error,
+// logged.
+func (s *server) toRPCError(ctx context.Context, method string, err error) error {
+	var re *jsonrpc2.Error
+	if errors.As(err, &re) {
+		return re
+	}
+	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
+		return jsonrpc2.NewError(protocol.CodeRequestCancelled, "request cancelled")
+	}
 	var pe *session.ParamsError
+	code := jsonrpc2.InternalError
 	switch {
 	case errors.As(err, &pe), errors.Is(err, session.ErrBadReply):
-		return jsonrpc2.InvalidParams, true
+		code = jsonrpc2.InvalidParams
 	case errors.Is(err, session.ErrCancelled):
-		return protocol.CodeRequestCancelled, true
+		code = protocol.CodeRequestCancelled
 	case errors.Is(err, session.ErrDuplicate), errors.Is(err, session.ErrCallRunning):
-		return protocol.CodeConflict, true
+		code = protocol.CodeConflict
 	case errors.Is(err, session.ErrUnknownAsk), errors.Is(err, session.ErrNotFound):
-		return protocol.CodeNotFound, true
+		code = protocol.CodeNotFound
 	case errors.Is(err, session.ErrClosed):
-		return jsonrpc2.InvalidRequest, true
+		code = jsonrpc2.InvalidRequest
+	default:
+		s.log.Error("internal error", "method", method, "err", err)
 	}
-	return 0, false
+	return jsonrpc2.NewError(code, err.Error())
 }

@@ -554,23 +554,6 @@ func (s *server) shutdown() (any, error) {
 	return nil, nil
 }
 
-// toRPCError maps errors to JSON-RPC errors in one place.
-func (s *server) toRPCError(ctx context.Context, method string, err error) error {
-	var re *jsonrpc2.Error
-	if errors.As(err, &re) {
-		return re
-	}
-	if ctx.Err() != nil && errors.Is(err, context.Canceled) {
-		return jsonrpc2.NewError(protocol.CodeRequestCancelled, "request cancelled")
-	}
-	code, ok := mapError(err)
-	if !ok {
-		s.log.Error("internal error", "method", method, "err", err)
-		code = jsonrpc2.InternalError
-	}
-	return jsonrpc2.NewError(code, err.Error())
-}
-
 // notifier sends notifications to the client.
 type notifier server
 

@@ -1,6 +1,7 @@
 package session
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -171,9 +172,7 @@ type outcome struct {
 func (o *outcome) fill(rec *protocol.CallRecord, c *callState) {
 	rec.Status, rec.Title, rec.Output, rec.Error = o.status, o.title, o.output, o.errText
 	rec.Truncated, rec.OutputID, rec.Changes = o.truncated, o.outputID, o.changes
-	if o.tool != "" {
-		rec.Tool = o.tool
-	}
+	rec.Tool = cmp.Or(o.tool, rec.Tool)
 	if o.metadata == nil {
 		o.metadata = map[string]any{}
 	}

@@ -29,13 +29,10 @@ func hookSpecs(l *config.Layers, trusted bool, workspace string) []hook.Spec {
 			for i, h := range layer.Settings.Hooks.Of(point) {
 				sp := hook.Spec{
 					Name: h.Name, Point: point, Layer: layer.Source, File: layer.Path,
-					Match: h.Match, Source: h.Source, If: h.If, Env: h.Env,
+					Match: h.Match, Source: h.Source, If: h.If, Env: h.Env, Sandbox: h.Sandbox,
 					Command:    expandArgv(h.Command, workspace),
 					Timeout:    time.Duration(h.Timeout) * time.Second,
 					FailClosed: h.OnFailure == protocol.HookFailClosed,
-				}
-				if h.Sandbox != nil {
-					sp.Sandbox = h.Sandbox
 				}
 				if at := layer.HooksAt[point]; i < len(at) {
 					sp.Line, sp.Column = at[i].Line, at[i].Column

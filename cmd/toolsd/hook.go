@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"errors"
 	"flag"
 	"fmt"
 	"io"
@@ -134,8 +133,8 @@ func hookInstall(verb string, args []string, stdout, stderr io.Writer) int {
 		}
 	}
 	path := a.SettingsPath(scope, folder, home)
-	old, err := os.ReadFile(path)
-	if err != nil && !errors.Is(err, os.ErrNotExist) {
+	old, err := agenthook.ReadFile(path)
+	if err != nil {
 		fmt.Fprintf(stderr, "toolsd hook %s: %v\n", verb, err)
 		return 1
 	}

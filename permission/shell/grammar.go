@@ -2,7 +2,9 @@ package shell
 
 import (
 	"fmt"
+	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // A grammar is what toolsd knows to be safe in a command's arguments: the options that run
@@ -748,9 +750,15 @@ func safeLdflags(v string) bool {
 	return true
 }
 
+// quoteWord shows a word in a reason: quoted as Go quotes a string, its first 57 bytes
+// (whole characters) and "..." when it is longer than 60.
 func quoteWord(s string) string {
 	if len(s) > 60 {
-		s = s[:57] + "..."
+		cut := 57
+		for cut > 0 && !utf8.RuneStart(s[cut]) {
+			cut--
+		}
+		s = s[:cut] + "..."
 	}
-	return "'" + s + "'"
+	return strconv.Quote(s)
 }
