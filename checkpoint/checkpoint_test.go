@@ -632,3 +632,41 @@ func TestFirstIndexWrittenAndRedone(t *testing.T) {
 		}
 	}
 }
+
+// TestGitConvertedFilesRead: a file whose bytes are not its blob's (git converts it: here
+// eol=crlf, with CRLF in the work tree and LF in the blob) is read at the first look rather
+// than taken from git's index, whether the attributes file that says so is tracked or not;
+// a revert gives back its CRLF bytes.
+func TestGitConvertedFilesRead(t *testing.T) {
+	files := map[string]string{"a.txt": "one\r\ntwo\r\n", "b.c": "plain\n", ".gitattributes": "*.txt text eol=crlf\n"}
+	for _, tracked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tracked=%v", tracked), func(t *testing.T) {
+			e := newEnv(t, envOpts{files: files, git: true, journal: true})
+			if !tracked {
+				e.tr.Close()
+				gitRun(t, e.ws, "rm", "-q", "--cached", ".gitattributes")
+				gitRun(t, e.ws, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "untrack")
+				e.st.Close()
+				st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), &store.Options{Retention: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.st = st
+				t.Cleanup(func() { st.Close() })
+				e.open(envOpts{git: true, journal: true})
+			}
+			if a, _ := e.tr.index.get("a.txt"); a.Content == "" {
+				t.Fatalf("a.txt was taken from git's index: %+v", a)
+			}
+			if b, _ := e.tr.index.get("b.c"); b.Git == "" || b.Content != "" {
+				t.Fatalf("b.c was read: %+v", b)
+			}
+			before := e.snapshot()
+			ref := e.shell("printf 'new\\n' > a.txt")
+			e.revert(ref, false, false)
+			if d := diffSnap(before, e.snapshot()); d != "" {
+				t.Fatalf("after the revert:\n%s", d)
+			}
+		})
+	}
+}

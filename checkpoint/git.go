@@ -7,13 +7,16 @@ import (
 	"crypto/sha1"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -36,6 +39,10 @@ type gitRepo struct {
 	// trust is false when core.autocrlf converts line endings on checkout: then a file's
 	// bytes differ from its blob.
 	trust bool
+	// Where attributes come from besides the work tree's .gitattributes files:
+	// $GIT_DIR/info/attributes, core.attributesFile ("" when not set), a tree (attr.tree).
+	infoAttrs, globalAttrs string
+	attrTree               bool
 }
 
 const maxIndexBytes = 512 << 20
@@ -65,21 +72,35 @@ func findGit(bin, ws string) *gitRepo {
 	g := &gitRepo{bin: bin, ws: ws, trust: true}
 	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 	defer cancel()
-	out, err := g.cmd(ctx, "rev-parse", "--is-inside-work-tree", "--show-prefix", "--git-path", "index", "--show-object-format").Output()
+	out, err := g.cmd(ctx, "rev-parse", "--is-inside-work-tree", "--show-prefix", "--git-path", "index", "--git-path", "info/attributes", "--show-object-format").Output()
 	if err != nil {
 		return nil
 	}
 	lines := strings.Split(strings.TrimRight(string(out), "\n"), "\n")
-	if len(lines) < 4 || lines[0] != "true" {
+	if len(lines) < 5 || lines[0] != "true" {
 		return nil
 	}
-	g.prefix, g.index = lines[1], lines[2]
-	if !filepath.IsAbs(g.index) {
-		g.index = filepath.Join(ws, g.index)
+	g.prefix, g.index, g.infoAttrs = lines[1], lines[2], lines[3]
+	for _, p := range []*string{&g.index, &g.infoAttrs} {
+		if !filepath.IsAbs(*p) {
+			*p = filepath.Join(ws, *p)
+		}
 	}
-	g.sha256 = lines[3] == "sha256"
-	if v, err := g.cmd(ctx, "config", "--get", "core.autocrlf").Output(); err == nil && strings.TrimSpace(string(v)) == "true" {
-		g.trust = false
+	g.sha256 = lines[4] == "sha256"
+	// Exit status 1 when none is set.
+	cfg, _ := g.cmd(ctx, "config", "-z", "--get-regexp", `^(core\.autocrlf|core\.attributesfile|attr\.tree)$`).Output()
+	for _, kv := range strings.Split(string(cfg), "\x00") {
+		k, v, _ := strings.Cut(kv, "\n")
+		switch k {
+		case "core.autocrlf":
+			if v == "true" {
+				g.trust = false
+			}
+		case "core.attributesfile":
+			g.globalAttrs = v
+		case "attr.tree":
+			g.attrTree = true
+		}
 	}
 	return g
 }
@@ -178,6 +199,139 @@ func (g *gitRepo) converted(ctx context.Context, rels []string) (map[string]bool
 	}
 	return conv, nil
 }
+
+// convertAttrs are the attributes converted asks about.
+var convertAttrs = []string{"filter", "eol", "ident", "working-tree-encoding"}
+
+// mayConvert reports whether an attributes file could set one of convertAttrs (a macro that
+// sets one names it in its definition too). A false positive only costs a check-attr.
+func mayConvert(data []byte) bool {
+	for _, a := range convertAttrs {
+		if bytes.Contains(data, []byte(a)) {
+			return true
+		}
+	}
+	return false
+}
+
+// fileMayConvert is mayConvert of the attributes file at abs: false when it does not
+// exist, true when it cannot be read.
+func fileMayConvert(abs string) bool {
+	f, err := fsopen.OpenFile(abs, os.O_RDONLY, 0)
+	if errors.Is(err, os.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
+		return false
+	}
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxAttrsBytes+1))
+	return err != nil || len(data) > maxAttrsBytes || mayConvert(data)
+}
+
+const maxAttrsBytes = 4 << 20
+
+// attrsOutside reports whether an attributes file outside the workspace could convert
+// files of it: $GIT_DIR/info/attributes, the user's and the system's, a .gitattributes in
+// a folder between the repository's top and the workspace, a tree git reads them from.
+func (g *gitRepo) attrsOutside() bool {
+	if g.attrTree || os.Getenv("GIT_ATTR_SOURCE") != "" {
+		return true
+	}
+	files := []string{g.infoAttrs}
+	switch global := g.globalAttrs; {
+	case strings.HasPrefix(global, "~/"):
+		home, _ := os.UserHomeDir()
+		files = append(files, filepath.Join(home, global[2:]))
+	case global != "":
+		files = append(files, global)
+	case os.Getenv("XDG_CONFIG_HOME") != "":
+		files = append(files, filepath.Join(os.Getenv("XDG_CONFIG_HOME"), "git", "attributes"))
+	default:
+		if home, err := os.UserHomeDir(); err == nil {
+			files = append(files, filepath.Join(home, ".config", "git", "attributes"))
+		}
+	}
+	if v := strings.ToLower(os.Getenv("GIT_ATTR_NOSYSTEM")); v == "" || v == "0" || v == "false" || v == "no" || v == "off" {
+		// $(prefix)/etc/gitattributes, and /etc/gitattributes where distributions put it.
+		files = append(files, "/etc/gitattributes", filepath.Join(filepath.Dir(filepath.Dir(g.bin)), "etc", "gitattributes"))
+	}
+	dir := g.ws
+	for range strings.Count(g.prefix, "/") {
+		dir = filepath.Dir(dir)
+		files = append(files, filepath.Join(dir, ".gitattributes"))
+	}
+	for _, f := range files {
+		if fileMayConvert(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// gitLook is what the first look at a workspace learns of its git repository while it
+// walks the workspace: the repository, and which files git's index vouches for.
+type gitLook struct {
+	repo  *gitRepo
+	clean map[string]cleanEntry // nil: git vouches for no file
+	racy  int64
+	// Files whose checked-out bytes git converts, asked of git (check-attr) only when an
+	// attributes file could convert something; checked are the workspace's attributes
+	// files looked at for that.
+	conv    map[string]bool
+	asked   bool
+	convErr error
+	checked map[string]bool
+}
+
+// look finds the repository, and with index reads its index (a workspace never seen).
+func (gl *gitLook) look(ctx context.Context, bin, ws string, index bool) {
+	if gl.repo = findGit(bin, ws); gl.repo == nil || !index {
+		return
+	}
+	if gl.clean, gl.racy = gl.repo.readIndex(); len(gl.clean) == 0 {
+		return
+	}
+	may := gl.repo.attrsOutside()
+	gl.checked = map[string]bool{}
+	for p := range gl.clean {
+		if path.Base(p) == ".gitattributes" {
+			gl.checked[p] = true
+			may = may || fileMayConvert(filepath.Join(ws, filepath.FromSlash(p)))
+		}
+	}
+	if may {
+		gl.ask(ctx)
+	}
+}
+
+func (gl *gitLook) ask(ctx context.Context) {
+	paths := make([]string, 0, len(gl.clean))
+	for p := range gl.clean {
+		paths = append(paths, p)
+	}
+	gl.asked = true
+	gl.conv, gl.convErr = gl.repo.converted(ctx, paths)
+}
+
+// finish completes the look after the walk (all): a .gitattributes file that git's index
+// does not list may convert files too. It returns the error of check-attr.
+func (gl *gitLook) finish(ctx context.Context, all []walked) error {
+	if len(gl.clean) == 0 || gl.asked {
+		return gl.convErr
+	}
+	for _, e := range all {
+		if path.Base(e.rel) == ".gitattributes" && !gl.checked[e.rel] && fileMayConvert(filepath.Join(gl.repo.ws, filepath.FromSlash(e.rel))) {
+			gl.ask(ctx)
+			break
+		}
+	}
+	return gl.convErr
+}
+
+// converts reports whether git converts the checked-out bytes of the file p (true when
+// that could not be asked).
+func (gl *gitLook) converts(p string) bool { return gl.convErr != nil || gl.conv[p] }
 
 // blobs reads blobs from the repository's object store (git cat-file --batch). Missing ones
 // are left out.

@@ -9,6 +9,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -166,11 +167,11 @@ func (t *Tracker) readAt(dirfd int, name string, s store.FileState, b *budget) s
 
 // syncLocked brings the index up to date with the workspace: from the journal's list of
 // paths touched since the last sync when it can be trusted, else by walking the whole
-// workspace (full forces the walk). syncMu is held.
-func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
+// workspace. syncMu is held.
+func (t *Tracker) syncLocked(ctx context.Context) error {
 	start := t.opts.Now()
 	var err error
-	if t.jr != nil && !full {
+	if t.jr != nil {
 		paths, ok := t.jr.drain()
 		if ok {
 			err = t.refreshLocked(ctx, paths)
@@ -186,12 +187,26 @@ func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
 	return err
 }
 
-// walkWorkspace walks the whole workspace (up to MaxFiles entries, counted in count),
-// watching each folder when the journal runs, and calls visit with each entry's state from
-// lstat; entries that cannot be stat'ed, or of a kind not tracked, are passed over. visit is
-// called from several goroutines.
-func (t *Tracker) walkWorkspace(ctx context.Context, count *atomic.Int64, visit func(e fswalk.Entry, cur store.FileState)) error {
-	return fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+// walked is one entry of a walk of the whole workspace: its path and what lstat told of it
+// (a file's content ids filled in later, if at all).
+type walked struct {
+	rel string
+	st  store.FileState
+}
+
+// walkAll walks the whole workspace (up to MaxFiles entries), watching each folder before
+// it lists it when the journal runs, and returns every entry that is not ignored with its
+// lstat state, in path order (the index's). Entries that cannot be stat'ed, or of a kind
+// not tracked, are left out.
+func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
+	t.statusMu.Lock()
+	hint := t.walked
+	t.statusMu.Unlock()
+	var mu sync.Mutex // guards all
+	all := make([]walked, 0, hint+hint/8)
+	var count atomic.Int64
+	gen, walkStart := t.beginWalk()
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}
@@ -203,40 +218,86 @@ func (t *Tracker) walkWorkspace(ctx context.Context, count *atomic.Int64, visit 
 			return
 		}
 		if cur, ok := statState(&st); ok {
-			visit(e, cur)
+			mu.Lock()
+			all = append(all, walked{e.Rel, cur})
+			mu.Unlock()
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	if n := count.Load(); n > int64(t.opts.MaxFiles) {
+		return nil, t.tooLarge(n)
+	}
+	t.endWalk(gen, walkStart, count.Load())
+	slices.SortFunc(all, func(a, b walked) int { return strings.Compare(a.rel, b.rel) })
+	return all, nil
+}
+
+// readAll completes the states of the walked entries at the given positions (their
+// content read, identified and kept; a link's target), a few at a time.
+func (t *Tracker) readAll(ctx context.Context, all []walked, which []int, b *budget) error {
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(4, len(which)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(which)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				if e := &all[which[i]]; e.st.Kind != store.KindDir {
+					e.st = t.readRel(e.rel, e.st, b)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return ctx.Err()
 }
 
 // scanLocked walks the workspace and applies what changed since the index. syncMu is held.
 func (t *Tracker) scanLocked(ctx context.Context) error {
-	found := map[string]store.FileState{}
-	var mu sync.Mutex // guards found
-	var count atomic.Int64
-	b := newBudget(t.opts.MaxCallBytes)
-	idx := t.index // only syncMu holders write it
-	gen, walkStart := t.beginWalk()
-	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if old, ok := idx.get(e.Rel); ok && sameIdentity(old, cur) {
-			cur = old
-		} else {
-			cur = t.readEntry(e, cur, b)
-		}
-		mu.Lock()
-		found[e.Rel] = cur
-		mu.Unlock()
-	})
+	all, err := t.walkAll(ctx)
 	if err != nil {
 		return err
 	}
-	if n := count.Load(); n > int64(t.opts.MaxFiles) {
-		return t.tooLarge(n)
+	return t.compareLocked(ctx, all)
+}
+
+// compareLocked applies what a walk of the whole workspace (all, in path order) found
+// changed since the index: the entries whose stat identity changed are read, those the
+// index has and the walk did not find are gone. syncMu is held.
+func (t *Tracker) compareLocked(ctx context.Context, all []walked) error {
+	idx := t.index // only syncMu holders write it
+	var toRead []int
+	gone := []string{}
+	// Both are in path order: one pass over the two.
+	i := 0
+	fresh := func(upto string, last bool) {
+		for ; i < len(all) && (last || all[i].rel < upto); i++ {
+			toRead = append(toRead, i)
+		}
 	}
-	t.endWalk(gen, walkStart, count.Load())
+	idx.each(func(p string, old store.FileState) {
+		fresh(p, false)
+		if i < len(all) && all[i].rel == p {
+			if sameIdentity(old, all[i].st) {
+				all[i].st = old
+			} else {
+				toRead = append(toRead, i)
+			}
+			i++
+			return
+		}
+		gone = append(gone, p)
+	})
+	fresh("", true)
+	b := newBudget(t.opts.MaxCallBytes)
+	if err := t.readAll(ctx, all, toRead, b); err != nil {
+		return err
+	}
 	changed := map[string]store.FileState{}
 	quiet := map[string]bool{}
 	ignoreChanged := false
-	for p, s := range found {
+	for _, k := range toRead {
+		p, s := all[k].rel, all[k].st
 		old, ok := idx.get(p)
 		if ok && sameIdentity(old, s) && old.Content == s.Content && old.NotKept == s.NotKept {
 			continue
@@ -256,15 +317,12 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 			}
 		}
 	}
-	idx.each(func(p string, _ store.FileState) {
-		if _, ok := found[p]; ok {
-			return
-		}
+	for _, p := range gone {
 		changed[p] = store.FileState{}
 		if _, err := os.Lstat(filepath.Join(t.ws, filepath.FromSlash(p))); err == nil {
 			quiet[p] = true // still there, but ignored now
 		}
-	})
+	}
 	return t.commitLocked(changed, quiet)
 }
 
@@ -280,9 +338,9 @@ func (t *Tracker) tooLarge(n int64) error {
 	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
 }
 
-// readEntry is readAt for a walked entry.
-func (t *Tracker) readEntry(e fswalk.Entry, s store.FileState, b *budget) store.FileState {
-	dir, name := path.Split(e.Rel)
+// readRel is readAt for the workspace path rel.
+func (t *Tracker) readRel(rel string, s store.FileState, b *budget) store.FileState {
+	dir, name := path.Split(rel)
 	dirfd, err := t.openDir(strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		s.NotKept = "unreadable"
@@ -410,7 +468,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			if old, ok := idx.get(rel); ok && sameIdentity(old, cur) {
 				return
 			}
-			cur = t.readEntry(fswalkEntryAt(e, rel), cur, b)
+			cur = t.readRel(rel, cur, b)
 			mu.Lock()
 			changed[rel] = cur
 			mu.Unlock()
@@ -422,115 +480,39 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 	return t.commitLocked(changed, nil)
 }
 
-// fswalkEntryAt re-roots a walked entry at the workspace (its Rel relative to it).
-func fswalkEntryAt(e fswalk.Entry, rel string) fswalk.Entry {
-	e.Rel = rel
-	return e
-}
-
-// baseline is the first look at a workspace: every file's state, its bytes kept, except for
-// files that are exactly what the workspace's git index says (their blobs are in git's
-// object store: reading them would cost a read of the whole repository). Git's index is read,
-// and its attributes asked, while the workspace is walked. syncMu is held.
-func (t *Tracker) baseline(ctx context.Context) error {
-	start := t.opts.Now()
-	var clean map[string]cleanEntry
-	var racy int64
-	var conv map[string]bool
-	var convErr error
-	gitDone := make(chan struct{})
-	go func() {
-		defer close(gitDone)
-		if t.git == nil {
-			return
+// baseline makes the index of a workspace never seen from a walk of it (all): every
+// file's state, its bytes kept, except for files that are exactly what the workspace's git
+// index says (gl; their blobs are in git's object store: reading them would cost a read of
+// the whole repository). syncMu is held.
+func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, gl *gitLook) error {
+	fromGit := 0
+	var toRead []int
+	for i := range all {
+		e := &all[i]
+		if e.st.Kind == store.KindDir {
+			continue
 		}
-		if clean, racy = t.git.readIndex(); len(clean) == 0 {
-			return
+		if ce, ok := gl.clean[e.rel]; ok && !gl.converts(e.rel) && ce.matches(e.st, gl.racy) {
+			e.st.Git = ce.oid
+			fromGit++
+			continue
 		}
-		paths := make([]string, 0, len(clean))
-		for p := range clean {
-			paths = append(paths, p)
-		}
-		conv, convErr = t.git.converted(ctx, paths)
-	}()
-	found := map[string]store.FileState{}
-	var mu sync.Mutex // guards found
-	var count atomic.Int64
+		toRead = append(toRead, i)
+	}
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
-	gen, walkStart := t.beginWalk()
-	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if t.git == nil && cur.Kind != store.KindDir {
-			cur = t.readEntry(e, cur, b) // no git index to spare the read
-		}
-		mu.Lock()
-		found[e.Rel] = cur
-		mu.Unlock()
-	})
-	<-gitDone
-	if err != nil {
+	if err := t.readAll(ctx, all, toRead, b); err != nil {
 		return err
-	}
-	if n := count.Load(); n > int64(t.opts.MaxFiles) {
-		return t.tooLarge(n)
-	}
-	t.endWalk(gen, walkStart, count.Load())
-	if convErr != nil {
-		t.log.Info("git check-attr failed: reading every file instead", "err", convErr)
-	}
-	fromGit := 0
-	if t.git != nil {
-		// The files git's index does not vouch for are read now, a few at a time.
-		var toRead []string
-		for p, cur := range found {
-			if cur.Kind == store.KindDir {
-				continue
-			}
-			if ce, ok := clean[p]; ok && convErr == nil && !conv[p] && ce.matches(cur, racy) {
-				cur.Git = ce.oid
-				found[p] = cur
-				fromGit++
-				continue
-			}
-			toRead = append(toRead, p)
-		}
-		var wg sync.WaitGroup
-		next := atomic.Int64{}
-		for range 4 {
-			wg.Go(func() {
-				for i := next.Add(1) - 1; i < int64(len(toRead)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-					p := toRead[i]
-					mu.Lock()
-					s := found[p]
-					mu.Unlock()
-					dir, name := path.Split(p)
-					if dirfd, err := t.openDir(strings.TrimSuffix(dir, "/")); err == nil {
-						s = t.readAt(dirfd, name, s, b)
-						unix.Close(dirfd)
-					} else {
-						s.NotKept = "unreadable"
-					}
-					mu.Lock()
-					found[p] = s
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 	}
 	if err := b.batch.flush(); err != nil {
 		return fmt.Errorf("storing the workspace's files: %w", err)
 	}
-	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
-	t.lastSync = start
+	t.log.Info("first look at the workspace", "paths", len(all), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
 	// Every path is new to the index, and none is a change: the index is complete in memory
 	// now, and the store gets it in the background.
 	t.mu.Lock()
-	for p, s := range found {
-		t.index.set(p, s)
+	for _, e := range all {
+		t.index.set(e.rel, e.st)
 	}
 	t.mu.Unlock()
 	t.writeIndex()

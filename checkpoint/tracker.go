@@ -236,15 +236,8 @@ func (t *Tracker) start() error {
 	}()
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
-	if t.opts.Git != "none" {
-		t.git = findGit(t.opts.Git, t.ws)
-	}
-	// The journal is started (retryJournal) by the first walk's beginWalk, before the walk,
-	// so that nothing changed during it is missed.
-
-	// The index is loaded here, not in Open: on a large workspace it takes a while, and
-	// nothing reads it before the first look is done.
-	complete, err := t.st.LoadCheckpointIndex(t.index.set)
+	begun := t.opts.Now()
+	complete, err := t.st.CheckpointIndexComplete()
 	if err != nil {
 		return err
 	}
@@ -268,16 +261,45 @@ func (t *Tracker) start() error {
 		t.windows[w] = struct{}{}
 		left = append(left, w)
 	}
-	// An index whose first writing never finished (the daemon died) is made again.
-	fresh := !complete || t.index.len() == 0
 	t.mu.Unlock()
-	if fresh {
-		if err := t.baseline(ctx); err != nil {
-			return err
-		}
-	} else if err := t.syncLocked(ctx, true); err != nil {
+
+	// Three things at once, each its own share of the wait for the first look: the walk
+	// (which starts the journal first, so that nothing changed during it is missed); the
+	// index kept from the last run (nothing reads it before the look ends); and the git
+	// repository, with its index when the workspace was never seen (an index whose first
+	// writing never finished, as when the daemon died, is made again).
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var loadErr error
+	if complete {
+		wg.Go(func() { _, loadErr = t.st.LoadCheckpointIndex(t.index.set) })
+	}
+	gl := &gitLook{}
+	if t.opts.Git != "none" {
+		fresh := !complete
+		wg.Go(func() { gl.look(ctx, t.opts.Git, t.ws, fresh) })
+	}
+	all, err := t.walkAll(ctx)
+	if err != nil {
 		return err
 	}
+	wg.Wait()
+	if loadErr != nil {
+		return loadErr
+	}
+	t.git = gl.repo
+	if complete {
+		err = t.compareLocked(ctx, all)
+	} else {
+		if err = gl.finish(ctx, all); err != nil {
+			t.log.Info("git check-attr failed: reading every file instead", "err", err)
+		}
+		err = t.baseline(ctx, begun, all, gl)
+	}
+	if err != nil {
+		return err
+	}
+	t.lastSync = begun
 	for _, w := range left {
 		if err := w.closeLocked(ctx); err != nil {
 			t.log.Warn("could not record the checkpoint of an interrupted call", "call", w.ref.CallID, "err", err)
@@ -349,7 +371,7 @@ func (w *Window) Begin(ctx context.Context) error {
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	if !w.exact {
-		if err := t.syncLocked(ctx, false); err != nil {
+		if err := t.syncLocked(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -465,7 +487,7 @@ func (w *Window) End(ctx context.Context) (int, error) {
 		if err := t.refreshLocked(ctx, paths); err != nil {
 			w.notes = append(w.notes, "the files could not all be looked at after the call: "+err.Error())
 		}
-	} else if err := t.syncLocked(ctx, false); err != nil {
+	} else if err := t.syncLocked(ctx); err != nil {
 		w.notes = append(w.notes, "the workspace could not be looked at after the call: "+err.Error())
 	}
 	n, err := w.closeLockedN(ctx)

@@ -97,6 +97,19 @@ type CheckpointUpdate struct {
 // several transactions (CheckpointUpdate.IndexStart), until IndexDone removes it.
 var indexIncomplete = []byte("\x00incomplete")
 
+// CheckpointIndexComplete reports whether the checkpoint index holds a whole index: one
+// was written, and its first writing (CheckpointUpdate.IndexStart) finished.
+func (s *Store) CheckpointIndexComplete() (bool, error) {
+	complete := false
+	err := s.view(func(tx *bolt.Tx) error {
+		ib := tx.Bucket(bucketCPIndex)
+		k, _ := ib.Cursor().First()
+		complete = k != nil && ib.Get(indexIncomplete) == nil
+		return nil
+	})
+	return complete, err
+}
+
 // LoadCheckpointIndex calls fn for every path of the checkpoint index, in path order. When
 // the index was being written anew (IndexStart) and never finished, as after a crash, it
 // calls fn for nothing and reports complete false: the index must be made again.
