@@ -34,6 +34,24 @@ func (x *pathIndex) del(p string) { x.t.Delete(entry{path: p}) }
 
 func (x *pathIndex) len() int { return x.t.Len() }
 
+// clone is a copy of the index, made at once (the two share nodes until one is written):
+// readers of the copy need no lock while the original changes.
+func (x *pathIndex) clone() *pathIndex { return &pathIndex{t: x.t.Clone()} }
+
+// ascend yields every path and its state, in order.
+func (x *pathIndex) ascend(yield func(p string, s *store.FileState) bool) {
+	x.t.Ascend(func(e entry) bool { return yield(e.path, &e.st) })
+}
+
+// load is set for a path of a stored index, and del for one gone (kind absent).
+func (x *pathIndex) load(p string, s store.FileState) {
+	if s.Kind == store.KindAbsent {
+		x.del(p)
+	} else {
+		x.set(p, s)
+	}
+}
+
 // below calls fn with every path strictly below the folder p, in order.
 func (x *pathIndex) below(p string, fn func(q string)) {
 	// Every path that starts with "p/" sorts from "p/" up to "p0" ('0' follows '/').

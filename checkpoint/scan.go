@@ -385,11 +385,19 @@ func (t *Tracker) commitLocked(changed map[string]store.FileState, quiet map[str
 		loud[p] = s
 	}
 	delta, open := t.applyLocked(loud)
+	n := t.index.len()
 	t.mu.Unlock()
 	for p, s := range delta {
 		idxDelta[p] = s
 	}
-	return t.st.UpdateCheckpoints(&store.CheckpointUpdate{Index: idxDelta, Open: open})
+	if err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{Index: idxDelta, Open: open}); err != nil {
+		return err
+	}
+	// Changes are written one by one; when they are many, they go into a new base.
+	if t.changes += len(idxDelta); t.changes > max(foldAfter, n/4) {
+		t.writeIndex()
+	}
+	return nil
 }
 
 // refreshLocked looks at the given paths only (and below a folder among them that is new or
@@ -519,39 +527,44 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 	return nil
 }
 
-// indexBatch is how many index entries one transaction of writeIndex puts.
-const indexBatch = 8192
+// foldAfter is how many changes written one by one make a new base (with a quarter of the
+// index, if that is more).
+var foldAfter = 4096
 
-// writeIndex writes the whole index to the store anew, in batches in path order, from a
-// goroutine: no call waits for it (a 100k-file workspace's index is a few seconds of writing
-// on a loaded machine). Until the last batch the store marks the index incomplete, so a
-// daemon killed meanwhile makes it again at its next start. Close waits for it.
+// writeIndex writes the whole index to the store as its new base (in one transaction: a few
+// MiB for 100,000 paths), from a goroutine, one at a time: after a first look, and when the
+// changes written since the last base are many (commitLocked). Until the first is written,
+// a call that looks at the workspace waits for it (Begin): if the daemon dies during the
+// call, the next start must find the index the call started from. Close waits for it.
 func (t *Tracker) writeIndex() {
+	if !t.writing.CompareAndSwap(false, true) {
+		return
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
-		start := t.opts.Now()
-		last, first := "", true
-		for {
-			t.writeMu.Lock()
-			t.mu.Lock()
-			batch := make(map[string]*store.FileState, indexBatch)
-			last = t.index.after(last, indexBatch, func(p string, s store.FileState) { batch[p] = &s })
-			t.mu.Unlock()
-			done := len(batch) < indexBatch
-			err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{IndexStart: first, IndexDone: done, Index: batch})
-			t.writeMu.Unlock()
-			if err != nil {
-				t.log.Warn("writing the workspace's index failed: the next start looks at the whole workspace again", "err", err)
-				return
-			}
-			if done {
-				t.log.Debug("the workspace's index is written", "took", t.opts.Now().Sub(start))
-				debug.FreeOSMemory() // as after the first look (kick)
-				return
-			}
-			first = false
+		defer t.writing.Store(false)
+		defer t.durableOnce.Do(func() { close(t.durable) })
+		if t.opts.beforeIndexWrite != nil {
+			t.opts.beforeIndexWrite()
 		}
+		start := t.opts.Now()
+		// Changes committed after the copy wait for writeMu: the base cannot drop them.
+		t.writeMu.Lock()
+		t.mu.Lock()
+		snap := t.index.clone()
+		t.mu.Unlock()
+		err := t.st.WriteCheckpointIndex(snap.ascend)
+		if err == nil {
+			t.changes = 0
+		}
+		t.writeMu.Unlock()
+		if err != nil {
+			t.log.Warn("writing the workspace's index failed", "err", err)
+			return
+		}
+		t.log.Debug("the workspace's index is written", "paths", snap.len(), "took", t.opts.Now().Sub(start))
+		debug.FreeOSMemory() // as after the first look (kick)
 	}()
 }
 

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsd/toolsd/store"
@@ -60,6 +61,9 @@ type Options struct {
 	OnJournal func(JournalStatus)
 	// faults, in tests, make the kernel refuse watches and instances on purpose.
 	faults *faults
+	// In tests: beforeIndexWrite is called before each base of the index is written, and
+	// waitIndex when a call waits for the first to be written.
+	beforeIndexWrite, waitIndex func()
 	// Skip, if set, leaves out a path (absolute) that is toolsd's own (its store file, when
 	// it lies in the workspace, and the store's slot files).
 	Skip func(abs string) bool
@@ -99,10 +103,16 @@ type Tracker struct {
 
 	// syncMu serializes looks at the workspace (syncs) and the changes a revert makes.
 	syncMu sync.Mutex
-	// writeMu orders the index's writes to the store (a look's, and those of the first
-	// index, which is written in the background) so that the store ends with what the
-	// index in memory says. Taken before mu.
+	// writeMu orders the index's writes to the store (a look's changes, and a base written
+	// in the background) so that the store ends with what the index in memory says. Taken
+	// before mu. It guards changes: how many changes were written since the last base.
 	writeMu sync.Mutex
+	changes int
+	writing atomic.Bool // a base is being written (writeIndex)
+	// durable is closed once the stored index is the one the first look found (at once
+	// when it was loaded from the store, else when writeIndex wrote it).
+	durable     chan struct{}
+	durableOnce sync.Once
 	// lastSync is when the previous sync started (guarded by syncMu).
 	lastSync time.Time
 
@@ -140,7 +150,7 @@ func Open(opts Options) (*Tracker, error) {
 	}
 	t := &Tracker{
 		opts: opts, log: opts.Logger.With("component", "checkpoint"), st: opts.Store, ws: opts.Workspace,
-		ready: make(chan struct{}), stop: make(chan struct{}), index: newIndex(), windows: map[*Window]struct{}{},
+		ready: make(chan struct{}), stop: make(chan struct{}), durable: make(chan struct{}), index: newIndex(), windows: map[*Window]struct{}{},
 	}
 	open, err := t.st.OpenCheckpoints()
 	if err != nil {
@@ -272,7 +282,7 @@ func (t *Tracker) start() error {
 	defer wg.Wait()
 	var loadErr error
 	if complete {
-		wg.Go(func() { _, loadErr = t.st.LoadCheckpointIndex(t.index.set) })
+		wg.Go(func() { _, t.changes, loadErr = t.st.LoadCheckpointIndex(t.index.load) })
 	}
 	gl := &gitLook{}
 	if t.opts.Git != "none" {
@@ -289,6 +299,7 @@ func (t *Tracker) start() error {
 	}
 	t.git = gl.repo
 	if complete {
+		t.durableOnce.Do(func() { close(t.durable) })
 		err = t.compareLocked(ctx, all)
 	} else {
 		if err = gl.finish(ctx, all); err != nil {
@@ -367,6 +378,21 @@ func (w *Window) Begin(ctx context.Context) error {
 	if off != "" {
 		w.off = off
 		return nil
+	}
+	if !w.exact {
+		// A daemon killed during the call must find, at its next start, the index the
+		// call started from (a call that reports its files records their states itself).
+		if t.opts.waitIndex != nil {
+			t.opts.waitIndex()
+		}
+		select {
+		case <-t.durable:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.stop:
+			w.off = "the workspace is closing"
+			return nil
+		}
 	}
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()

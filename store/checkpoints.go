@@ -80,56 +80,162 @@ type Checkpoint struct {
 	Notes   []string  `json:"notes,omitempty"`
 }
 
-// CheckpointUpdate is one transaction of checkpoint state: index entries put (nil deletes),
-// open checkpoints created or replaced, finished ones recorded (and removed from the open
-// ones).
+// CheckpointUpdate is one transaction of checkpoint state: index entries put (nil: the path
+// is gone), open checkpoints created or replaced, finished ones recorded (and removed from
+// the open ones).
 type CheckpointUpdate struct {
 	Index map[string]*FileState
-	// IndexStart empties the index before Index is put, and marks it incomplete until an
-	// update with IndexDone: a first index written in batches, which a crash must not leave
-	// looking whole.
-	IndexStart, IndexDone bool
-	Open                  []*Checkpoint
-	Done                  []*Checkpoint
+	Open  []*Checkpoint
+	Done  []*Checkpoint
 }
 
-// indexIncomplete is the key (no path has a NUL) that marks an index being written anew in
-// several transactions (CheckpointUpdate.IndexStart), until IndexDone removes it.
+// The checkpoint index is stored in two parts. Its base (bucketCPIndexBase) is the whole
+// index as it was at one time, in path order, written in one transaction by
+// WriteCheckpointIndex: a first index of 100,000 paths is a few megabytes put at once, which
+// costs a tenth of the same entries put one by one. Every change since is one entry of
+// bucketCPIndex (a path that is gone: an entry of kind absent, when a base names it), until
+// the next base replaces both.
+
+// indexIncomplete is the key (no path has a NUL) with which earlier versions marked an index
+// being written anew in several transactions: such an index never finished (the daemon died)
+// and is made again.
 var indexIncomplete = []byte("\x00incomplete")
 
-// CheckpointIndexComplete reports whether the checkpoint index holds a whole index: one
-// was written, and its first writing (CheckpointUpdate.IndexStart) finished.
+// basePiece is how many bytes of the base one value holds.
+const basePiece = 1 << 20
+
+// CheckpointIndexComplete reports whether the store holds a whole checkpoint index (one was
+// written, and not left half written by an earlier version).
 func (s *Store) CheckpointIndexComplete() (bool, error) {
 	complete := false
 	err := s.view(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
 		k, _ := ib.Cursor().First()
-		complete = k != nil && ib.Get(indexIncomplete) == nil
+		base, _ := tx.Bucket(bucketCPIndexBase).Cursor().First()
+		complete = (k != nil || base != nil) && ib.Get(indexIncomplete) == nil
 		return nil
 	})
 	return complete, err
 }
 
-// LoadCheckpointIndex calls fn for every path of the checkpoint index, in path order. When
-// the index was being written anew (IndexStart) and never finished, as after a crash, it
-// calls fn for nothing and reports complete false: the index must be made again.
-func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complete bool, err error) {
+// LoadCheckpointIndex calls fn for every path of the checkpoint index base, in path order,
+// then for every change since (in path order too; a path gone comes with a state of kind
+// absent). changes is how many changes there are: WriteCheckpointIndex folds them into a new
+// base. An index that an earlier version left half written is not loaded (complete false).
+func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complete bool, changes int, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
 		if ib.Get(indexIncomplete) != nil {
 			return nil
 		}
 		complete = true
+		var base []byte
+		if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
+			base = append(base, v...)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := decodeIndexBase(base, fn); err != nil {
+			return err
+		}
 		return ib.ForEach(func(k, v []byte) error {
 			st, err := decodeIndexState(v)
 			if err != nil {
 				return fmt.Errorf("%w: checkpoint index entry %q: %v", ErrCorrupt, k, err)
 			}
+			changes++
 			fn(string(k), st)
 			return nil
 		})
 	})
-	return complete, err
+	return complete, changes, err
+}
+
+// WriteCheckpointIndex replaces the checkpoint index with the paths that each yields (in
+// path order; none of kind absent), in one transaction: a new base, and no changes.
+func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileState) bool)) error {
+	// The base is the entries one after the other: the length of the path's prefix shared
+	// with the previous path and the rest of it (uvarints and bytes), then the length of the
+	// state and the state (encodeIndexState).
+	var buf []byte
+	prev := ""
+	var err error
+	each(func(p string, st *FileState) bool {
+		if p == "" || p <= prev && buf != nil || st.Kind == KindAbsent {
+			err = fmt.Errorf("%w: checkpoint index base: path %q out of order, empty, or absent", ErrInvalid, p)
+			return false
+		}
+		var v []byte
+		if v, err = encodeIndexState(st); err != nil {
+			return false
+		}
+		n := 0
+		for n < len(p) && n < len(prev) && p[n] == prev[n] {
+			n++
+		}
+		buf = binary.AppendUvarint(buf, uint64(n))
+		buf = binary.AppendUvarint(buf, uint64(len(p)-n))
+		buf = append(buf, p[n:]...)
+		buf = binary.AppendUvarint(buf, uint64(len(v)))
+		buf = append(buf, v...)
+		prev = p
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		for _, b := range [][]byte{bucketCPIndexBase, bucketCPIndex} {
+			if err := tx.DeleteBucket(b); err != nil {
+				return err
+			}
+			if _, err := tx.CreateBucket(b); err != nil {
+				return err
+			}
+		}
+		bb := tx.Bucket(bucketCPIndexBase)
+		for i := 0; i*basePiece < len(buf); i++ {
+			if err := bb.Put(be32(uint32(i)), buf[i*basePiece:min(len(buf), (i+1)*basePiece)]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// decodeIndexBase calls fn for every entry of a base.
+func decodeIndexBase(b []byte, fn func(path string, st FileState)) error {
+	var prev []byte
+	for len(b) > 0 {
+		var f [3]uint64
+		for i := range f {
+			x, n := binary.Uvarint(b)
+			if n <= 0 {
+				return fmt.Errorf("%w: checkpoint index base: truncated", ErrCorrupt)
+			}
+			b = b[n:]
+			f[i] = x
+			if i == 1 {
+				// The path: f[0] bytes of the previous one, then f[1] new bytes.
+				if f[0] > uint64(len(prev)) || f[1] > uint64(len(b)) {
+					return fmt.Errorf("%w: checkpoint index base: malformed path", ErrCorrupt)
+				}
+				prev = append(prev[:f[0]], b[:f[1]]...)
+				b = b[f[1]:]
+			}
+		}
+		if f[2] > uint64(len(b)) {
+			return fmt.Errorf("%w: checkpoint index base: truncated state", ErrCorrupt)
+		}
+		st, err := decodeIndexState(b[:f[2]])
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint index base entry %q: %v", ErrCorrupt, prev, err)
+		}
+		b = b[f[2]:]
+		fn(string(prev), st)
+	}
+	return nil
 }
 
 // An index entry is written in a compact binary form (a large workspace has one per file:
@@ -165,6 +271,9 @@ func encodeIndexState(st *FileState) ([]byte, error) {
 }
 
 var errIndexEntry = errors.New("truncated or malformed entry")
+
+// absentState is an index entry of kind absent: a path gone since the base.
+var absentState, _ = encodeIndexState(&FileState{})
 
 func decodeIndexState(v []byte) (FileState, error) {
 	var st FileState
@@ -278,29 +387,16 @@ func (s *Store) UpdateCheckpoints(u *CheckpointUpdate) error {
 	slices.SortFunc(index, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
 	return s.update(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
-		if u.IndexStart {
-			if err := tx.DeleteBucket(bucketCPIndex); err != nil {
-				return err
-			}
-			var err error
-			if ib, err = tx.CreateBucket(bucketCPIndex); err != nil {
-				return err
-			}
-			if err := ib.Put(indexIncomplete, []byte{}); err != nil {
-				return err
-			}
-		}
-		if u.IndexDone {
-			if err := ib.Delete(indexIncomplete); err != nil {
-				return err
-			}
-		}
+		base, _ := tx.Bucket(bucketCPIndexBase).Cursor().First()
 		for _, e := range index {
 			var err error
-			if e.v == nil {
-				err = ib.Delete(e.k)
-			} else {
+			switch {
+			case e.v != nil:
 				err = ib.Put(e.k, e.v)
+			case base != nil:
+				err = ib.Put(e.k, absentState) // the base may name it
+			default:
+				err = ib.Delete(e.k)
 			}
 			if err != nil {
 				return err
@@ -580,6 +676,17 @@ func (s *Store) collectContent(cutoff time.Time) error {
 		}
 	}
 	err = s.view(func(tx *bolt.Tx) error {
+		// The index's base and its changes alike.
+		var base []byte
+		if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
+			base = append(base, v...)
+			return nil
+		}); err != nil {
+			return err
+		}
+		if err := decodeIndexBase(base, func(_ string, st FileState) { mark(&st) }); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketCPIndex).ForEach(func(_, v []byte) error {
 			if st, err := decodeIndexState(v); err == nil {
 				mark(&st)
