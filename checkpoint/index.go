@@ -68,22 +68,3 @@ func (x *pathIndex) each(fn func(p string, s store.FileState)) {
 		return true
 	})
 }
-
-// after calls fn with up to n paths that sort after p ("" for the first), in order, and
-// returns the last one given.
-func (x *pathIndex) after(p string, n int, fn func(q string, s store.FileState)) string {
-	last := p
-	x.t.AscendGreaterOrEqual(entry{path: p}, func(e entry) bool {
-		if e.path == p {
-			return true
-		}
-		if n == 0 {
-			return false
-		}
-		n--
-		fn(e.path, e.st)
-		last = e.path
-		return true
-	})
-	return last
-}
