@@ -6,6 +6,7 @@ import (
 	"context"
 	"crypto/sha1"
 	"crypto/sha256"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -18,9 +19,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"github.com/go-git/go-git/v5/plumbing/filemode"
-	"github.com/go-git/go-git/v5/plumbing/format/index"
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/store"
@@ -123,9 +121,10 @@ func (g *gitRepo) blobID(data []byte) string {
 // cleanEntry is what git's index says of a file: its blob and the stat it had when git
 // last looked at it.
 type cleanEntry struct {
-	oid  string
-	mode filemode.FileMode
-	st   store.FileState
+	oid                string
+	exec               bool
+	size, mtime, ctime int64
+	ino                uint32
 }
 
 // readIndex reads git's index: for each file of the workspace (stage 0, checked out), its
@@ -133,7 +132,7 @@ type cleanEntry struct {
 // have changed within the same tick and is not trusted. nil when the index cannot be read
 // (a split index, say): then every file is read.
 func (g *gitRepo) readIndex() (map[string]cleanEntry, int64) {
-	if !g.trust || g.sha256 {
+	if !g.trust {
 		return nil, 0
 	}
 	f, err := fsopen.OpenFile(g.index, os.O_RDONLY, 0)
@@ -145,32 +144,123 @@ func (g *gitRepo) readIndex() (map[string]cleanEntry, int64) {
 	if err != nil || fi.Size() > maxIndexBytes {
 		return nil, 0
 	}
-	var idx index.Index
-	if err := index.NewDecoder(bufio.NewReader(f)).Decode(&idx); err != nil {
+	data, err := io.ReadAll(f)
+	if err != nil {
 		return nil, 0
 	}
-	out := make(map[string]cleanEntry, len(idx.Entries))
-	for _, e := range idx.Entries {
-		// Stage 0 is a merged entry (go-git's index.Merged constant says 1, but its decoder
-		// gives git's 0).
-		if e.Stage != 0 || e.SkipWorktree || e.IntentToAdd || !strings.HasPrefix(e.Name, g.prefix) {
-			continue
-		}
-		if e.Mode != filemode.Regular && e.Mode != filemode.Executable {
-			continue
-		}
-		out[e.Name[len(g.prefix):]] = cleanEntry{oid: e.Hash.String(), mode: e.Mode, st: store.FileState{
-			Size: int64(e.Size), Mtime: e.ModifiedAt.UnixNano(), Ctime: e.CreatedAt.UnixNano(), Ino: uint64(e.Inode),
-		}}
+	hashLen := sha1.Size
+	if g.sha256 {
+		hashLen = sha256.Size
+	}
+	out, ok := parseIndex(data, g.prefix, hashLen)
+	if !ok {
+		return nil, 0
 	}
 	return out, fi.ModTime().UnixNano()
 }
 
+// parseIndex reads the entries of a git index file (versions 2 to 4, gitformat-index(5)) that
+// are regular files below prefix, checked out and merged (stage 0), by their path below
+// prefix. false when it is not such a file, or a split index (its entries are elsewhere).
+func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bool) {
+	if len(b) < 12 || string(b[:4]) != "DIRC" {
+		return nil, false
+	}
+	be := binary.BigEndian
+	version, n := be.Uint32(b[4:]), int(be.Uint32(b[8:]))
+	if version < 2 || version > 4 || n > len(b)/40 {
+		return nil, false
+	}
+	out := make(map[string]cleanEntry, n)
+	pos := 12
+	var name []byte
+	for range n {
+		// ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size: 32 bits
+		// each; the object id; 16 bits of flags.
+		start, fixed := pos, 40+hashLen+2
+		if pos+fixed > len(b) {
+			return nil, false
+		}
+		e := b[pos : pos+fixed]
+		flags := be.Uint16(e[40+hashLen:])
+		pos += fixed
+		skip := (flags>>12)&3 != 0 // a stage of a merge
+		if flags&0x4000 != 0 {
+			// Extended flags (version 3 on): skip-worktree, intent-to-add.
+			if version < 3 || pos+2 > len(b) {
+				return nil, false
+			}
+			skip = skip || be.Uint16(b[pos:])&0x6000 != 0
+			pos += 2
+		}
+		if version == 4 {
+			// The path is the previous one less its last N bytes, then the bytes up to a NUL.
+			strip, k := offsetVarint(b[pos:])
+			if k == 0 || strip > uint64(len(name)) {
+				return nil, false
+			}
+			pos += k
+			end := bytes.IndexByte(b[pos:], 0)
+			if end < 0 {
+				return nil, false
+			}
+			name = append(name[:len(name)-int(strip)], b[pos:pos+end]...)
+			pos += end + 1
+		} else {
+			// The path, then 1 to 8 NULs that end the entry on a multiple of 8 bytes.
+			end := bytes.IndexByte(b[pos:], 0)
+			if end < 0 {
+				return nil, false
+			}
+			name = b[pos : pos+end]
+			pos += end
+			pos += 8 - (pos-start)%8
+		}
+		mode := be.Uint32(e[24:])
+		if skip || (mode != 0o100644 && mode != 0o100755) || !bytes.HasPrefix(name, []byte(prefix)) {
+			continue
+		}
+		out[string(name[len(prefix):])] = cleanEntry{
+			oid: hex.EncodeToString(e[40 : 40+hashLen]), exec: mode == 0o100755, size: int64(be.Uint32(e[36:])),
+			ctime: int64(be.Uint32(e[0:]))*1e9 + int64(be.Uint32(e[4:])),
+			mtime: int64(be.Uint32(e[8:]))*1e9 + int64(be.Uint32(e[12:])),
+			ino:   be.Uint32(e[20:]),
+		}
+	}
+	// Extensions, each a signature and a size, up to the checksum.
+	for pos+8 <= len(b)-hashLen {
+		if string(b[pos:pos+4]) == "link" {
+			return nil, false // a split index: most entries are in the shared index
+		}
+		pos += 8 + int(be.Uint32(b[pos+4:]))
+	}
+	return out, true
+}
+
+// offsetVarint decodes git's variable-length offset encoding (varint.c), returning the value
+// and how many bytes it took (0: malformed).
+func offsetVarint(b []byte) (uint64, int) {
+	if len(b) == 0 {
+		return 0, 0
+	}
+	c := b[0]
+	v := uint64(c & 127)
+	i := 1
+	for c&128 != 0 {
+		if i == len(b) || i > 9 {
+			return 0, 0
+		}
+		c = b[i]
+		i++
+		v = (v+1)<<7 + uint64(c&127)
+	}
+	return v, i
+}
+
 // matches reports whether a file's lstat is the one git's index recorded, and not racy.
 func (e cleanEntry) matches(s store.FileState, racy int64) bool {
-	exec := s.Mode&0o111 != 0
-	return s.Kind == store.KindFile && exec == (e.mode == filemode.Executable) &&
-		s.Size == e.st.Size && s.Mtime == e.st.Mtime && s.Ctime == e.st.Ctime && uint32(s.Ino) == uint32(e.st.Ino) &&
+	return s.Kind == store.KindFile && (s.Mode&0o111 != 0) == e.exec &&
+		s.Size == e.size && s.Mtime == e.mtime && s.Ctime == e.ctime && uint32(s.Ino) == e.ino &&
 		s.Mtime < racy
 }
 
