@@ -38,7 +38,7 @@ func (t *Tracker) rel(abs string) (string, bool) {
 // skip reports whether a workspace path is one of toolsd's own files (its store, if the
 // person put it in the workspace; the journal's barrier folder), never tracked.
 func (t *Tracker) skip(rel string) bool {
-	abs := t.abs(rel)
+	abs := t.ws + string(filepath.Separator) + filepath.FromSlash(rel) // t.abs, without a Clean per entry of a walk
 	for _, p := range t.own {
 		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) {
 			return true
@@ -187,16 +187,40 @@ func (t *Tracker) syncLocked(ctx context.Context) error {
 	return err
 }
 
-// walked is one entry of a walk of the whole workspace: its path and what lstat told of it
-// (a file's content ids filled in later, if at all).
+// walked is one entry of a walk of the whole workspace: its path and its stat identity, in
+// a form without pointers (a walk keeps one per path, 100,000 on a large tree).
 type walked struct {
 	rel string
-	st  store.FileState
+	id  statID
+}
+
+type statID struct {
+	kind               uint8 // index of kinds
+	mode               uint32
+	size, mtime, ctime int64
+	ino                uint64
+}
+
+var kinds = [...]string{store.KindAbsent, store.KindFile, store.KindLink, store.KindDir}
+
+func idOf(s store.FileState) statID {
+	id := statID{mode: s.Mode, size: s.Size, mtime: s.Mtime, ctime: s.Ctime, ino: s.Ino}
+	for i, k := range kinds {
+		if s.Kind == k {
+			id.kind = uint8(i)
+		}
+	}
+	return id
+}
+
+// state is the FileState of a stat identity (no content ids).
+func (id statID) state() store.FileState {
+	return store.FileState{Kind: kinds[id.kind], Mode: id.mode, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Ino: id.ino}
 }
 
 // walkAll walks the whole workspace (up to MaxFiles entries), watching each folder before
 // it lists it when the journal runs, and returns every entry that is not ignored with its
-// lstat state, in path order (the index's). Entries that cannot be stat'ed, or of a kind
+// stat identity, in path order (the index's). Entries that cannot be stat'ed, or of a kind
 // not tracked, are left out.
 func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 	t.statusMu.Lock()
@@ -218,8 +242,9 @@ func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 			return
 		}
 		if cur, ok := statState(&st); ok {
+			id := idOf(cur)
 			mu.Lock()
-			all = append(all, walked{e.Rel, cur})
+			all = append(all, walked{e.Rel, id})
 			mu.Unlock()
 		}
 	})
@@ -234,22 +259,24 @@ func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 	return all, nil
 }
 
-// readAll completes the states of the walked entries at the given positions (their
-// content read, identified and kept; a link's target), a few at a time.
-func (t *Tracker) readAll(ctx context.Context, all []walked, which []int, b *budget) error {
+// readAll reads the walked entries at the given positions (a file's content read,
+// identified and kept; a link's target), a few at a time, and returns their states.
+func (t *Tracker) readAll(ctx context.Context, all []walked, which []int, b *budget) ([]store.FileState, error) {
+	out := make([]store.FileState, len(which))
 	var wg sync.WaitGroup
 	var next atomic.Int64
 	for range min(4, len(which)) {
 		wg.Go(func() {
 			for i := next.Add(1) - 1; i < int64(len(which)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-				if e := &all[which[i]]; e.st.Kind != store.KindDir {
-					e.st = t.readRel(e.rel, e.st, b)
+				e := &all[which[i]]
+				if out[i] = e.id.state(); out[i].Kind != store.KindDir {
+					out[i] = t.readRel(e.rel, out[i], b)
 				}
 			}
 		})
 	}
 	wg.Wait()
-	return ctx.Err()
+	return out, ctx.Err()
 }
 
 // scanLocked walks the workspace and applies what changed since the index. syncMu is held.
@@ -278,9 +305,7 @@ func (t *Tracker) compareLocked(ctx context.Context, all []walked) error {
 	idx.each(func(p string, old store.FileState) {
 		fresh(p, false)
 		if i < len(all) && all[i].rel == p {
-			if sameIdentity(old, all[i].st) {
-				all[i].st = old
-			} else {
+			if !sameIdentity(old, all[i].id.state()) {
 				toRead = append(toRead, i)
 			}
 			i++
@@ -290,14 +315,15 @@ func (t *Tracker) compareLocked(ctx context.Context, all []walked) error {
 	})
 	fresh("", true)
 	b := newBudget(t.opts.MaxCallBytes)
-	if err := t.readAll(ctx, all, toRead, b); err != nil {
+	read, err := t.readAll(ctx, all, toRead, b)
+	if err != nil {
 		return err
 	}
 	changed := map[string]store.FileState{}
 	quiet := map[string]bool{}
 	ignoreChanged := false
-	for _, k := range toRead {
-		p, s := all[k].rel, all[k].st
+	for j, k := range toRead {
+		p, s := all[k].rel, read[j]
 		old, ok := idx.get(p)
 		if ok && sameIdentity(old, s) && old.Content == s.Content && old.NotKept == s.NotKept {
 			continue
@@ -495,13 +521,11 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, gl *gitLook) error {
 	fromGit := 0
 	var toRead []int
-	for i := range all {
-		e := &all[i]
-		if e.st.Kind == store.KindDir {
+	for i, e := range all {
+		if kinds[e.id.kind] == store.KindDir {
 			continue
 		}
-		if ce, ok := gl.clean[e.rel]; ok && !gl.converts(e.rel) && ce.matches(e.st, gl.racy) {
-			e.st.Git = ce.oid
+		if ce, ok := gl.clean[e.rel]; ok && !gl.converts(e.rel) && ce.matches(e.id.state(), gl.racy) {
 			fromGit++
 			continue
 		}
@@ -509,7 +533,8 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 	}
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
-	if err := t.readAll(ctx, all, toRead, b); err != nil {
+	read, err := t.readAll(ctx, all, toRead, b)
+	if err != nil {
 		return err
 	}
 	if err := b.batch.flush(); err != nil {
@@ -519,8 +544,20 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 	// Every path is new to the index, and none is a change: the index is complete in memory
 	// now, and the store gets it in the background.
 	t.mu.Lock()
-	for _, e := range all {
-		t.index.set(e.rel, e.st)
+	j := 0
+	for i, e := range all {
+		var s store.FileState
+		switch {
+		case j < len(toRead) && toRead[j] == i:
+			s = read[j]
+			j++
+		default:
+			s = e.id.state()
+			if ce, ok := gl.clean[e.rel]; ok && s.Kind == store.KindFile {
+				s.Git = ce.oid
+			}
+		}
+		t.index.set(e.rel, s)
 	}
 	t.mu.Unlock()
 	t.writeIndex()

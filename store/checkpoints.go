@@ -158,27 +158,38 @@ func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileS
 	// The base is the entries one after the other: the length of the path's prefix shared
 	// with the previous path and the rest of it (uvarints and bytes), then the length of the
 	// state and the state (encodeIndexState).
-	var buf []byte
+	var pieces [][]byte // basePiece bytes each, the last one less
+	put := func(b []byte) {
+		for len(b) > 0 {
+			if len(pieces) == 0 || len(pieces[len(pieces)-1]) == basePiece {
+				pieces = append(pieces, make([]byte, 0, basePiece))
+			}
+			last := &pieces[len(pieces)-1]
+			n := min(len(b), basePiece-len(*last))
+			*last = append(*last, b[:n]...)
+			b = b[n:]
+		}
+	}
+	var e, v []byte
 	prev := ""
 	var err error
 	each(func(p string, st *FileState) bool {
-		if p == "" || p <= prev && buf != nil || st.Kind == KindAbsent {
+		if p == "" || p <= prev && pieces != nil || st.Kind == KindAbsent {
 			err = fmt.Errorf("%w: checkpoint index base: path %q out of order, empty, or absent", ErrInvalid, p)
 			return false
 		}
-		var v []byte
-		if v, err = encodeIndexState(st); err != nil {
+		if v, err = appendIndexState(v[:0], st); err != nil {
 			return false
 		}
 		n := 0
 		for n < len(p) && n < len(prev) && p[n] == prev[n] {
 			n++
 		}
-		buf = binary.AppendUvarint(buf, uint64(n))
-		buf = binary.AppendUvarint(buf, uint64(len(p)-n))
-		buf = append(buf, p[n:]...)
-		buf = binary.AppendUvarint(buf, uint64(len(v)))
-		buf = append(buf, v...)
+		e = binary.AppendUvarint(e[:0], uint64(n))
+		e = binary.AppendUvarint(e, uint64(len(p)-n))
+		e = append(e, p[n:]...)
+		e = binary.AppendUvarint(e, uint64(len(v)))
+		put(append(e, v...))
 		prev = p
 		return true
 	})
@@ -195,8 +206,8 @@ func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileS
 			}
 		}
 		bb := tx.Bucket(bucketCPIndexBase)
-		for i := 0; i*basePiece < len(buf); i++ {
-			if err := bb.Put(be32(uint32(i)), buf[i*basePiece:min(len(buf), (i+1)*basePiece)]); err != nil {
+		for i, piece := range pieces {
+			if err := bb.Put(be32(uint32(i)), piece); err != nil {
 				return err
 			}
 		}
@@ -247,6 +258,11 @@ const indexFormat = 1
 var kinds = [...]string{KindAbsent, KindFile, KindLink, KindDir}
 
 func encodeIndexState(st *FileState) ([]byte, error) {
+	return appendIndexState(make([]byte, 0, 48+len(st.Content)+len(st.Git)+len(st.Link)+len(st.NotKept)), st)
+}
+
+// appendIndexState is encodeIndexState appending to b.
+func appendIndexState(b []byte, st *FileState) ([]byte, error) {
 	kind := -1
 	for i, k := range kinds {
 		if st.Kind == k {
@@ -256,7 +272,6 @@ func encodeIndexState(st *FileState) ([]byte, error) {
 	if kind < 0 {
 		return nil, fmt.Errorf("%w: unknown kind %q in the checkpoint index", ErrInvalid, st.Kind)
 	}
-	b := make([]byte, 0, 48+len(st.Content)+len(st.Git)+len(st.Link)+len(st.NotKept))
 	b = append(b, indexFormat, byte(kind))
 	b = binary.AppendUvarint(b, uint64(st.Mode))
 	b = binary.AppendVarint(b, st.Size)
