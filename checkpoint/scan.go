@@ -581,7 +581,8 @@ func (t *Tracker) writeIndex() {
 	go func() {
 		defer t.wg.Done()
 		defer t.writing.Store(false)
-		defer t.durableOnce.Do(func() { close(t.durable) })
+		stored := func() { t.durableOnce.Do(func() { close(t.durable) }) }
+		defer stored() // also when the writing failed: calls go on (without it)
 		if t.opts.beforeIndexWrite != nil {
 			t.opts.beforeIndexWrite()
 		}
@@ -600,6 +601,7 @@ func (t *Tracker) writeIndex() {
 			t.log.Warn("writing the workspace's index failed", "err", err)
 			return
 		}
+		stored()
 		t.log.Debug("the workspace's index is written", "paths", snap.len(), "took", t.opts.Now().Sub(start))
 		debug.FreeOSMemory() // as after the first look (kick)
 	}()
