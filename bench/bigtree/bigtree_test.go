@@ -67,7 +67,11 @@ func (r *run) spawn(ctx context.Context) (*harness.Daemon, time.Duration) {
 		Args: []string{"--store", filepath.Join(r.state, "store.db")},
 		Env:  []string{"TOOLSD_STANDALONE=1", "XDG_CONFIG_HOME=" + cfg, "XDG_STATE_HOME=" + r.state},
 	})
-	if _, err := d.Initialize(ctx, r.ws, false, map[string]any{"permission": map[string]any{"bash": "allow", "read": "allow", "edit": "allow", "doom_loop": "allow"}}); err != nil {
+	settings := map[string]any{"permission": map[string]any{"bash": "allow", "read": "allow", "edit": "allow", "doom_loop": "allow"}}
+	if os.Getenv("SANDBOX") == "off" {
+		settings["sandbox"] = map[string]any{"enabled": false}
+	}
+	if _, err := d.Initialize(ctx, r.ws, false, settings); err != nil {
 		b.Fatalf("initialize: %v\n%s", err, d.Stderr())
 	}
 	return d, time.Since(t0)
