@@ -129,14 +129,7 @@ func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complet
 			return nil
 		}
 		complete = true
-		var base []byte
-		if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
-			base = append(base, v...)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := decodeIndexBase(base, fn); err != nil {
+		if err := readIndexBase(tx, fn); err != nil {
 			return err
 		}
 		return ib.ForEach(func(k, v []byte) error {
@@ -215,8 +208,20 @@ func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileS
 	})
 }
 
-// decodeIndexBase calls fn for every entry of a base.
-func decodeIndexBase(b []byte, fn func(path string, st FileState)) error {
+// readIndexBase calls fn for every entry of the index's base.
+func readIndexBase(tx *bolt.Tx, fn func(path string, st FileState)) error {
+	var pieces [][]byte // valid until the transaction ends
+	size := 0
+	if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
+		pieces, size = append(pieces, v), size+len(v)
+		return nil
+	}); err != nil {
+		return err
+	}
+	b := make([]byte, 0, size)
+	for _, v := range pieces {
+		b = append(b, v...)
+	}
 	var prev []byte
 	for len(b) > 0 {
 		var f [3]uint64
@@ -692,14 +697,7 @@ func (s *Store) collectContent(cutoff time.Time) error {
 	}
 	err = s.view(func(tx *bolt.Tx) error {
 		// The index's base and its changes alike.
-		var base []byte
-		if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
-			base = append(base, v...)
-			return nil
-		}); err != nil {
-			return err
-		}
-		if err := decodeIndexBase(base, func(_ string, st FileState) { mark(&st) }); err != nil {
+		if err := readIndexBase(tx, func(_ string, st FileState) { mark(&st) }); err != nil {
 			return err
 		}
 		if err := tx.Bucket(bucketCPIndex).ForEach(func(_, v []byte) error {
