@@ -276,8 +276,7 @@ func (t *Tracker) start() error {
 	// Three things at once, each its own share of the wait for the first look: the walk
 	// (which starts the journal first, so that nothing changed during it is missed); the
 	// index kept from the last run (nothing reads it before the look ends); and the git
-	// repository, with its index when the workspace was never seen (an index whose first
-	// writing never finished, as when the daemon died, is made again).
+	// repository, with its index when there is no stored index to start from.
 	var wg sync.WaitGroup
 	defer wg.Wait()
 	var loadErr error
