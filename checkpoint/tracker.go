@@ -202,8 +202,10 @@ func (t *Tracker) kick() {
 		close(t.ready)
 		// The first look of a large workspace leaves a heap many times the index's size
 		// (the walk, git's index, the store's transaction): give it back to the system now
-		// rather than over the next minutes.
-		debug.FreeOSMemory()
+		// rather than over the next minutes (writeIndex does, after a first look).
+		if !t.writing.Load() {
+			debug.FreeOSMemory()
+		}
 	}()
 }
 
