@@ -421,7 +421,7 @@ func (t *Tracker) commitLocked(changed map[string]store.FileState, quiet map[str
 	}
 	// Changes are written one by one; when they are many, they go into a new base.
 	if t.changes += len(idxDelta); t.changes > max(foldAfter, n/4) {
-		t.writeIndex()
+		t.writeIndex(nil)
 	}
 	return nil
 }
@@ -541,26 +541,33 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 		return fmt.Errorf("storing the workspace's files: %w", err)
 	}
 	t.log.Info("first look at the workspace", "paths", len(all), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
-	// Every path is new to the index, and none is a change: the index is complete in memory
-	// now, and the store gets it in the background.
-	t.mu.Lock()
+	// Every path is new to the index, and none is a change. The store gets them as the
+	// index's first base, written from them while the index is built.
+	states := make([]store.FileState, len(all))
 	j := 0
 	for i, e := range all {
-		var s store.FileState
-		switch {
-		case j < len(toRead) && toRead[j] == i:
-			s = read[j]
+		if j < len(toRead) && toRead[j] == i {
+			states[i] = read[j]
 			j++
-		default:
-			s = e.id.state()
-			if ce, ok := gl.clean[e.rel]; ok && s.Kind == store.KindFile {
-				s.Git = ce.oid
+			continue
+		}
+		states[i] = e.id.state()
+		if ce, ok := gl.clean[e.rel]; ok && states[i].Kind == store.KindFile {
+			states[i].Git = ce.oid
+		}
+	}
+	t.writeIndex(func(yield func(string, *store.FileState) bool) {
+		for i := range all {
+			if !yield(all[i].rel, &states[i]) {
+				return
 			}
 		}
-		t.index.set(e.rel, s)
+	})
+	t.mu.Lock()
+	for i, e := range all {
+		t.index.set(e.rel, states[i])
 	}
 	t.mu.Unlock()
-	t.writeIndex()
 	return nil
 }
 
@@ -568,12 +575,14 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 // index, if that is more).
 var foldAfter = 4096
 
-// writeIndex writes the whole index to the store as its new base (in one transaction: a few
-// MiB for 100,000 paths), from a goroutine, one at a time: after a first look, and when the
-// changes written since the last base are many (commitLocked). Until the first is written,
-// a call that looks at the workspace waits for it (Begin): if the daemon dies during the
-// call, the next start must find the index the call started from. Close waits for it.
-func (t *Tracker) writeIndex() {
+// writeIndex writes a base of the index to the store (in one transaction: a few MiB for
+// 100,000 paths), from a goroutine, one at a time: the first look's entries (first, in path
+// order: the changes written meanwhile are newer and stay), or the whole index when the
+// changes written since the last base are many (first nil: commitLocked). Until the first
+// is written, a call that looks at the workspace waits for it (Begin): if the daemon dies
+// during the call, the next start must find the index the call started from. Close waits
+// for it.
+func (t *Tracker) writeIndex(first func(yield func(string, *store.FileState) bool)) {
 	if !t.writing.CompareAndSwap(false, true) {
 		return
 	}
@@ -587,22 +596,27 @@ func (t *Tracker) writeIndex() {
 			t.opts.beforeIndexWrite()
 		}
 		start := t.opts.Now()
-		// Changes committed after the copy wait for writeMu: the base cannot drop them.
-		t.writeMu.Lock()
-		t.mu.Lock()
-		snap := t.index.clone()
-		t.mu.Unlock()
-		err := t.st.WriteCheckpointIndex(snap.ascend)
-		if err == nil {
-			t.changes = 0
+		each, fold := first, first == nil
+		if fold {
+			// Changes committed after the copy wait for writeMu: the base cannot drop them.
+			t.writeMu.Lock()
+			t.mu.Lock()
+			each = t.index.clone().ascend
+			t.mu.Unlock()
 		}
-		t.writeMu.Unlock()
+		err := t.st.WriteCheckpointIndex(each, fold)
+		if fold {
+			if err == nil {
+				t.changes = 0
+			}
+			t.writeMu.Unlock()
+		}
 		if err != nil {
 			t.log.Warn("writing the workspace's index failed", "err", err)
 			return
 		}
 		stored()
-		t.log.Debug("the workspace's index is written", "paths", snap.len(), "took", t.opts.Now().Sub(start))
+		t.log.Debug("the workspace's index is written", "fold", fold, "took", t.opts.Now().Sub(start))
 		debug.FreeOSMemory() // as after the first look (kick)
 	}()
 }

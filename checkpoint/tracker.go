@@ -250,6 +250,9 @@ func (t *Tracker) start() error {
 	defer t.syncMu.Unlock()
 	begun := t.opts.Now()
 	complete, err := t.st.CheckpointIndexComplete()
+	if err == nil && !complete {
+		err = t.st.StartCheckpointIndex()
+	}
 	if err != nil {
 		return err
 	}

@@ -96,16 +96,16 @@ type CheckpointUpdate struct {
 // bucketCPIndex (a path that is gone: an entry of kind absent, when a base names it), until
 // the next base replaces both.
 
-// indexIncomplete is the key (no path has a NUL) with which earlier versions marked an index
-// being written anew in several transactions: such an index never finished (the daemon died)
-// and is made again.
+// indexIncomplete is the key (no path has a NUL) that marks an index being made anew until
+// its base is written (StartCheckpointIndex; earlier versions wrote it in several
+// transactions): such an index never finished (the daemon died) and is made again.
 var indexIncomplete = []byte("\x00incomplete")
 
 // basePiece is how many bytes of the base one value holds.
 const basePiece = 1 << 20
 
 // CheckpointIndexComplete reports whether the store holds a whole checkpoint index (one was
-// written, and not left half written by an earlier version).
+// written, and not left half written).
 func (s *Store) CheckpointIndexComplete() (bool, error) {
 	complete := false
 	err := s.view(func(tx *bolt.Tx) error {
@@ -118,10 +118,35 @@ func (s *Store) CheckpointIndexComplete() (bool, error) {
 	return complete, err
 }
 
+// StartCheckpointIndex empties the checkpoint index and marks it incomplete until a base is
+// written (WriteCheckpointIndex): the index is being made anew, and a daemon that dies
+// before its base is stored leaves nothing that looks whole.
+func (s *Store) StartCheckpointIndex() error {
+	return s.update(func(tx *bolt.Tx) error {
+		if err := emptyBuckets(tx, bucketCPIndexBase, bucketCPIndex); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketCPIndex).Put(indexIncomplete, []byte{})
+	})
+}
+
+// emptyBuckets empties buckets (made anew: deleting every key would cost a write each).
+func emptyBuckets(tx *bolt.Tx, names ...[]byte) error {
+	for _, b := range names {
+		if err := tx.DeleteBucket(b); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // LoadCheckpointIndex calls fn for every path of the checkpoint index base, in path order,
 // then for every change since (in path order too; a path gone comes with a state of kind
 // absent). changes is how many changes there are: WriteCheckpointIndex folds them into a new
-// base. An index that an earlier version left half written is not loaded (complete false).
+// base. An index left half written is not loaded (complete false).
 func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complete bool, changes int, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
@@ -145,9 +170,10 @@ func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complet
 	return complete, changes, err
 }
 
-// WriteCheckpointIndex replaces the checkpoint index with the paths that each yields (in
-// path order; none of kind absent), in one transaction: a new base, and no changes.
-func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileState) bool)) error {
+// WriteCheckpointIndex writes the paths that each yields (in path order; none of kind
+// absent) as the checkpoint index's base, in one transaction. With fold, the changes written
+// so far are in it and go; without, they are newer than it and stay.
+func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileState) bool), fold bool) error {
 	// The base is the entries one after the other: the length of the path's prefix shared
 	// with the previous path and the rest of it (uvarints and bytes), then the length of the
 	// state and the state (encodeIndexState).
@@ -190,13 +216,15 @@ func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileS
 		return err
 	}
 	return s.update(func(tx *bolt.Tx) error {
-		for _, b := range [][]byte{bucketCPIndexBase, bucketCPIndex} {
-			if err := tx.DeleteBucket(b); err != nil {
-				return err
-			}
-			if _, err := tx.CreateBucket(b); err != nil {
-				return err
-			}
+		clear := [][]byte{bucketCPIndexBase}
+		if fold {
+			clear = append(clear, bucketCPIndex)
+		}
+		if err := emptyBuckets(tx, clear...); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketCPIndex).Delete(indexIncomplete); err != nil {
+			return err
 		}
 		bb := tx.Bucket(bucketCPIndexBase)
 		for i, piece := range pieces {
@@ -351,7 +379,7 @@ func callSeq(tx *bolt.Tx, sessionID, callID string) ([]byte, error) {
 	return bytes.Clone(k), nil
 }
 
-// kv is a key and its value (nil: delete the key).
+// kv is a key and its value (nil: the path is gone).
 type kv struct{ k, v []byte }
 
 // UpdateCheckpoints commits u in one transaction. An open or finished checkpoint must belong
@@ -407,18 +435,12 @@ func (s *Store) UpdateCheckpoints(u *CheckpointUpdate) error {
 	slices.SortFunc(index, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
 	return s.update(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
-		base, _ := tx.Bucket(bucketCPIndexBase).Cursor().First()
 		for _, e := range index {
-			var err error
-			switch {
-			case e.v != nil:
-				err = ib.Put(e.k, e.v)
-			case base != nil:
-				err = ib.Put(e.k, absentState) // the base may name it
-			default:
-				err = ib.Delete(e.k)
+			v := e.v
+			if v == nil {
+				v = absentState // a base, now or to come, may name it
 			}
-			if err != nil {
+			if err := ib.Put(e.k, v); err != nil {
 				return err
 			}
 		}

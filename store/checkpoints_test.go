@@ -127,7 +127,7 @@ func TestCheckpointRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := map[string]FileState{}
-	if _, _, err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 1 || idx["a"].Content != a2.Content {
+	if _, _, err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 2 || idx["a"].Content != a2.Content || idx["gone"].Kind != KindAbsent {
 		t.Fatalf("index %v, %v", idx, err)
 	}
 	cps, err := s.SessionCheckpoints("s1", "c2")
@@ -299,10 +299,10 @@ func TestCheckpointIndexEncoding(t *testing.T) {
 	}
 }
 
-// TestCheckpointIndexBase: a base written at once (in several pieces) and the changes after
-// it read back as one index; a path gone after the base stays gone; a new base replaces both;
-// content only the base names is not collected; an index an earlier version left half
-// written reads as incomplete; a damaged base is ErrCorrupt.
+// TestCheckpointIndexBase: an index being made anew reads as incomplete until its first base
+// is written (in several pieces), and the changes written meanwhile stay; base and changes
+// read back as one index; a path gone after the base stays gone; a new base folds the
+// changes in; content only the base names is not collected; a damaged base is ErrCorrupt.
 func TestCheckpointIndexBase(t *testing.T) {
 	s := openTest(t, nil)
 	kept := fileState(s, t, "named by the base only")
@@ -324,6 +324,25 @@ func TestCheckpointIndexBase(t *testing.T) {
 	if complete, err := s.CheckpointIndexComplete(); err != nil || complete {
 		t.Fatalf("an empty store: complete %v, %v", complete, err)
 	}
+	// An index of an earlier run, then one made anew: nothing of the first is left, and
+	// nothing looks whole until the new base is written.
+	f := FileState{Kind: KindFile, Size: 7}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"stale": &f}}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.StartCheckpointIndex(); err != nil {
+		t.Fatal(err)
+	}
+	early := FileState{Kind: KindFile, Size: 2}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"early": &early}}); err != nil {
+		t.Fatal(err)
+	}
+	if complete, err := s.CheckpointIndexComplete(); err != nil || complete {
+		t.Fatalf("being made: CheckpointIndexComplete %v, %v", complete, err)
+	}
+	if got, complete, _ := load(); complete || len(got) != 0 {
+		t.Fatalf("being made: complete %v, %v", complete, got)
+	}
 	// Enough long paths for several pieces of a MiB.
 	want := map[string]FileState{"a/kept": kept}
 	var paths []string
@@ -334,7 +353,7 @@ func TestCheckpointIndexBase(t *testing.T) {
 	}
 	paths = append(paths, "a/kept")
 	slices.Sort(paths)
-	write := func(paths []string) error {
+	write := func(paths []string, fold bool) error {
 		return s.WriteCheckpointIndex(func(yield func(string, *FileState) bool) {
 			for _, p := range paths {
 				st := want[p]
@@ -342,11 +361,12 @@ func TestCheckpointIndexBase(t *testing.T) {
 					return
 				}
 			}
-		})
+		}, fold)
 	}
-	if err := write(paths); err != nil {
+	if err := write(paths, false); err != nil {
 		t.Fatal(err)
 	}
+	want["early"] = early // written after the base's entries were taken: it stays
 	if err := s.db.View(func(tx *bolt.Tx) error {
 		if n := tx.Bucket(bucketCPIndexBase).Stats().KeyN; n < 2 {
 			t.Errorf("the base is in %d pieces, want several", n)
@@ -363,7 +383,7 @@ func TestCheckpointIndexBase(t *testing.T) {
 	want[paths[0]], want["new"] = changed, changed
 	delete(want, paths[1])
 	got, complete, changes := load()
-	if !complete || changes != 3 || !maps.Equal(got, want) {
+	if !complete || changes != 4 || !maps.Equal(got, want) {
 		t.Fatalf("base and changes: complete %v, %d changes, %d paths (want %d)", complete, changes, len(got), len(want))
 	}
 	if s.pruneCheckpoints(time.Now().Add(time.Hour)); !s.HasContent(kept.Content) {
@@ -371,31 +391,16 @@ func TestCheckpointIndexBase(t *testing.T) {
 	}
 	// A new base folds the changes in.
 	paths = slices.Sorted(maps.Keys(want))
-	if err := write(paths); err != nil {
+	if err := write(paths, true); err != nil {
 		t.Fatal(err)
 	}
 	if got, complete, changes = load(); !complete || changes != 0 || !maps.Equal(got, want) {
 		t.Fatalf("a new base: complete %v, %d changes, %d paths (want %d)", complete, changes, len(got), len(want))
 	}
-	if err := write([]string{"b", "a"}); !errors.Is(err, ErrInvalid) {
+	if err := write([]string{"b", "a"}, true); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("a base out of order: %v, want ErrInvalid", err)
 	}
-	// An earlier version's first writing that never finished.
-	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndex).Put(indexIncomplete, []byte{}) }); err != nil {
-		t.Fatal(err)
-	}
-	if got, complete, _ = load(); complete || len(got) != 0 {
-		t.Fatalf("half written: complete %v, %d paths", complete, len(got))
-	}
-	if complete, err := s.CheckpointIndexComplete(); err != nil || complete {
-		t.Fatalf("half written: CheckpointIndexComplete %v, %v", complete, err)
-	}
-	if err := s.db.Update(func(tx *bolt.Tx) error {
-		if err := tx.Bucket(bucketCPIndex).Delete(indexIncomplete); err != nil {
-			return err
-		}
-		return tx.Bucket(bucketCPIndexBase).Put(be32(0), []byte{3, 200})
-	}); err != nil {
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndexBase).Put(be32(0), []byte{3, 200}) }); err != nil {
 		t.Fatal(err)
 	}
 	if _, _, err := s.LoadCheckpointIndex(func(string, FileState) {}); !errors.Is(err, ErrCorrupt) {
