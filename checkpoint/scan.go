@@ -611,13 +611,16 @@ func (t *Tracker) writeIndex(first func(yield func(string, *store.FileState) boo
 			}
 			t.writeMu.Unlock()
 		}
+		first, each = nil, nil // the first look's entries, for kick's FreeOSMemory
 		if err != nil {
 			t.log.Warn("writing the workspace's index failed", "err", err)
 			return
 		}
 		stored()
 		t.log.Debug("the workspace's index is written", "fold", fold, "took", t.opts.Now().Sub(start))
-		debug.FreeOSMemory() // as after the first look (kick)
+		if fold {
+			debug.FreeOSMemory() // as after the first look (kick)
+		}
 	}()
 }
 

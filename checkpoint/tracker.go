@@ -201,10 +201,12 @@ func (t *Tracker) kick() {
 		}
 		close(t.ready)
 		// The first look of a large workspace leaves a heap many times the index's size
-		// (the walk, git's index, the store's transaction): give it back to the system now
-		// rather than over the next minutes (writeIndex does, after a first look).
-		if !t.writing.Load() {
+		// (the walk, git's index, the base's encoding): give it back to the system once
+		// the first base is stored too, rather than over the next minutes.
+		select {
+		case <-t.durable:
 			debug.FreeOSMemory()
+		case <-t.stop:
 		}
 	}()
 }
