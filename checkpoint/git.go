@@ -15,6 +15,7 @@ import (
 	"os/exec"
 	"path"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -118,20 +119,21 @@ func (g *gitRepo) blobID(data []byte) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// cleanEntry is what git's index says of a file: its blob and the stat it had when git
-// last looked at it.
+// cleanEntry is what git's index says of a file: its path (below the workspace), its blob
+// and the stat it had when git last looked at it. name and oid point into the index file's
+// bytes.
 type cleanEntry struct {
-	oid                string
+	name, oid          []byte
 	exec               bool
 	size, mtime, ctime int64
 	ino                uint32
 }
 
-// readIndex reads git's index: for each file of the workspace (stage 0, checked out), its
-// blob and stat. racy is the index file's mtime: an entry whose mtime is not older may
-// have changed within the same tick and is not trusted. nil when the index cannot be read
-// (a split index, say): then every file is read.
-func (g *gitRepo) readIndex() (map[string]cleanEntry, int64) {
+// readIndex reads git's index: each file of the workspace (stage 0, checked out) with its
+// blob and stat, in path order. racy is the index file's mtime: an entry whose mtime is not
+// older may have changed within the same tick and is not trusted. nil when the index cannot
+// be read (a split index, say): then every file is read.
+func (g *gitRepo) readIndex() ([]cleanEntry, int64) {
 	if !g.trust {
 		return nil, 0
 	}
@@ -160,9 +162,10 @@ func (g *gitRepo) readIndex() (map[string]cleanEntry, int64) {
 }
 
 // parseIndex reads the entries of a git index file (versions 2 to 4, gitformat-index(5)) that
-// are regular files below prefix, checked out and merged (stage 0), by their path below
-// prefix. false when it is not such a file, or a split index (its entries are elsewhere).
-func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bool) {
+// are regular files below prefix, checked out and merged (stage 0), in path order, named by
+// their path below prefix. false when it is not such a file, or a split index (its entries
+// are elsewhere).
+func parseIndex(b []byte, prefix string, hashLen int) ([]cleanEntry, bool) {
 	if len(b) < 12 || string(b[:4]) != "DIRC" {
 		return nil, false
 	}
@@ -171,9 +174,10 @@ func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bo
 	if version < 2 || version > 4 || n > len(b)/40 {
 		return nil, false
 	}
-	out := make(map[string]cleanEntry, n)
+	out := make([]cleanEntry, 0, n)
 	pos := 12
 	var name []byte
+	sorted := true
 	for range n {
 		// ctime, mtime (seconds, nanoseconds), dev, ino, mode, uid, gid, size: 32 bits
 		// each; the object id; 16 bits of flags.
@@ -194,7 +198,8 @@ func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bo
 			pos += 2
 		}
 		if version == 4 {
-			// The path is the previous one less its last N bytes, then the bytes up to a NUL.
+			// The path is the previous one less its last N bytes, then the bytes up to a
+			// NUL: it is built in a buffer of its own.
 			strip, k := offsetVarint(b[pos:])
 			if k == 0 || strip > uint64(len(name)) {
 				return nil, false
@@ -204,7 +209,7 @@ func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bo
 			if end < 0 {
 				return nil, false
 			}
-			name = append(name[:len(name)-int(strip)], b[pos:pos+end]...)
+			name = append(name[:len(name)-int(strip):len(name)-int(strip)], b[pos:pos+end]...)
 			pos += end + 1
 		} else {
 			// The path, then 1 to 8 NULs that end the entry on a multiple of 8 bytes.
@@ -220,12 +225,16 @@ func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bo
 		if skip || (mode != 0o100644 && mode != 0o100755) || !bytes.HasPrefix(name, []byte(prefix)) {
 			continue
 		}
-		out[string(name[len(prefix):])] = cleanEntry{
-			oid: hex.EncodeToString(e[40 : 40+hashLen]), exec: mode == 0o100755, size: int64(be.Uint32(e[36:])),
+		ce := cleanEntry{
+			name: name[len(prefix):], oid: e[40 : 40+hashLen], exec: mode == 0o100755, size: int64(be.Uint32(e[36:])),
 			ctime: int64(be.Uint32(e[0:]))*1e9 + int64(be.Uint32(e[4:])),
 			mtime: int64(be.Uint32(e[8:]))*1e9 + int64(be.Uint32(e[12:])),
 			ino:   be.Uint32(e[20:]),
 		}
+		if len(out) > 0 && bytes.Compare(out[len(out)-1].name, ce.name) >= 0 {
+			sorted = false
+		}
+		out = append(out, ce)
 	}
 	// Extensions, each a signature and a size, up to the checksum.
 	for pos+8 <= len(b)-hashLen {
@@ -233,6 +242,9 @@ func parseIndex(b []byte, prefix string, hashLen int) (map[string]cleanEntry, bo
 			return nil, false // a split index: most entries are in the shared index
 		}
 		pos += 8 + int(be.Uint32(b[pos+4:]))
+	}
+	if !sorted {
+		slices.SortFunc(out, func(a, b cleanEntry) int { return bytes.Compare(a.name, b.name) })
 	}
 	return out, true
 }
@@ -363,7 +375,7 @@ func (g *gitRepo) attrsOutside() bool {
 // walks the workspace: the repository, and which files git's index vouches for.
 type gitLook struct {
 	repo  *gitRepo
-	clean map[string]cleanEntry // nil: git vouches for no file
+	clean []cleanEntry // in path order; nil: git vouches for no file
 	racy  int64
 	// Files whose checked-out bytes git converts, asked of git (check-attr) only when an
 	// attributes file could convert something; checked are the workspace's attributes
@@ -384,10 +396,10 @@ func (gl *gitLook) look(ctx context.Context, bin, ws string, index bool) {
 	}
 	may := gl.repo.attrsOutside()
 	gl.checked = map[string]bool{}
-	for p := range gl.clean {
-		if path.Base(p) == ".gitattributes" {
-			gl.checked[p] = true
-			may = may || fileMayConvert(filepath.Join(ws, filepath.FromSlash(p)))
+	for _, e := range gl.clean {
+		if p := e.name; bytes.Equal(p, []byte(".gitattributes")) || bytes.HasSuffix(p, []byte("/.gitattributes")) {
+			gl.checked[string(p)] = true
+			may = may || fileMayConvert(filepath.Join(ws, filepath.FromSlash(string(p))))
 		}
 	}
 	if may {
@@ -397,8 +409,8 @@ func (gl *gitLook) look(ctx context.Context, bin, ws string, index bool) {
 
 func (gl *gitLook) ask(ctx context.Context) {
 	paths := make([]string, 0, len(gl.clean))
-	for p := range gl.clean {
-		paths = append(paths, p)
+	for _, e := range gl.clean {
+		paths = append(paths, string(e.name))
 	}
 	gl.asked = true
 	gl.conv, gl.convErr = gl.repo.converted(ctx, paths)

@@ -1,10 +1,13 @@
 package checkpoint
 
 import (
+	"bytes"
+	"encoding/hex"
 	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -75,17 +78,21 @@ func TestReadGitIndex(t *testing.T) {
 				}
 				return
 			}
-			if len(got) != len(want) {
-				t.Fatalf("%d entries, want %d: %v", len(got), len(want), got)
+			if len(got) != len(want) || !slices.IsSortedFunc(got, func(a, b cleanEntry) int { return bytes.Compare(a.name, b.name) }) {
+				t.Fatalf("%d entries (want %d), in order: %v", len(got), len(want), got)
+			}
+			byName := map[string]cleanEntry{}
+			for _, e := range got {
+				byName[string(e.name)] = e
 			}
 			for p, oid := range want {
-				e, ok := got[p]
+				e, ok := byName[p]
 				var st unix.Stat_t
 				if err := unix.Lstat(filepath.Join(ws, p), &st); err != nil {
 					t.Fatal(err)
 				}
 				cur, _ := statState(&st)
-				if !ok || e.oid != oid || !e.matches(cur, racy+1) || e.exec != (p == "run.sh") {
+				if !ok || hex.EncodeToString(e.oid) != oid || !e.matches(cur, racy+1) || e.exec != (p == "run.sh") {
 					t.Errorf("%s: %+v (ok %v), want blob %s and the stat %s", p, e, ok, oid, fmt.Sprint(cur))
 				}
 			}

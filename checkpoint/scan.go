@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -519,13 +520,21 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 // index says (gl; their blobs are in git's object store: reading them would cost a read of
 // the whole repository). syncMu is held.
 func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, gl *gitLook) error {
-	fromGit := 0
+	// Every path is new to the index, and none is a change. Both lists are in path order:
+	// one pass takes a file whose stat is what git's index says from git, unread.
+	states := make([]store.FileState, len(all))
+	fromGit, g := 0, 0
 	var toRead []int
 	for i, e := range all {
-		if kinds[e.id.kind] == store.KindDir {
+		states[i] = e.id.state()
+		if states[i].Kind == store.KindDir {
 			continue
 		}
-		if ce, ok := gl.clean[e.rel]; ok && !gl.converts(e.rel) && ce.matches(e.id.state(), gl.racy) {
+		for g < len(gl.clean) && string(gl.clean[g].name) < e.rel {
+			g++
+		}
+		if g < len(gl.clean) && string(gl.clean[g].name) == e.rel && !gl.converts(e.rel) && gl.clean[g].matches(states[i], gl.racy) {
+			states[i].Git = hex.EncodeToString(gl.clean[g].oid)
 			fromGit++
 			continue
 		}
@@ -540,22 +549,12 @@ func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, g
 	if err := b.batch.flush(); err != nil {
 		return fmt.Errorf("storing the workspace's files: %w", err)
 	}
-	t.log.Info("first look at the workspace", "paths", len(all), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
-	// Every path is new to the index, and none is a change. The store gets them as the
-	// index's first base, written from them while the index is built.
-	states := make([]store.FileState, len(all))
-	j := 0
-	for i, e := range all {
-		if j < len(toRead) && toRead[j] == i {
-			states[i] = read[j]
-			j++
-			continue
-		}
-		states[i] = e.id.state()
-		if ce, ok := gl.clean[e.rel]; ok && states[i].Kind == store.KindFile {
-			states[i].Git = ce.oid
-		}
+	for j, i := range toRead {
+		states[i] = read[j]
 	}
+	t.log.Info("first look at the workspace", "paths", len(all), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
+	// The store gets the states as the index's first base, written from them while the
+	// index is built.
 	t.writeIndex(func(yield func(string, *store.FileState) bool) {
 		for i := range all {
 			if !yield(all[i].rel, &states[i]) {
