@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -599,36 +600,99 @@ func TestOwnFilesSkipped(t *testing.T) {
 	}
 }
 
-// TestFirstIndexWrittenAndRedone: the first look's index reaches the store (written in the
-// background, whole by Close), and an index whose writing a dead daemon left unfinished is
-// made again at the next start instead of being taken for the workspace.
-func TestFirstIndexWrittenAndRedone(t *testing.T) {
+// TestFirstIndexWritten: the first look's index reaches the store as a base, the changes
+// after it one by one, and the next start reads back the index it left; many changes are
+// folded into a new base.
+func TestFirstIndexWritten(t *testing.T) {
 	for _, git := range []bool{false, true} {
-		e := newEnv(t, envOpts{files: base, git: git})
+		e := newEnv(t, envOpts{files: base, git: git, journal: true})
+		<-e.tr.durable
+		stored := func() map[string]store.FileState {
+			t.Helper()
+			out := map[string]store.FileState{}
+			if complete, _, err := e.st.LoadCheckpointIndex(func(p string, s store.FileState) {
+				if s.Kind == store.KindAbsent {
+					delete(out, p)
+				} else {
+					out[p] = s
+				}
+			}); err != nil || !complete {
+				t.Fatalf("git %v: the stored index: complete %v, %v", git, complete, err)
+			}
+			return out
+		}
+		inMemory := func() map[string]store.FileState {
+			out := map[string]store.FileState{}
+			e.tr.mu.Lock()
+			e.tr.index.each(func(p string, s store.FileState) { out[p] = s })
+			e.tr.mu.Unlock()
+			return out
+		}
+		if got, want := stored(), inMemory(); !maps.Equal(got, want) || len(got) < 8 {
+			t.Fatalf("git %v: stored %d paths, the index has %d", git, len(got), len(want))
+		}
+		e.shell("echo more >> dir/c.txt && rm b.txt && echo new > n.txt")
+		want := inMemory()
 		e.tr.Close()
-		stored := map[string]store.FileState{}
-		if complete, err := e.st.LoadCheckpointIndex(func(p string, s store.FileState) { stored[p] = s }); err != nil || !complete {
-			t.Fatalf("git %v: the stored index: complete %v, %v", git, complete, err)
+		if got := stored(); !maps.Equal(got, want) {
+			t.Fatalf("git %v: after a call the store has %v, the index %v", git, got, want)
 		}
-		if _, ok := stored["dir/sub/d.txt"]; !ok || len(stored) != e.tr.index.len() {
-			t.Fatalf("git %v: stored %d paths, the index has %d: %v", git, len(stored), e.tr.index.len(), stored)
-		}
-		// A first writing that stopped after one batch (the daemon was killed).
-		one := stored["a.txt"]
-		if err := e.st.UpdateCheckpoints(&store.CheckpointUpdate{IndexStart: true, Index: map[string]*store.FileState{"a.txt": &one}}); err != nil {
-			t.Fatal(err)
-		}
-		e.open(envOpts{git: git})
-		if n := e.tr.index.len(); n != len(stored) {
-			t.Fatalf("git %v: after an unfinished writing the index has %d paths, want %d", git, n, len(stored))
-		}
-		// Made again as a first look: a clean file comes from git's index, unread.
-		if d, _ := e.tr.index.get("dir/sub/d.txt"); git && (d.Git == "" || d.Content != "") {
-			t.Fatalf("the index made again: %+v is not from git's index", d)
+		e.open(envOpts{git: git, journal: true})
+		if got := inMemory(); !maps.Equal(got, want) {
+			t.Fatalf("git %v: reopened, the index is %v, want %v", git, got, want)
 		}
 		ref := e.shell("echo more >> dir/c.txt")
 		if ch := e.changes(ref); len(ch) != 1 || ch["dir/c.txt"].Status != "modified" {
 			t.Fatalf("git %v: the call after: %+v", git, ch)
 		}
+		foldAfter = 16
+		t.Cleanup(func() { foldAfter = 4096 })
+		e.shell("mkdir many && for i in $(seq 50); do echo $i > many/$i; done")
+		want = inMemory()
+		e.tr.Close() // waits for the base written after so many changes
+		if _, changes, err := e.st.LoadCheckpointIndex(func(string, store.FileState) {}); err != nil || changes != 0 {
+			t.Fatalf("git %v: %d changes after the base, %v: they were not folded into a new base", git, changes, err)
+		}
+		if got := stored(); !maps.Equal(got, want) {
+			t.Fatalf("git %v: the new base has %d paths, the index %d", git, len(got), len(want))
+		}
+	}
+}
+
+// TestGitConvertedFilesRead: a file whose bytes are not its blob's (git converts it: here
+// eol=crlf, with CRLF in the work tree and LF in the blob) is read at the first look rather
+// than taken from git's index, whether the attributes file that says so is tracked or not;
+// a revert gives back its CRLF bytes.
+func TestGitConvertedFilesRead(t *testing.T) {
+	files := map[string]string{"a.txt": "one\r\ntwo\r\n", "b.c": "plain\n", ".gitattributes": "*.txt text eol=crlf\n"}
+	for _, tracked := range []bool{true, false} {
+		t.Run(fmt.Sprintf("tracked=%v", tracked), func(t *testing.T) {
+			e := newEnv(t, envOpts{files: files, git: true, journal: true})
+			if !tracked {
+				e.tr.Close()
+				gitRun(t, e.ws, "rm", "-q", "--cached", ".gitattributes")
+				gitRun(t, e.ws, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "untrack")
+				e.st.Close()
+				st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), &store.Options{Retention: -1})
+				if err != nil {
+					t.Fatal(err)
+				}
+				e.st = st
+				t.Cleanup(func() { st.Close() })
+				e.open(envOpts{git: true, journal: true})
+			}
+			if a, _ := e.tr.index.get("a.txt"); a.Content == "" {
+				t.Fatalf("a.txt was taken from git's index: %+v", a)
+			}
+			if b, _ := e.tr.index.get("b.c"); b.Git == "" || b.Content != "" {
+				t.Fatalf("b.c was read: %+v", b)
+			}
+			before := e.snapshot()
+			ref := e.shell("printf 'new\\n' > a.txt")
+			e.revert(ref, false, false)
+			if d := diffSnap(before, e.snapshot()); d != "" {
+				t.Fatalf("after the revert:\n%s", d)
+			}
+		})
 	}
 }

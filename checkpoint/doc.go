@@ -26,8 +26,16 @@
 // workspace (stat calls only). When the kernel refuses the journal (inotify's watch or
 // instance limit), Options.OnJournal hears it at once, with the cost and the fix; the refused
 // journal is closed and tried again at the first walk after the limits change or a backoff.
-// The index is a B-tree in path order (what was below a path gone is one range), loaded and,
-// the first time, written to the store in the background.
+// The index is a B-tree in path order (what was below a path gone is one range). The store
+// keeps it as a base (the whole index, written at once) and the changes since, folded into
+// a new base when they are many.
+//
+// The first look after an open is one walk (stat calls; each folder watched before it is
+// listed, which covers the time between the open and the watches), with the stored index
+// loaded and git's index read beside it; Open returns at once. A window that looks at the
+// workspace (Begin) waits for that look, and, the first time, for the base to be stored:
+// the state before a shell command's change cannot be found afterwards, so no such call
+// starts before every path's state is known and kept.
 //
 // The state before a change must be kept before the change happens: every version the index names is in the store, except files that are exactly
 // what the workspace's git index says (same stat, not racy, no filter or line-ending
@@ -66,7 +74,8 @@
 //
 // Crash safety: a window's open checkpoint (with the states before the call that are known
 // so far) is committed before the call changes anything it reports, and updated with every
-// look; finished checkpoints are committed with the index in one transaction. When the
+// look; a window that looks at the workspace opens only once the index is stored; finished
+// checkpoints are committed with the index's changes in one transaction. When the
 // daemon is killed in the middle of a call or a revert, the next Open finds the open
 // checkpoints, looks at the workspace, and records what changed since as the interrupted
 // call's ("interrupted"): every file is then either as it was or as the call left it, and

@@ -34,6 +34,24 @@ func (x *pathIndex) del(p string) { x.t.Delete(entry{path: p}) }
 
 func (x *pathIndex) len() int { return x.t.Len() }
 
+// clone is a copy of the index, made at once (the two share nodes until one is written):
+// readers of the copy need no lock while the original changes.
+func (x *pathIndex) clone() *pathIndex { return &pathIndex{t: x.t.Clone()} }
+
+// ascend yields every path and its state, in order.
+func (x *pathIndex) ascend(yield func(p string, s *store.FileState) bool) {
+	x.t.Ascend(func(e entry) bool { return yield(e.path, &e.st) })
+}
+
+// load is set for a path of a stored index, and del for one gone (kind absent).
+func (x *pathIndex) load(p string, s store.FileState) {
+	if s.Kind == store.KindAbsent {
+		x.del(p)
+	} else {
+		x.set(p, s)
+	}
+}
+
 // below calls fn with every path strictly below the folder p, in order.
 func (x *pathIndex) below(p string, fn func(q string)) {
 	// Every path that starts with "p/" sorts from "p/" up to "p0" ('0' follows '/').
@@ -49,23 +67,4 @@ func (x *pathIndex) each(fn func(p string, s store.FileState)) {
 		fn(e.path, e.st)
 		return true
 	})
-}
-
-// after calls fn with up to n paths that sort after p ("" for the first), in order, and
-// returns the last one given.
-func (x *pathIndex) after(p string, n int, fn func(q string, s store.FileState)) string {
-	last := p
-	x.t.AscendGreaterOrEqual(entry{path: p}, func(e entry) bool {
-		if e.path == p {
-			return true
-		}
-		if n == 0 {
-			return false
-		}
-		n--
-		fn(e.path, e.st)
-		last = e.path
-		return true
-	})
-	return last
 }

@@ -88,7 +88,7 @@ func (t *Tracker) Plan(ctx context.Context, sessionID, callID string, from bool)
 		set[store.CallRef{SessionID: cp.SessionID, CallID: cp.CallID}] = true
 	}
 	t.syncMu.Lock()
-	err = t.syncLocked(ctx, false)
+	err = t.syncLocked(ctx)
 	t.mu.Lock()
 	current := func(p string) store.FileState { s, _ := t.index.get(p); return s }
 	plan := &Plan{}

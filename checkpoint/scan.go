@@ -2,6 +2,7 @@ package checkpoint
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -9,6 +10,7 @@ import (
 	"path"
 	"path/filepath"
 	"runtime/debug"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -37,7 +39,7 @@ func (t *Tracker) rel(abs string) (string, bool) {
 // skip reports whether a workspace path is one of toolsd's own files (its store, if the
 // person put it in the workspace; the journal's barrier folder), never tracked.
 func (t *Tracker) skip(rel string) bool {
-	abs := t.abs(rel)
+	abs := t.ws + string(filepath.Separator) + filepath.FromSlash(rel) // t.abs, without a Clean per entry of a walk
 	for _, p := range t.own {
 		if abs == p || strings.HasPrefix(abs, p+string(filepath.Separator)) {
 			return true
@@ -166,11 +168,11 @@ func (t *Tracker) readAt(dirfd int, name string, s store.FileState, b *budget) s
 
 // syncLocked brings the index up to date with the workspace: from the journal's list of
 // paths touched since the last sync when it can be trusted, else by walking the whole
-// workspace (full forces the walk). syncMu is held.
-func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
+// workspace. syncMu is held.
+func (t *Tracker) syncLocked(ctx context.Context) error {
 	start := t.opts.Now()
 	var err error
-	if t.jr != nil && !full {
+	if t.jr != nil {
 		paths, ok := t.jr.drain()
 		if ok {
 			err = t.refreshLocked(ctx, paths)
@@ -186,12 +188,50 @@ func (t *Tracker) syncLocked(ctx context.Context, full bool) error {
 	return err
 }
 
-// walkWorkspace walks the whole workspace (up to MaxFiles entries, counted in count),
-// watching each folder when the journal runs, and calls visit with each entry's state from
-// lstat; entries that cannot be stat'ed, or of a kind not tracked, are passed over. visit is
-// called from several goroutines.
-func (t *Tracker) walkWorkspace(ctx context.Context, count *atomic.Int64, visit func(e fswalk.Entry, cur store.FileState)) error {
-	return fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+// walked is one entry of a walk of the whole workspace: its path and its stat identity, in
+// a form without pointers (a walk keeps one per path, 100,000 on a large tree).
+type walked struct {
+	rel string
+	id  statID
+}
+
+type statID struct {
+	kind               uint8 // index of kinds
+	mode               uint32
+	size, mtime, ctime int64
+	ino                uint64
+}
+
+var kinds = [...]string{store.KindAbsent, store.KindFile, store.KindLink, store.KindDir}
+
+func idOf(s store.FileState) statID {
+	id := statID{mode: s.Mode, size: s.Size, mtime: s.Mtime, ctime: s.Ctime, ino: s.Ino}
+	for i, k := range kinds {
+		if s.Kind == k {
+			id.kind = uint8(i)
+		}
+	}
+	return id
+}
+
+// state is the FileState of a stat identity (no content ids).
+func (id statID) state() store.FileState {
+	return store.FileState{Kind: kinds[id.kind], Mode: id.mode, Size: id.size, Mtime: id.mtime, Ctime: id.ctime, Ino: id.ino}
+}
+
+// walkAll walks the whole workspace (up to MaxFiles entries), watching each folder before
+// it lists it when the journal runs, and returns every entry that is not ignored with its
+// stat identity, in path order (the index's). Entries that cannot be stat'ed, or of a kind
+// not tracked, are left out.
+func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
+	t.statusMu.Lock()
+	hint := t.walked
+	t.statusMu.Unlock()
+	var mu sync.Mutex // guards all
+	all := make([]walked, 0, hint+hint/8)
+	var count atomic.Int64
+	gen, walkStart := t.beginWalk()
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}
@@ -203,40 +243,88 @@ func (t *Tracker) walkWorkspace(ctx context.Context, count *atomic.Int64, visit 
 			return
 		}
 		if cur, ok := statState(&st); ok {
-			visit(e, cur)
+			id := idOf(cur)
+			mu.Lock()
+			all = append(all, walked{e.Rel, id})
+			mu.Unlock()
 		}
 	})
+	if err != nil {
+		return nil, err
+	}
+	if n := count.Load(); n > int64(t.opts.MaxFiles) {
+		return nil, t.tooLarge(n)
+	}
+	t.endWalk(gen, walkStart, count.Load())
+	slices.SortFunc(all, func(a, b walked) int { return strings.Compare(a.rel, b.rel) })
+	return all, nil
+}
+
+// readAll reads the walked entries at the given positions (a file's content read,
+// identified and kept; a link's target), a few at a time, and returns their states.
+func (t *Tracker) readAll(ctx context.Context, all []walked, which []int, b *budget) ([]store.FileState, error) {
+	out := make([]store.FileState, len(which))
+	var wg sync.WaitGroup
+	var next atomic.Int64
+	for range min(4, len(which)) {
+		wg.Go(func() {
+			for i := next.Add(1) - 1; i < int64(len(which)) && ctx.Err() == nil; i = next.Add(1) - 1 {
+				e := &all[which[i]]
+				if out[i] = e.id.state(); out[i].Kind != store.KindDir {
+					out[i] = t.readRel(e.rel, out[i], b)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return out, ctx.Err()
 }
 
 // scanLocked walks the workspace and applies what changed since the index. syncMu is held.
 func (t *Tracker) scanLocked(ctx context.Context) error {
-	found := map[string]store.FileState{}
-	var mu sync.Mutex // guards found
-	var count atomic.Int64
-	b := newBudget(t.opts.MaxCallBytes)
-	idx := t.index // only syncMu holders write it
-	gen, walkStart := t.beginWalk()
-	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if old, ok := idx.get(e.Rel); ok && sameIdentity(old, cur) {
-			cur = old
-		} else {
-			cur = t.readEntry(e, cur, b)
-		}
-		mu.Lock()
-		found[e.Rel] = cur
-		mu.Unlock()
-	})
+	all, err := t.walkAll(ctx)
 	if err != nil {
 		return err
 	}
-	if n := count.Load(); n > int64(t.opts.MaxFiles) {
-		return t.tooLarge(n)
+	return t.compareLocked(ctx, all)
+}
+
+// compareLocked applies what a walk of the whole workspace (all, in path order) found
+// changed since the index: the entries whose stat identity changed are read, those the
+// index has and the walk did not find are gone. syncMu is held.
+func (t *Tracker) compareLocked(ctx context.Context, all []walked) error {
+	idx := t.index // only syncMu holders write it
+	var toRead []int
+	gone := []string{}
+	// Both are in path order: one pass over the two.
+	i := 0
+	fresh := func(upto string, last bool) {
+		for ; i < len(all) && (last || all[i].rel < upto); i++ {
+			toRead = append(toRead, i)
+		}
 	}
-	t.endWalk(gen, walkStart, count.Load())
+	idx.each(func(p string, old store.FileState) {
+		fresh(p, false)
+		if i < len(all) && all[i].rel == p {
+			if !sameIdentity(old, all[i].id.state()) {
+				toRead = append(toRead, i)
+			}
+			i++
+			return
+		}
+		gone = append(gone, p)
+	})
+	fresh("", true)
+	b := newBudget(t.opts.MaxCallBytes)
+	read, err := t.readAll(ctx, all, toRead, b)
+	if err != nil {
+		return err
+	}
 	changed := map[string]store.FileState{}
 	quiet := map[string]bool{}
 	ignoreChanged := false
-	for p, s := range found {
+	for j, k := range toRead {
+		p, s := all[k].rel, read[j]
 		old, ok := idx.get(p)
 		if ok && sameIdentity(old, s) && old.Content == s.Content && old.NotKept == s.NotKept {
 			continue
@@ -256,15 +344,12 @@ func (t *Tracker) scanLocked(ctx context.Context) error {
 			}
 		}
 	}
-	idx.each(func(p string, _ store.FileState) {
-		if _, ok := found[p]; ok {
-			return
-		}
+	for _, p := range gone {
 		changed[p] = store.FileState{}
 		if _, err := os.Lstat(filepath.Join(t.ws, filepath.FromSlash(p))); err == nil {
 			quiet[p] = true // still there, but ignored now
 		}
-	})
+	}
 	return t.commitLocked(changed, quiet)
 }
 
@@ -280,9 +365,9 @@ func (t *Tracker) tooLarge(n int64) error {
 	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
 }
 
-// readEntry is readAt for a walked entry.
-func (t *Tracker) readEntry(e fswalk.Entry, s store.FileState, b *budget) store.FileState {
-	dir, name := path.Split(e.Rel)
+// readRel is readAt for the workspace path rel.
+func (t *Tracker) readRel(rel string, s store.FileState, b *budget) store.FileState {
+	dir, name := path.Split(rel)
 	dirfd, err := t.openDir(strings.TrimSuffix(dir, "/"))
 	if err != nil {
 		s.NotKept = "unreadable"
@@ -327,11 +412,19 @@ func (t *Tracker) commitLocked(changed map[string]store.FileState, quiet map[str
 		loud[p] = s
 	}
 	delta, open := t.applyLocked(loud)
+	n := t.index.len()
 	t.mu.Unlock()
 	for p, s := range delta {
 		idxDelta[p] = s
 	}
-	return t.st.UpdateCheckpoints(&store.CheckpointUpdate{Index: idxDelta, Open: open})
+	if err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{Index: idxDelta, Open: open}); err != nil {
+		return err
+	}
+	// Changes are written one by one; when they are many, they go into a new base.
+	if t.changes += len(idxDelta); t.changes > max(foldAfter, n/4) {
+		t.writeIndex(nil)
+	}
+	return nil
 }
 
 // refreshLocked looks at the given paths only (and below a folder among them that is new or
@@ -410,7 +503,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			if old, ok := idx.get(rel); ok && sameIdentity(old, cur) {
 				return
 			}
-			cur = t.readEntry(fswalkEntryAt(e, rel), cur, b)
+			cur = t.readRel(rel, cur, b)
 			mu.Lock()
 			changed[rel] = cur
 			mu.Unlock()
@@ -422,153 +515,110 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 	return t.commitLocked(changed, nil)
 }
 
-// fswalkEntryAt re-roots a walked entry at the workspace (its Rel relative to it).
-func fswalkEntryAt(e fswalk.Entry, rel string) fswalk.Entry {
-	e.Rel = rel
-	return e
-}
-
-// baseline is the first look at a workspace: every file's state, its bytes kept, except for
-// files that are exactly what the workspace's git index says (their blobs are in git's
-// object store: reading them would cost a read of the whole repository). Git's index is read,
-// and its attributes asked, while the workspace is walked. syncMu is held.
-func (t *Tracker) baseline(ctx context.Context) error {
-	start := t.opts.Now()
-	var clean map[string]cleanEntry
-	var racy int64
-	var conv map[string]bool
-	var convErr error
-	gitDone := make(chan struct{})
-	go func() {
-		defer close(gitDone)
-		if t.git == nil {
-			return
+// baseline makes the index of a workspace never seen from a walk of it (all): every
+// file's state, its bytes kept, except for files that are exactly what the workspace's git
+// index says (gl; their blobs are in git's object store: reading them would cost a read of
+// the whole repository). syncMu is held.
+func (t *Tracker) baseline(ctx context.Context, start time.Time, all []walked, gl *gitLook) error {
+	// Every path is new to the index, and none is a change. Both lists are in path order:
+	// one pass takes a file whose stat is what git's index says from git, unread.
+	states := make([]store.FileState, len(all))
+	fromGit, g := 0, 0
+	var toRead []int
+	for i, e := range all {
+		states[i] = e.id.state()
+		if states[i].Kind == store.KindDir {
+			continue
 		}
-		if clean, racy = t.git.readIndex(); len(clean) == 0 {
-			return
+		for g < len(gl.clean) && string(gl.clean[g].name) < e.rel {
+			g++
 		}
-		paths := make([]string, 0, len(clean))
-		for p := range clean {
-			paths = append(paths, p)
+		if g < len(gl.clean) && string(gl.clean[g].name) == e.rel && !gl.converts(e.rel) && gl.clean[g].matches(states[i], gl.racy) {
+			states[i].Git = hex.EncodeToString(gl.clean[g].oid)
+			fromGit++
+			continue
 		}
-		conv, convErr = t.git.converted(ctx, paths)
-	}()
-	found := map[string]store.FileState{}
-	var mu sync.Mutex // guards found
-	var count atomic.Int64
+		toRead = append(toRead, i)
+	}
 	b := newBudget(4 * t.opts.MaxCallBytes)
 	b.batch = &batcher{st: t.st}
-	gen, walkStart := t.beginWalk()
-	err := t.walkWorkspace(ctx, &count, func(e fswalk.Entry, cur store.FileState) {
-		if t.git == nil && cur.Kind != store.KindDir {
-			cur = t.readEntry(e, cur, b) // no git index to spare the read
-		}
-		mu.Lock()
-		found[e.Rel] = cur
-		mu.Unlock()
-	})
-	<-gitDone
+	read, err := t.readAll(ctx, all, toRead, b)
 	if err != nil {
 		return err
-	}
-	if n := count.Load(); n > int64(t.opts.MaxFiles) {
-		return t.tooLarge(n)
-	}
-	t.endWalk(gen, walkStart, count.Load())
-	if convErr != nil {
-		t.log.Info("git check-attr failed: reading every file instead", "err", convErr)
-	}
-	fromGit := 0
-	if t.git != nil {
-		// The files git's index does not vouch for are read now, a few at a time.
-		var toRead []string
-		for p, cur := range found {
-			if cur.Kind == store.KindDir {
-				continue
-			}
-			if ce, ok := clean[p]; ok && convErr == nil && !conv[p] && ce.matches(cur, racy) {
-				cur.Git = ce.oid
-				found[p] = cur
-				fromGit++
-				continue
-			}
-			toRead = append(toRead, p)
-		}
-		var wg sync.WaitGroup
-		next := atomic.Int64{}
-		for range 4 {
-			wg.Go(func() {
-				for i := next.Add(1) - 1; i < int64(len(toRead)) && ctx.Err() == nil; i = next.Add(1) - 1 {
-					p := toRead[i]
-					mu.Lock()
-					s := found[p]
-					mu.Unlock()
-					dir, name := path.Split(p)
-					if dirfd, err := t.openDir(strings.TrimSuffix(dir, "/")); err == nil {
-						s = t.readAt(dirfd, name, s, b)
-						unix.Close(dirfd)
-					} else {
-						s.NotKept = "unreadable"
-					}
-					mu.Lock()
-					found[p] = s
-					mu.Unlock()
-				}
-			})
-		}
-		wg.Wait()
-		if err := ctx.Err(); err != nil {
-			return err
-		}
 	}
 	if err := b.batch.flush(); err != nil {
 		return fmt.Errorf("storing the workspace's files: %w", err)
 	}
-	t.log.Info("first look at the workspace", "paths", len(found), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
-	t.lastSync = start
-	// Every path is new to the index, and none is a change: the index is complete in memory
-	// now, and the store gets it in the background.
+	for j, i := range toRead {
+		states[i] = read[j]
+	}
+	t.log.Info("first look at the workspace", "paths", len(all), "fromGit", fromGit, "took", t.opts.Now().Sub(start))
+	// The store gets the states as the index's first base, written from them while the
+	// index is built.
+	t.writeIndex(func(yield func(string, *store.FileState) bool) {
+		for i := range all {
+			if !yield(all[i].rel, &states[i]) {
+				return
+			}
+		}
+	})
 	t.mu.Lock()
-	for p, s := range found {
-		t.index.set(p, s)
+	for i, e := range all {
+		t.index.set(e.rel, states[i])
 	}
 	t.mu.Unlock()
-	t.writeIndex()
 	return nil
 }
 
-// indexBatch is how many index entries one transaction of writeIndex puts.
-const indexBatch = 8192
+// foldAfter is how many changes written one by one make a new base (with a quarter of the
+// index, if that is more).
+var foldAfter = 4096
 
-// writeIndex writes the whole index to the store anew, in batches in path order, from a
-// goroutine: no call waits for it (a 100k-file workspace's index is a few seconds of writing
-// on a loaded machine). Until the last batch the store marks the index incomplete, so a
-// daemon killed meanwhile makes it again at its next start. Close waits for it.
-func (t *Tracker) writeIndex() {
+// writeIndex writes a base of the index to the store (in one transaction: a few MiB for
+// 100,000 paths), from a goroutine, one at a time: the first look's entries (first, in path
+// order: the changes written meanwhile are newer and stay), or the whole index when the
+// changes written since the last base are many (first nil: commitLocked). Until the first
+// is written, a call that looks at the workspace waits for it (Begin): if the daemon dies
+// during the call, the next start must find the index the call started from. Close waits
+// for it.
+func (t *Tracker) writeIndex(first func(yield func(string, *store.FileState) bool)) {
+	if !t.writing.CompareAndSwap(false, true) {
+		return
+	}
 	t.wg.Add(1)
 	go func() {
 		defer t.wg.Done()
+		defer t.writing.Store(false)
+		stored := func() { t.durableOnce.Do(func() { close(t.durable) }) }
+		defer stored() // also when the writing failed: calls go on (without it)
+		if t.opts.beforeIndexWrite != nil {
+			t.opts.beforeIndexWrite()
+		}
 		start := t.opts.Now()
-		last, first := "", true
-		for {
+		each, fold := first, first == nil
+		if fold {
+			// Changes committed after the copy wait for writeMu: the base cannot drop them.
 			t.writeMu.Lock()
 			t.mu.Lock()
-			batch := make(map[string]*store.FileState, indexBatch)
-			last = t.index.after(last, indexBatch, func(p string, s store.FileState) { batch[p] = &s })
+			each = t.index.clone().ascend
 			t.mu.Unlock()
-			done := len(batch) < indexBatch
-			err := t.st.UpdateCheckpoints(&store.CheckpointUpdate{IndexStart: first, IndexDone: done, Index: batch})
+		}
+		err := t.st.WriteCheckpointIndex(each, fold)
+		if fold {
+			if err == nil {
+				t.changes = 0
+			}
 			t.writeMu.Unlock()
-			if err != nil {
-				t.log.Warn("writing the workspace's index failed: the next start looks at the whole workspace again", "err", err)
-				return
-			}
-			if done {
-				t.log.Debug("the workspace's index is written", "took", t.opts.Now().Sub(start))
-				debug.FreeOSMemory() // as after the first look (kick)
-				return
-			}
-			first = false
+		}
+		first, each = nil, nil // the first look's entries, for kick's FreeOSMemory
+		if err != nil {
+			t.log.Warn("writing the workspace's index failed", "err", err)
+			return
+		}
+		stored()
+		t.log.Debug("the workspace's index is written", "fold", fold, "took", t.opts.Now().Sub(start))
+		if fold {
+			debug.FreeOSMemory() // as after the first look (kick)
 		}
 	}()
 }

@@ -11,6 +11,7 @@ import (
 	"runtime/debug"
 	"sort"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsd/toolsd/store"
@@ -60,6 +61,9 @@ type Options struct {
 	OnJournal func(JournalStatus)
 	// faults, in tests, make the kernel refuse watches and instances on purpose.
 	faults *faults
+	// In tests: beforeIndexWrite is called before each base of the index is written, and
+	// waitIndex when a call waits for the first to be written.
+	beforeIndexWrite, waitIndex func()
 	// Skip, if set, leaves out a path (absolute) that is toolsd's own (its store file, when
 	// it lies in the workspace, and the store's slot files).
 	Skip func(abs string) bool
@@ -99,10 +103,16 @@ type Tracker struct {
 
 	// syncMu serializes looks at the workspace (syncs) and the changes a revert makes.
 	syncMu sync.Mutex
-	// writeMu orders the index's writes to the store (a look's, and those of the first
-	// index, which is written in the background) so that the store ends with what the
-	// index in memory says. Taken before mu.
+	// writeMu orders the index's writes to the store (a look's changes, and a base written
+	// in the background) so that the store ends with what the index in memory says. Taken
+	// before mu. It guards changes: how many changes were written since the last base.
 	writeMu sync.Mutex
+	changes int
+	writing atomic.Bool // a base is being written (writeIndex)
+	// durable is closed once the stored index is the one the first look found (at once
+	// when it was loaded from the store, else when writeIndex wrote it).
+	durable     chan struct{}
+	durableOnce sync.Once
 	// lastSync is when the previous sync started (guarded by syncMu).
 	lastSync time.Time
 
@@ -140,7 +150,7 @@ func Open(opts Options) (*Tracker, error) {
 	}
 	t := &Tracker{
 		opts: opts, log: opts.Logger.With("component", "checkpoint"), st: opts.Store, ws: opts.Workspace,
-		ready: make(chan struct{}), stop: make(chan struct{}), index: newIndex(), windows: map[*Window]struct{}{},
+		ready: make(chan struct{}), stop: make(chan struct{}), durable: make(chan struct{}), index: newIndex(), windows: map[*Window]struct{}{},
 	}
 	open, err := t.st.OpenCheckpoints()
 	if err != nil {
@@ -191,9 +201,13 @@ func (t *Tracker) kick() {
 		}
 		close(t.ready)
 		// The first look of a large workspace leaves a heap many times the index's size
-		// (the walk, git's index, the store's transaction): give it back to the system now
-		// rather than over the next minutes.
-		debug.FreeOSMemory()
+		// (the walk, git's index, the base's encoding): give it back to the system once
+		// the first base is stored too, rather than over the next minutes.
+		select {
+		case <-t.durable:
+			debug.FreeOSMemory()
+		case <-t.stop:
+		}
 	}()
 }
 
@@ -236,15 +250,11 @@ func (t *Tracker) start() error {
 	}()
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
-	if t.opts.Git != "none" {
-		t.git = findGit(t.opts.Git, t.ws)
+	begun := t.opts.Now()
+	complete, err := t.st.CheckpointIndexComplete()
+	if err == nil && !complete {
+		err = t.st.StartCheckpointIndex()
 	}
-	// The journal is started (retryJournal) by the first walk's beginWalk, before the walk,
-	// so that nothing changed during it is missed.
-
-	// The index is loaded here, not in Open: on a large workspace it takes a while, and
-	// nothing reads it before the first look is done.
-	complete, err := t.st.LoadCheckpointIndex(t.index.set)
 	if err != nil {
 		return err
 	}
@@ -268,16 +278,45 @@ func (t *Tracker) start() error {
 		t.windows[w] = struct{}{}
 		left = append(left, w)
 	}
-	// An index whose first writing never finished (the daemon died) is made again.
-	fresh := !complete || t.index.len() == 0
 	t.mu.Unlock()
-	if fresh {
-		if err := t.baseline(ctx); err != nil {
-			return err
-		}
-	} else if err := t.syncLocked(ctx, true); err != nil {
+
+	// Three things at once, each its own share of the wait for the first look: the walk
+	// (which starts the journal first, so that nothing changed during it is missed); the
+	// index kept from the last run (nothing reads it before the look ends); and the git
+	// repository, with its index when there is no stored index to start from.
+	var wg sync.WaitGroup
+	defer wg.Wait()
+	var loadErr error
+	if complete {
+		wg.Go(func() { _, t.changes, loadErr = t.st.LoadCheckpointIndex(t.index.load) })
+	}
+	gl := &gitLook{}
+	if t.opts.Git != "none" {
+		fresh := !complete
+		wg.Go(func() { gl.look(ctx, t.opts.Git, t.ws, fresh) })
+	}
+	all, err := t.walkAll(ctx)
+	if err != nil {
 		return err
 	}
+	wg.Wait()
+	if loadErr != nil {
+		return loadErr
+	}
+	t.git = gl.repo
+	if complete {
+		t.durableOnce.Do(func() { close(t.durable) })
+		err = t.compareLocked(ctx, all)
+	} else {
+		if err = gl.finish(ctx, all); err != nil {
+			t.log.Info("git check-attr failed: reading every file instead", "err", err)
+		}
+		err = t.baseline(ctx, begun, all, gl)
+	}
+	if err != nil {
+		return err
+	}
+	t.lastSync = begun
 	for _, w := range left {
 		if err := w.closeLocked(ctx); err != nil {
 			t.log.Warn("could not record the checkpoint of an interrupted call", "call", w.ref.CallID, "err", err)
@@ -346,10 +385,25 @@ func (w *Window) Begin(ctx context.Context) error {
 		w.off = off
 		return nil
 	}
+	if !w.exact {
+		// A daemon killed during the call must find, at its next start, the index the
+		// call started from (a call that reports its files records their states itself).
+		if t.opts.waitIndex != nil {
+			t.opts.waitIndex()
+		}
+		select {
+		case <-t.durable:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-t.stop:
+			w.off = "the workspace is closing"
+			return nil
+		}
+	}
 	t.syncMu.Lock()
 	defer t.syncMu.Unlock()
 	if !w.exact {
-		if err := t.syncLocked(ctx, false); err != nil {
+		if err := t.syncLocked(ctx); err != nil {
 			if ctx.Err() != nil {
 				return ctx.Err()
 			}
@@ -465,7 +519,7 @@ func (w *Window) End(ctx context.Context) (int, error) {
 		if err := t.refreshLocked(ctx, paths); err != nil {
 			w.notes = append(w.notes, "the files could not all be looked at after the call: "+err.Error())
 		}
-	} else if err := t.syncLocked(ctx, false); err != nil {
+	} else if err := t.syncLocked(ctx); err != nil {
 		w.notes = append(w.notes, "the workspace could not be looked at after the call: "+err.Error())
 	}
 	n, err := w.closeLockedN(ctx)

@@ -80,43 +80,206 @@ type Checkpoint struct {
 	Notes   []string  `json:"notes,omitempty"`
 }
 
-// CheckpointUpdate is one transaction of checkpoint state: index entries put (nil deletes),
-// open checkpoints created or replaced, finished ones recorded (and removed from the open
-// ones).
+// CheckpointUpdate is one transaction of checkpoint state: index entries put (nil: the path
+// is gone), open checkpoints created or replaced, finished ones recorded (and removed from
+// the open ones).
 type CheckpointUpdate struct {
 	Index map[string]*FileState
-	// IndexStart empties the index before Index is put, and marks it incomplete until an
-	// update with IndexDone: a first index written in batches, which a crash must not leave
-	// looking whole.
-	IndexStart, IndexDone bool
-	Open                  []*Checkpoint
-	Done                  []*Checkpoint
+	Open  []*Checkpoint
+	Done  []*Checkpoint
 }
 
-// indexIncomplete is the key (no path has a NUL) that marks an index being written anew in
-// several transactions (CheckpointUpdate.IndexStart), until IndexDone removes it.
+// The checkpoint index is stored in two parts. Its base (bucketCPIndexBase) is the whole
+// index as it was at one time, in path order, written in one transaction by
+// WriteCheckpointIndex: a first index of 100,000 paths is a few megabytes put at once, which
+// costs a tenth of the same entries put one by one. Every change since is one entry of
+// bucketCPIndex (a path that is gone: an entry of kind absent, when a base names it), until
+// the next base replaces both.
+
+// indexIncomplete is the key (no path has a NUL) that marks an index being made anew until
+// its base is written (StartCheckpointIndex; earlier versions wrote it in several
+// transactions): such an index never finished (the daemon died) and is made again.
 var indexIncomplete = []byte("\x00incomplete")
 
-// LoadCheckpointIndex calls fn for every path of the checkpoint index, in path order. When
-// the index was being written anew (IndexStart) and never finished, as after a crash, it
-// calls fn for nothing and reports complete false: the index must be made again.
-func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complete bool, err error) {
+// basePiece is how many bytes of the base one value holds.
+const basePiece = 1 << 20
+
+// CheckpointIndexComplete reports whether the store holds a whole checkpoint index (one was
+// written, and not left half written).
+func (s *Store) CheckpointIndexComplete() (bool, error) {
+	complete := false
+	err := s.view(func(tx *bolt.Tx) error {
+		ib := tx.Bucket(bucketCPIndex)
+		k, _ := ib.Cursor().First()
+		base, _ := tx.Bucket(bucketCPIndexBase).Cursor().First()
+		complete = (k != nil || base != nil) && ib.Get(indexIncomplete) == nil
+		return nil
+	})
+	return complete, err
+}
+
+// StartCheckpointIndex empties the checkpoint index and marks it incomplete until a base is
+// written (WriteCheckpointIndex): the index is being made anew, and a daemon that dies
+// before its base is stored leaves nothing that looks whole.
+func (s *Store) StartCheckpointIndex() error {
+	return s.update(func(tx *bolt.Tx) error {
+		if err := emptyBuckets(tx, bucketCPIndexBase, bucketCPIndex); err != nil {
+			return err
+		}
+		return tx.Bucket(bucketCPIndex).Put(indexIncomplete, []byte{})
+	})
+}
+
+// emptyBuckets empties buckets (made anew: deleting every key would cost a write each).
+func emptyBuckets(tx *bolt.Tx, names ...[]byte) error {
+	for _, b := range names {
+		if err := tx.DeleteBucket(b); err != nil {
+			return err
+		}
+		if _, err := tx.CreateBucket(b); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// LoadCheckpointIndex calls fn for every path of the checkpoint index base, in path order,
+// then for every change since (in path order too; a path gone comes with a state of kind
+// absent). changes is how many changes there are: WriteCheckpointIndex folds them into a new
+// base. An index left half written is not loaded (complete false).
+func (s *Store) LoadCheckpointIndex(fn func(path string, st FileState)) (complete bool, changes int, err error) {
 	err = s.view(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
 		if ib.Get(indexIncomplete) != nil {
 			return nil
 		}
 		complete = true
+		if err := readIndexBase(tx, fn); err != nil {
+			return err
+		}
 		return ib.ForEach(func(k, v []byte) error {
 			st, err := decodeIndexState(v)
 			if err != nil {
 				return fmt.Errorf("%w: checkpoint index entry %q: %v", ErrCorrupt, k, err)
 			}
+			changes++
 			fn(string(k), st)
 			return nil
 		})
 	})
-	return complete, err
+	return complete, changes, err
+}
+
+// WriteCheckpointIndex writes the paths that each yields (in path order; none of kind
+// absent) as the checkpoint index's base, in one transaction. With fold, the changes written
+// so far are in it and go; without, they are newer than it and stay.
+func (s *Store) WriteCheckpointIndex(each func(yield func(path string, st *FileState) bool), fold bool) error {
+	// The base is the entries one after the other: the length of the path's prefix shared
+	// with the previous path and the rest of it (uvarints and bytes), then the length of the
+	// state and the state (encodeIndexState).
+	var pieces [][]byte // basePiece bytes each, the last one less
+	put := func(b []byte) {
+		for len(b) > 0 {
+			if len(pieces) == 0 || len(pieces[len(pieces)-1]) == basePiece {
+				pieces = append(pieces, make([]byte, 0, basePiece))
+			}
+			last := &pieces[len(pieces)-1]
+			n := min(len(b), basePiece-len(*last))
+			*last = append(*last, b[:n]...)
+			b = b[n:]
+		}
+	}
+	var e, v []byte
+	prev := ""
+	var err error
+	each(func(p string, st *FileState) bool {
+		if p == "" || p <= prev && pieces != nil || st.Kind == KindAbsent {
+			err = fmt.Errorf("%w: checkpoint index base: path %q out of order, empty, or absent", ErrInvalid, p)
+			return false
+		}
+		if v, err = appendIndexState(v[:0], st); err != nil {
+			return false
+		}
+		n := 0
+		for n < len(p) && n < len(prev) && p[n] == prev[n] {
+			n++
+		}
+		e = binary.AppendUvarint(e[:0], uint64(n))
+		e = binary.AppendUvarint(e, uint64(len(p)-n))
+		e = append(e, p[n:]...)
+		e = binary.AppendUvarint(e, uint64(len(v)))
+		put(append(e, v...))
+		prev = p
+		return true
+	})
+	if err != nil {
+		return err
+	}
+	return s.update(func(tx *bolt.Tx) error {
+		clear := [][]byte{bucketCPIndexBase}
+		if fold {
+			clear = append(clear, bucketCPIndex)
+		}
+		if err := emptyBuckets(tx, clear...); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketCPIndex).Delete(indexIncomplete); err != nil {
+			return err
+		}
+		bb := tx.Bucket(bucketCPIndexBase)
+		for i, piece := range pieces {
+			if err := bb.Put(be32(uint32(i)), piece); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// readIndexBase calls fn for every entry of the index's base.
+func readIndexBase(tx *bolt.Tx, fn func(path string, st FileState)) error {
+	var pieces [][]byte // valid until the transaction ends
+	size := 0
+	if err := tx.Bucket(bucketCPIndexBase).ForEach(func(_, v []byte) error {
+		pieces, size = append(pieces, v), size+len(v)
+		return nil
+	}); err != nil {
+		return err
+	}
+	b := make([]byte, 0, size)
+	for _, v := range pieces {
+		b = append(b, v...)
+	}
+	var prev []byte
+	for len(b) > 0 {
+		var f [3]uint64
+		for i := range f {
+			x, n := binary.Uvarint(b)
+			if n <= 0 {
+				return fmt.Errorf("%w: checkpoint index base: truncated", ErrCorrupt)
+			}
+			b = b[n:]
+			f[i] = x
+			if i == 1 {
+				// The path: f[0] bytes of the previous one, then f[1] new bytes.
+				if f[0] > uint64(len(prev)) || f[1] > uint64(len(b)) {
+					return fmt.Errorf("%w: checkpoint index base: malformed path", ErrCorrupt)
+				}
+				prev = append(prev[:f[0]], b[:f[1]]...)
+				b = b[f[1]:]
+			}
+		}
+		if f[2] > uint64(len(b)) {
+			return fmt.Errorf("%w: checkpoint index base: truncated state", ErrCorrupt)
+		}
+		st, err := decodeIndexState(b[:f[2]])
+		if err != nil {
+			return fmt.Errorf("%w: checkpoint index base entry %q: %v", ErrCorrupt, prev, err)
+		}
+		b = b[f[2]:]
+		fn(string(prev), st)
+	}
+	return nil
 }
 
 // An index entry is written in a compact binary form (a large workspace has one per file:
@@ -128,6 +291,11 @@ const indexFormat = 1
 var kinds = [...]string{KindAbsent, KindFile, KindLink, KindDir}
 
 func encodeIndexState(st *FileState) ([]byte, error) {
+	return appendIndexState(make([]byte, 0, 48+len(st.Content)+len(st.Git)+len(st.Link)+len(st.NotKept)), st)
+}
+
+// appendIndexState is encodeIndexState appending to b.
+func appendIndexState(b []byte, st *FileState) ([]byte, error) {
 	kind := -1
 	for i, k := range kinds {
 		if st.Kind == k {
@@ -137,7 +305,6 @@ func encodeIndexState(st *FileState) ([]byte, error) {
 	if kind < 0 {
 		return nil, fmt.Errorf("%w: unknown kind %q in the checkpoint index", ErrInvalid, st.Kind)
 	}
-	b := make([]byte, 0, 48+len(st.Content)+len(st.Git)+len(st.Link)+len(st.NotKept))
 	b = append(b, indexFormat, byte(kind))
 	b = binary.AppendUvarint(b, uint64(st.Mode))
 	b = binary.AppendVarint(b, st.Size)
@@ -152,6 +319,9 @@ func encodeIndexState(st *FileState) ([]byte, error) {
 }
 
 var errIndexEntry = errors.New("truncated or malformed entry")
+
+// absentState is an index entry of kind absent: a path gone since the base.
+var absentState, _ = encodeIndexState(&FileState{})
 
 func decodeIndexState(v []byte) (FileState, error) {
 	var st FileState
@@ -209,7 +379,7 @@ func callSeq(tx *bolt.Tx, sessionID, callID string) ([]byte, error) {
 	return bytes.Clone(k), nil
 }
 
-// kv is a key and its value (nil: delete the key).
+// kv is a key and its value (nil: the path is gone).
 type kv struct{ k, v []byte }
 
 // UpdateCheckpoints commits u in one transaction. An open or finished checkpoint must belong
@@ -265,31 +435,12 @@ func (s *Store) UpdateCheckpoints(u *CheckpointUpdate) error {
 	slices.SortFunc(index, func(a, b kv) int { return bytes.Compare(a.k, b.k) })
 	return s.update(func(tx *bolt.Tx) error {
 		ib := tx.Bucket(bucketCPIndex)
-		if u.IndexStart {
-			if err := tx.DeleteBucket(bucketCPIndex); err != nil {
-				return err
-			}
-			var err error
-			if ib, err = tx.CreateBucket(bucketCPIndex); err != nil {
-				return err
-			}
-			if err := ib.Put(indexIncomplete, []byte{}); err != nil {
-				return err
-			}
-		}
-		if u.IndexDone {
-			if err := ib.Delete(indexIncomplete); err != nil {
-				return err
-			}
-		}
 		for _, e := range index {
-			var err error
-			if e.v == nil {
-				err = ib.Delete(e.k)
-			} else {
-				err = ib.Put(e.k, e.v)
+			v := e.v
+			if v == nil {
+				v = absentState // a base, now or to come, may name it
 			}
-			if err != nil {
+			if err := ib.Put(e.k, v); err != nil {
 				return err
 			}
 		}
@@ -567,6 +718,10 @@ func (s *Store) collectContent(cutoff time.Time) error {
 		}
 	}
 	err = s.view(func(tx *bolt.Tx) error {
+		// The index's base and its changes alike.
+		if err := readIndexBase(tx, func(_ string, st FileState) { mark(&st) }); err != nil {
+			return err
+		}
 		if err := tx.Bucket(bucketCPIndex).ForEach(func(_, v []byte) error {
 			if st, err := decodeIndexState(v); err == nil {
 				mark(&st)

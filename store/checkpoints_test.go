@@ -5,8 +5,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"math/rand"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -125,7 +127,7 @@ func TestCheckpointRecords(t *testing.T) {
 		t.Fatal(err)
 	}
 	idx := map[string]FileState{}
-	if _, err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 1 || idx["a"].Content != a2.Content {
+	if _, _, err := s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st }); err != nil || len(idx) != 2 || idx["a"].Content != a2.Content || idx["gone"].Kind != KindAbsent {
 		t.Fatalf("index %v, %v", idx, err)
 	}
 	cps, err := s.SessionCheckpoints("s1", "c2")
@@ -151,7 +153,7 @@ func TestCheckpointRecords(t *testing.T) {
 		t.Fatalf("unknown call: %v", err)
 	}
 	idx = map[string]FileState{}
-	_, _ = s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st })
+	_, _, _ = s.LoadCheckpointIndex(func(p string, st FileState) { idx[p] = st })
 	if _, ok := idx["b"]; ok {
 		t.Fatal("a refused update left its index entry")
 	}
@@ -269,7 +271,7 @@ func TestCheckpointIndexEncoding(t *testing.T) {
 	}
 	got := map[string]FileState{}
 	var order []string
-	if complete, err := s.LoadCheckpointIndex(func(p string, st FileState) { got[p] = st; order = append(order, p) }); err != nil || !complete {
+	if complete, _, err := s.LoadCheckpointIndex(func(p string, st FileState) { got[p] = st; order = append(order, p) }); err != nil || !complete {
 		t.Fatal(complete, err)
 	}
 	for p, want := range states {
@@ -291,40 +293,117 @@ func TestCheckpointIndexEncoding(t *testing.T) {
 		if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndex).Put([]byte("bad"), bad) }); err != nil {
 			t.Fatal(err)
 		}
-		if _, err := s.LoadCheckpointIndex(func(string, FileState) {}); !errors.Is(err, ErrCorrupt) {
+		if _, _, err := s.LoadCheckpointIndex(func(string, FileState) {}); !errors.Is(err, ErrCorrupt) {
 			t.Errorf("entry %x: %v, want ErrCorrupt", bad, err)
 		}
 	}
 }
 
-// TestCheckpointIndexInBatches: an index written anew in several updates empties the old one,
-// reads as incomplete (nothing) until the last update, and whole after it.
-func TestCheckpointIndexInBatches(t *testing.T) {
+// TestCheckpointIndexBase: an index being made anew reads as incomplete until its first base
+// is written (in several pieces), and the changes written meanwhile stay; base and changes
+// read back as one index; a path gone after the base stays gone; a new base folds the
+// changes in; content only the base names is not collected; a damaged base is ErrCorrupt.
+func TestCheckpointIndexBase(t *testing.T) {
 	s := openTest(t, nil)
-	f := FileState{Kind: KindFile, Size: 1}
-	load := func() (map[string]FileState, bool) {
+	kept := fileState(s, t, "named by the base only")
+	load := func() (map[string]FileState, bool, int) {
 		t.Helper()
 		got := map[string]FileState{}
-		complete, err := s.LoadCheckpointIndex(func(p string, st FileState) { got[p] = st })
+		complete, changes, err := s.LoadCheckpointIndex(func(p string, st FileState) {
+			if st.Kind == KindAbsent {
+				delete(got, p)
+			} else {
+				got[p] = st
+			}
+		})
 		if err != nil {
 			t.Fatal(err)
 		}
-		return got, complete
+		return got, complete, changes
 	}
+	if complete, err := s.CheckpointIndexComplete(); err != nil || complete {
+		t.Fatalf("an empty store: complete %v, %v", complete, err)
+	}
+	// An index of an earlier run, then one made anew: nothing of the first is left, and
+	// nothing looks whole until the new base is written.
+	f := FileState{Kind: KindFile, Size: 7}
 	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"stale": &f}}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.UpdateCheckpoints(&CheckpointUpdate{IndexStart: true, Index: map[string]*FileState{"a": &f}}); err != nil {
+	if err := s.StartCheckpointIndex(); err != nil {
 		t.Fatal(err)
 	}
-	if got, complete := load(); complete || len(got) != 0 {
-		t.Fatalf("while written: complete %v, %v", complete, got)
-	}
-	if err := s.UpdateCheckpoints(&CheckpointUpdate{IndexDone: true, Index: map[string]*FileState{"b": &f}}); err != nil {
+	early := FileState{Kind: KindFile, Size: 2}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{"early": &early}}); err != nil {
 		t.Fatal(err)
 	}
-	got, complete := load()
-	if _, stale := got["stale"]; !complete || len(got) != 2 || stale {
-		t.Fatalf("after: complete %v, %v", complete, got)
+	if complete, err := s.CheckpointIndexComplete(); err != nil || complete {
+		t.Fatalf("being made: CheckpointIndexComplete %v, %v", complete, err)
+	}
+	if got, complete, _ := load(); complete || len(got) != 0 {
+		t.Fatalf("being made: complete %v, %v", complete, got)
+	}
+	// Enough long paths for several pieces of a MiB.
+	want := map[string]FileState{"a/kept": kept}
+	var paths []string
+	for i := range 20000 {
+		p := fmt.Sprintf("%s/f%05d.c", strings.Repeat("deep/", 20), i)
+		paths = append(paths, p)
+		want[p] = FileState{Kind: KindFile, Mode: 0o644, Size: int64(i), Git: "0123456789abcdef0123456789abcdef01234567", Mtime: int64(i), Ino: uint64(i)}
+	}
+	paths = append(paths, "a/kept")
+	slices.Sort(paths)
+	write := func(paths []string, fold bool) error {
+		return s.WriteCheckpointIndex(func(yield func(string, *FileState) bool) {
+			for _, p := range paths {
+				st := want[p]
+				if !yield(p, &st) {
+					return
+				}
+			}
+		}, fold)
+	}
+	if err := write(paths, false); err != nil {
+		t.Fatal(err)
+	}
+	want["early"] = early // written after the base's entries were taken: it stays
+	if err := s.db.View(func(tx *bolt.Tx) error {
+		if n := tx.Bucket(bucketCPIndexBase).Stats().KeyN; n < 2 {
+			t.Errorf("the base is in %d pieces, want several", n)
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	// Changes after the base: one path changed, one new, one gone.
+	changed := FileState{Kind: KindFile, Size: 1}
+	if err := s.UpdateCheckpoints(&CheckpointUpdate{Index: map[string]*FileState{paths[0]: &changed, "new": &changed, paths[1]: nil}}); err != nil {
+		t.Fatal(err)
+	}
+	want[paths[0]], want["new"] = changed, changed
+	delete(want, paths[1])
+	got, complete, changes := load()
+	if !complete || changes != 4 || !maps.Equal(got, want) {
+		t.Fatalf("base and changes: complete %v, %d changes, %d paths (want %d)", complete, changes, len(got), len(want))
+	}
+	if s.pruneCheckpoints(time.Now().Add(time.Hour)); !s.HasContent(kept.Content) {
+		t.Fatal("content the base names was collected")
+	}
+	// A new base folds the changes in.
+	paths = slices.Sorted(maps.Keys(want))
+	if err := write(paths, true); err != nil {
+		t.Fatal(err)
+	}
+	if got, complete, changes = load(); !complete || changes != 0 || !maps.Equal(got, want) {
+		t.Fatalf("a new base: complete %v, %d changes, %d paths (want %d)", complete, changes, len(got), len(want))
+	}
+	if err := write([]string{"b", "a"}, true); !errors.Is(err, ErrInvalid) {
+		t.Fatalf("a base out of order: %v, want ErrInvalid", err)
+	}
+	if err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketCPIndexBase).Put(be32(0), []byte{3, 200}) }); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := s.LoadCheckpointIndex(func(string, FileState) {}); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("a damaged base: %v, want ErrCorrupt", err)
 	}
 }

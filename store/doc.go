@@ -32,7 +32,8 @@
 // when it needs the room; the daemon's own memory for an output is a chunk or two.
 //
 // Checkpoints (checkpoints.go, content.go) keep what each changing call did to the workspace:
-// an index of the workspace (path -> FileState), the open checkpoints of calls in flight,
+// an index of the workspace (path -> FileState: a base of every path, written in one
+// transaction, and the changes since, one entry each), the open checkpoints of calls in flight,
 // the finished checkpoints keyed by their call's sequence, and a path index (which calls
 // changed a path, in order). Contents are content-addressed: a manifest per content (its
 // SHA-256) lists content-defined chunks of about 8 KiB (restic's Rabin chunker, 2 to 64 KiB),

@@ -61,9 +61,13 @@ var (
 	// chunk is written in the transaction of the first manifest that names it.
 	bucketChunks = []byte("cp_chunks")
 	// bucketCPIndex: workspace-relative path -> FileState (binary, see encodeIndexState;
-	// JSON from earlier versions): the workspace as toolsd
-	// last saw it (stat identity and content id), the pre-image of the next change.
+	// JSON from earlier versions), what changed since the base of the index: the
+	// workspace as toolsd last saw it (stat identity and content id), the pre-image of the
+	// next change. A path gone is a state of kind absent (when a base names it).
 	bucketCPIndex = []byte("cp_index")
+	// bucketCPIndexBase: be32(i) -> the i-th piece (1 MiB) of the base of the index: every
+	// path and its state at one time, in path order (see WriteCheckpointIndex).
+	bucketCPIndexBase = []byte("cp_index_base")
 	// bucketCPRecords: be64(call seq) -> JSON Checkpoint of a finished call.
 	bucketCPRecords = []byte("cp_records")
 	// bucketCPOpen: be64(call seq) -> JSON Checkpoint of a call still running (its files
@@ -77,7 +81,7 @@ var (
 		bucketCalls, bucketCallIndex, bucketCallsBySession, bucketUnfinished,
 		bucketOutputs, bucketOutputsByTime, bucketOutputsOpen, bucketOutputsExpired,
 		bucketSessionValues, bucketApprovals,
-		bucketContent, bucketChunks, bucketCPIndex, bucketCPRecords, bucketCPOpen, bucketCPPaths,
+		bucketContent, bucketChunks, bucketCPIndex, bucketCPIndexBase, bucketCPRecords, bucketCPOpen, bucketCPPaths,
 	}
 )
 

@@ -67,7 +67,11 @@ func (r *run) spawn(ctx context.Context) (*harness.Daemon, time.Duration) {
 		Args: []string{"--store", filepath.Join(r.state, "store.db")},
 		Env:  []string{"TOOLSD_STANDALONE=1", "XDG_CONFIG_HOME=" + cfg, "XDG_STATE_HOME=" + r.state},
 	})
-	if _, err := d.Initialize(ctx, r.ws, false, map[string]any{"permission": map[string]any{"bash": "allow", "read": "allow", "edit": "allow", "doom_loop": "allow"}}); err != nil {
+	settings := map[string]any{"permission": map[string]any{"bash": "allow", "read": "allow", "edit": "allow", "doom_loop": "allow"}}
+	if os.Getenv("SANDBOX") == "off" {
+		settings["sandbox"] = map[string]any{"enabled": false}
+	}
+	if _, err := d.Initialize(ctx, r.ws, false, settings); err != nil {
 		b.Fatalf("initialize: %v\n%s", err, d.Stderr())
 	}
 	return d, time.Since(t0)
@@ -195,12 +199,16 @@ func BenchmarkBigTree(b *testing.B) {
 	if err := bigtree.Make(tiny, bigtree.Shape{Tops: 1, Mids: 1, Leaves: 1, PerLeaf: 16}); err != nil {
 		b.Fatal(err)
 	}
-	editee := "top00/mid00/leaf00/file00.c"
-	orig, err := os.ReadFile(filepath.Join(big, editee))
+	editee := "top00/mid00/leaf00/file00.c" // the generated tree's, and the tiny tree's
+	bigEditee := editee
+	if e := os.Getenv("EDITEE"); e != "" {
+		bigEditee = e // another tree's: bigtree.sh's KERNEL=1 sets kernel/fork.c
+	}
+	orig, err := os.ReadFile(filepath.Join(big, bigEditee))
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { _ = os.WriteFile(filepath.Join(big, editee), orig, 0o644) })
+	b.Cleanup(func() { _ = os.WriteFile(filepath.Join(big, bigEditee), orig, 0o644) })
 	bins := [][2]string{{"toolsd", os.Getenv("TOOLSD_BIN")}}
 	if bins[0][1] == "" {
 		bins[0][1] = harness.Binary(b)
@@ -217,7 +225,7 @@ func BenchmarkBigTree(b *testing.B) {
 		for _, bin := range bins {
 			rw := row{name: bin[0]}
 			rw.tiny = measure(b, bin[1], tiny, editee)
-			rw.big = measure(b, bin[1], big, editee)
+			rw.big = measure(b, bin[1], big, bigEditee)
 			rows = append(rows, rw)
 		}
 	}

@@ -114,7 +114,7 @@ func TestBinaryKeepsOut(t *testing.T) {
 
 // leanOut are modules the guard's binary (cmd/toolsd-guard) must not link: it starts twice
 // for every tool process, and exists to start without the daemon's packages.
-var leanOut = []string{"github.com/santhosh-tekuri/jsonschema", "github.com/modelcontextprotocol/go-sdk", "go.etcd.io/bbolt", "mvdan.cc/sh", "github.com/go-git/go-git",
+var leanOut = []string{"github.com/santhosh-tekuri/jsonschema", "github.com/modelcontextprotocol/go-sdk", "go.etcd.io/bbolt", "mvdan.cc/sh",
 	"google.golang.org/protobuf", "go.opentelemetry.io/proto/otlp"}
 
 func TestGuardBinaryIsLean(t *testing.T) {
