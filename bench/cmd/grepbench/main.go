@@ -33,6 +33,8 @@ func main() {
 	new := flag.String("new", "", "edit: newString")
 	size := flag.Int64("size", 1<<30, "gen: bytes to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	limit := flag.Int("limit", 0, "grep, glob: the tools' SearchLimit (0: the default)")
+	print := flag.Bool("print", false, "grep, glob: print the tool's output after the count")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -55,7 +57,7 @@ func main() {
 		return
 	}
 	tools := map[string]*registry.Tool{}
-	for _, t := range builtin.Tools(nil) {
+	for _, t := range builtin.Tools(&builtin.Options{SearchLimit: *limit}) {
 		tools[t.ID] = t
 	}
 	call := &registry.Call{
@@ -78,9 +80,17 @@ func main() {
 		if *include != "" {
 			args["include"] = *include
 		}
-		fmt.Println(run("grep", args).Metadata["matches"])
+		res := run("grep", args)
+		fmt.Println(res.Metadata["matches"])
+		if *print {
+			fmt.Println(res.Output)
+		}
 	case "glob":
-		fmt.Println(run("glob", map[string]any{"pattern": *pattern}).Metadata["count"])
+		res := run("glob", map[string]any{"pattern": *pattern})
+		fmt.Println(res.Metadata["count"])
+		if *print {
+			fmt.Println(res.Output)
+		}
 	case "read":
 		// offset is the line to start at (the script counts the lines with wc -l); every
 		// read after the first in one process goes through the line index.
