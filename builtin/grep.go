@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
@@ -65,12 +66,14 @@ func grepTool(o *Options) *registry.Tool {
 // contain to skip most of the text without running the regex.
 type matcher struct {
 	re    *regexp.Regexp // compiled with (?m)
-	lit   []byte         // a literal every match contains, or nil
+	lit   []byte         // a literal every match contains, or nil (in lower case with fold)
+	fold  bool           // lit is matched ASCII case-insensitively
 	whole bool           // the regex is exactly lit: a literal hit is a match
-	// rare is lit's least common byte (by a frequency guess for source text) and rareAt
-	// its offset in lit: the search looks for it with IndexByte, then checks lit.
-	rare   byte
-	rareAt int
+	// rare is the byte of lit least common in source text (byteFreq; with fold, its two
+	// cases together), rareUp its upper case with fold (else rare again), and rareAt its
+	// offset in lit: the search looks for it with IndexByte, then checks lit around it.
+	rare, rareUp byte
+	rareAt       int
 	// runSet and runLen, when runLen > 0, say that every match is a run of at least
 	// runLen bytes all in runSet: a regex without a literal is only run on the lines
 	// that have such a run.
@@ -108,15 +111,25 @@ func newMatcher(pattern string) (*matcher, error) {
 			m.runSet, m.runLen = set, ml
 		}
 	}
-	if l := requiredLiteral(simp); len(l) > 0 {
-		m.lit = l
-		m.whole = simp.Op == syntax.OpLiteral && simp.Flags&syntax.FoldCase == 0
+	if l, fold := requiredLiteral(simp); len(l) > 0 {
+		m.lit, m.fold = l, fold
+		// With fold, lit may be only the part of the literal whose letters fold within
+		// ASCII: then a hit still needs the regex.
+		m.whole = simp.Op == syntax.OpLiteral && len(l) == len(simp.Rune)
+		best := uint64(math.MaxUint64)
 		for i, c := range l {
-			if byteRank(c) < byteRank(l[m.rareAt]) {
-				m.rareAt = i
+			f := uint64(byteFreq[c])
+			if fold && c != upperASCII(c) {
+				f += uint64(byteFreq[upperASCII(c)])
+			}
+			if f < best {
+				best, m.rareAt = f, i
 			}
 		}
-		m.rare = l[m.rareAt]
+		m.rare, m.rareUp = l[m.rareAt], l[m.rareAt]
+		if fold {
+			m.rareUp = upperASCII(m.rare)
+		}
 	}
 	return m, nil
 }
@@ -129,14 +142,15 @@ func explainSyntaxErr(err error) string {
 	return err.Error()
 }
 
-// requiredLiteral returns the longest literal every match of re contains.
-func requiredLiteral(re *syntax.Regexp) []byte {
+// requiredLiteral returns the longest literal every match of re contains, and whether it
+// is to be matched ASCII case-insensitively (then in lower case).
+func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
 	switch re.Op {
 	case syntax.OpLiteral:
 		if re.Flags&syntax.FoldCase != 0 {
-			return nil
+			return foldLiteral(re.Rune), true
 		}
-		return []byte(string(re.Rune))
+		return []byte(string(re.Rune)), false
 	case syntax.OpCapture, syntax.OpPlus:
 		return requiredLiteral(re.Sub[0])
 	case syntax.OpRepeat:
@@ -144,15 +158,60 @@ func requiredLiteral(re *syntax.Regexp) []byte {
 			return requiredLiteral(re.Sub[0])
 		}
 	case syntax.OpConcat:
-		var best []byte
 		for _, s := range re.Sub {
-			if l := requiredLiteral(s); len(l) > len(best) {
-				best = l
+			// The longest; of two as long, the one matched exactly.
+			if l, f := requiredLiteral(s); len(l) > len(lit) || len(l) == len(lit) && fold && !f {
+				lit, fold = l, f
 			}
 		}
-		return best
 	}
-	return nil
+	return lit, fold
+}
+
+// foldLiteral returns, in lower case, the longest run of a case-insensitive literal whose
+// every rune is ASCII and folds only to ASCII: any match of the literal holds it in some
+// mix of cases. (K and S fold to the Kelvin sign and the long s as well, so a match of
+// (?i)k may not hold an ASCII k.)
+func foldLiteral(runes []rune) []byte {
+	var best, cur []byte
+	for _, r := range runes {
+		if !asciiFold(r) {
+			cur = nil
+			continue
+		}
+		cur = append(cur, lowerASCII(byte(r)))
+		if len(cur) > len(best) {
+			best = cur
+		}
+	}
+	return bytes.Clone(best)
+}
+
+// asciiFold reports whether r is ASCII and every rune it folds to is too.
+func asciiFold(r rune) bool {
+	if r >= utf8.RuneSelf {
+		return false
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func upperASCII(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
 }
 
 // scan calls emit for each matching line of chunk (whole lines), with its 1-based number;
@@ -166,24 +225,11 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		return m.scanPieces(chunk, line, emit)
 	}
 	pos := 0 // line is the number of the line holding chunk[pos]
-	i := 0
-	for i < len(chunk) {
-		var start int
-		if m.lit != nil {
-			j := m.indexLit(chunk, i)
-			if j < 0 {
-				break
-			}
-			start = j
-		} else {
-			loc := m.re.FindIndex(chunk[i:])
-			if loc == nil {
-				break
-			}
-			start = i + loc[0]
-			if start == len(chunk) {
-				break
-			}
+	f := litFinder{m: m, chunk: chunk, next: [2]int{-1, -1}}
+	for i := 0; i < len(chunk); {
+		start := f.index(i)
+		if start < 0 {
+			break
 		}
 		ls := bytes.LastIndexByte(chunk[:start], '\n') + 1
 		le := bytes.IndexByte(chunk[start:], '\n')
@@ -193,7 +239,7 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 			le += start
 		}
 		text := chunk[ls:le]
-		if m.lit == nil || m.whole || m.re.Match(text) {
+		if m.whole || m.re.Match(text) {
 			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
 			pos = ls
 			if !emit(line, text) {
@@ -203,6 +249,63 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		i = le + 1
 	}
 	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// litFinder finds a matcher's literal in a chunk, from left to right. With fold it looks
+// for both cases of the rare byte, and remembers where each is next so that no byte is
+// looked at twice.
+type litFinder struct {
+	m     *matcher
+	chunk []byte
+	// next is where rare and rareUp are next at or after the last place looked from
+	// (len(chunk): nowhere); below that place, not yet looked for (-1 at first).
+	next [2]int
+}
+
+// index returns the index of the literal in the chunk at or after from, or -1. Calls are
+// made with from never decreasing.
+func (f *litFinder) index(from int) int {
+	m, chunk := f.m, f.chunk
+	for p := from + m.rareAt; p < len(chunk); { // where the rare byte of a match at from would be
+		c := f.look(0, m.rare, p)
+		if m.rareUp != m.rare {
+			c = min(c, f.look(1, m.rareUp, p))
+		}
+		start := c - m.rareAt
+		if c == len(chunk) || start+len(m.lit) > len(chunk) {
+			return -1
+		}
+		if m.litAt(chunk[start : start+len(m.lit)]) {
+			return start
+		}
+		p = c + 1
+	}
+	return -1
+}
+
+// look returns where b is next in the chunk at or after p (len(chunk) for nowhere).
+func (f *litFinder) look(k int, b byte, p int) int {
+	if f.next[k] < p {
+		if j := bytes.IndexByte(f.chunk[p:], b); j >= 0 {
+			f.next[k] = p + j
+		} else {
+			f.next[k] = len(f.chunk)
+		}
+	}
+	return f.next[k]
+}
+
+// litAt reports whether b, as long as m.lit, is m.lit (in any case with fold).
+func (m *matcher) litAt(b []byte) bool {
+	if !m.fold {
+		return bytes.Equal(b, m.lit)
+	}
+	for i, c := range b {
+		if lowerASCII(c) != m.lit[i] {
+			return false
+		}
+	}
+	return true
 }
 
 // scanRuns is scan for a regex without a literal whose matches are runs of bytes from a
@@ -319,57 +422,6 @@ func minBytes(re *syntax.Regexp) int {
 		return max(n, 0)
 	}
 	return 0
-}
-
-// indexLit returns the index of m.lit in chunk at or after from, or -1.
-func (m *matcher) indexLit(chunk []byte, from int) int {
-	if len(m.lit) == 1 {
-		if j := bytes.IndexByte(chunk[from:], m.lit[0]); j >= 0 {
-			return from + j
-		}
-		return -1
-	}
-	p := from + m.rareAt // where the rare byte of a match at from would be
-	for p < len(chunk) {
-		j := bytes.IndexByte(chunk[p:], m.rare)
-		if j < 0 {
-			return -1
-		}
-		start := p + j - m.rareAt
-		if start+len(m.lit) > len(chunk) {
-			return -1
-		}
-		if bytes.Equal(chunk[start:start+len(m.lit)], m.lit) {
-			return start
-		}
-		p += j + 1
-	}
-	return -1
-}
-
-// byteRank guesses how common a byte is in source code and prose: lower is rarer.
-func byteRank(c byte) int {
-	switch {
-	case c == ' ' || c == '\t' || c == '\n':
-		return 250
-	case strings.IndexByte("etaoinsrlhdcu", c) >= 0:
-		return 200
-	case c >= 'a' && c <= 'z':
-		return 140
-	case strings.IndexByte("().,_=", c) >= 0:
-		return 120
-	case c >= '0' && c <= '9':
-		return 90
-	case strings.IndexByte(";:\"/*-{}&", c) >= 0:
-		return 80
-	case strings.IndexByte("ESTRAINCDLMPO", c) >= 0:
-		return 70
-	case c >= 'A' && c <= 'Z':
-		return 50
-	case c >= 0x80:
-		return 30
-	}
-	return 40
 }
 
 // scanPieces is scan for a regex without a literal: it runs the regex on line-aligned

@@ -48,11 +48,63 @@ func checkMatcher(t *testing.T, pattern, text string) {
 	}
 }
 
-var matcherText = "package main\n\nfunc (r *Reader) Read(p []byte) (int, error) {\n\treturn 0, errors.New(\"reader closed\")\n}\nconst HTTPSTATUSCODES = 12\nΩmega façade ünïcode\nlast line without newline"
+var matcherText = "package main\n\nfunc (r *Reader) Read(p []byte) (int, error) {\n\treturn 0, errors.New(\"reader closed\")\n}\nconst HTTPSTATUSCODES = 12\nΩmega façade ünïcode\n\tMutex_Lock(&m); mutex_loc\u212a(&m) // Kelvin sign\n\tMUTEX_LOCK(&m); \u017fkip STRASSE straße\nlast line without newline"
 
 var matcherPatterns = []string{
 	`func \(`, `errors\.New\("[a-z]+ closed`, `\bRead\b`, `[A-Z]{12}`, `(?i)reader`, `^\t`, `\)$`,
 	`a`, `x*`, `[0-9]+`, `Ω\w+`, `ç`, `(?i)ÜNÏCODE`, `newline$`, `^$`, `int|error`, `[^a-z ]{3}`, `e.r`,
+	`(?i)mutex_lock`, `(?i)mutex_lock\(`, `(?i)MUTEX_LOC`, `(?i)skip`, `(?i)straße`, `(?i)k\(`, `(?i)x`,
+	`(?i)errors\.new\("[a-z]+ CLOSED`, `mutex(?i)_lock`, `(?i)lock\b`, `(?i:m)utex`,
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, lit string
+		fold, whole  bool
+	}{
+		{`func \(`, "func (", false, true},
+		{`errors\.New\("[a-z]+ closed`, `errors.New("`, false, false},
+		{`(?i)ReadFull`, "readfull", true, true},
+		{`(?i)mutex_lock`, "mutex_loc", true, false},               // k also folds to the Kelvin sign
+		{`(?i)straße`, "tra", true, false},                         // s to the long s, ß is not ASCII
+		{`(?i)errors\.new\("[a-z]+ closed`, `.new("`, true, false}, // not "errors": it has an s
+		{`abc(?i)xyz`, "abc", false, false},                        // as long: the exact one
+		{`ab(?i)wxyz`, "wxyz", true, false},                        // the longest
+		{`(?i)k`, "", false, false},
+		{`(?i)été`, "t", true, false},
+		{`(?i)_+`, "_", true, false},
+		{`[A-Z]{12}`, "", false, false},
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.lit) != tc.lit || m.lit != nil && (m.fold != tc.fold || m.whole != tc.whole) {
+			t.Errorf("%s: literal %q fold %v whole %v, want %q %v %v", tc.pattern, m.lit, m.fold, m.whole, tc.lit, tc.fold, tc.whole)
+		}
+	}
+}
+
+// TestRareByte: the byte searched for is the literal's least common in source text,
+// counting both cases of a letter when the literal folds.
+func TestRareByte(t *testing.T) {
+	for _, tc := range []struct {
+		pattern  string
+		rare, up byte
+	}{
+		{`e_Q_e`, 'Q', 'Q'},
+		{`(?i)tetex`, 'x', 'X'},
+		{`(?i)_Z_`, 'z', 'Z'},
+		{`EXPORT_SYMBOL_GPL`, 'Y', 'Y'},
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.rare != tc.rare || m.rareUp != tc.up || m.lit[m.rareAt] != m.rare {
+			t.Errorf("%s: rare %q/%q at %d of %q, want %q/%q", tc.pattern, m.rare, m.rareUp, m.rareAt, m.lit, tc.rare, tc.up)
+		}
+	}
 }
 
 func TestMatcherAgreesWithRegexp(t *testing.T) {
@@ -81,5 +133,9 @@ func FuzzMatcher(f *testing.F) {
 			return
 		}
 		checkMatcher(t, pattern, text)
+		// And case-insensitively, for the folded literal search.
+		if fre, err := regexp.Compile("(?i)" + pattern); err == nil && !fre.MatchString("\n") {
+			checkMatcher(t, "(?i)"+pattern, text)
+		}
 	})
 }
