@@ -69,6 +69,7 @@ type matcher struct {
 	lit   []byte         // a literal every match contains, or nil (in lower case with fold)
 	fold  bool           // lit is matched ASCII case-insensitively
 	whole bool           // the regex is exactly lit: a literal hit is a match
+	also  []literal      // other literals every match contains (at most maxAlso)
 	// rare is the byte of lit least common in source text (byteFreq; with fold, its two
 	// cases together), rareUp its upper case with fold (else rare again), and rareAt its
 	// offset in lit: the search looks for it with IndexByte, then checks lit around it.
@@ -111,28 +112,41 @@ func newMatcher(pattern string) (*matcher, error) {
 			m.runSet, m.runLen = set, ml
 		}
 	}
-	if l, fold := requiredLiteral(simp); len(l) > 0 {
-		m.lit, m.fold = l, fold
-		// With fold, lit may be only the part of the literal whose letters fold within
-		// ASCII: then a hit still needs the regex.
-		m.whole = simp.Op == syntax.OpLiteral && len(l) == len(simp.Rune)
-		best := uint64(math.MaxUint64)
-		for i, c := range l {
-			f := uint64(byteFreq[c])
-			if fold && c != upperASCII(c) {
-				f += uint64(byteFreq[upperASCII(c)])
-			}
-			if f < best {
-				best, m.rareAt = f, i
+	if lits := requiredLiterals(simp, nil); len(lits) > 0 {
+		// The longest is searched for; of two as long, one matched exactly. The others
+		// are looked for in a line before the regex runs on it.
+		best := 0
+		for i, l := range lits {
+			if len(l.b) > len(lits[best].b) || len(l.b) == len(lits[best].b) && lits[best].fold && !l.fold {
+				best = i
 			}
 		}
-		m.rare, m.rareUp = l[m.rareAt], l[m.rareAt]
-		if fold {
+		m.lit, m.fold = lits[best].b, lits[best].fold
+		m.also = append(lits[:best:best], lits[best+1:]...)
+		m.also = m.also[:min(len(m.also), maxAlso)]
+		// With fold, lit may be only the part of the literal whose letters fold within
+		// ASCII: then a hit still needs the regex.
+		m.whole = simp.Op == syntax.OpLiteral && len(m.lit) == len(simp.Rune)
+		best64 := uint64(math.MaxUint64)
+		for i, c := range m.lit {
+			f := uint64(byteFreq[c])
+			if m.fold && c != upperASCII(c) {
+				f += uint64(byteFreq[upperASCII(c)])
+			}
+			if f < best64 {
+				best64, m.rareAt = f, i
+			}
+		}
+		m.rare, m.rareUp = m.lit[m.rareAt], m.lit[m.rareAt]
+		if m.fold {
 			m.rareUp = upperASCII(m.rare)
 		}
 	}
 	return m, nil
 }
+
+// maxAlso bounds the literals looked for in a line besides the one searched for.
+const maxAlso = 4
 
 func explainSyntaxErr(err error) string {
 	var se *syntax.Error
@@ -142,30 +156,35 @@ func explainSyntaxErr(err error) string {
 	return err.Error()
 }
 
-// requiredLiteral returns the longest literal every match of re contains, and whether it
-// is to be matched ASCII case-insensitively (then in lower case).
-func requiredLiteral(re *syntax.Regexp) (lit []byte, fold bool) {
+// literal is a piece of text every match of a regex contains: with fold, in lower case and
+// to be matched ASCII case-insensitively.
+type literal struct {
+	b    []byte
+	fold bool
+}
+
+// requiredLiterals appends to lits literals every match of re contains.
+func requiredLiterals(re *syntax.Regexp, lits []literal) []literal {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return foldLiteral(re.Rune), true
+		if re.Flags&syntax.FoldCase == 0 {
+			return append(lits, literal{[]byte(string(re.Rune)), false})
 		}
-		return []byte(string(re.Rune)), false
+		if b := foldLiteral(re.Rune); len(b) > 0 {
+			return append(lits, literal{b, true})
+		}
 	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
+		return requiredLiterals(re.Sub[0], lits)
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
+			return requiredLiterals(re.Sub[0], lits)
 		}
 	case syntax.OpConcat:
-		for _, s := range re.Sub {
-			// The longest; of two as long, the one matched exactly.
-			if l, f := requiredLiteral(s); len(l) > len(lit) || len(l) == len(lit) && fold && !f {
-				lit, fold = l, f
-			}
+		for _, sub := range re.Sub {
+			lits = requiredLiterals(sub, lits)
 		}
 	}
-	return lit, fold
+	return lits
 }
 
 // foldLiteral returns, in lower case, the longest run of a case-insensitive literal whose
@@ -239,7 +258,7 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 			le += start
 		}
 		text := chunk[ls:le]
-		if m.whole || m.re.Match(text) {
+		if m.whole || m.alsoIn(text) && m.re.Match(text) {
 			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
 			pos = ls
 			if !emit(line, text) {
@@ -300,12 +319,37 @@ func (m *matcher) litAt(b []byte) bool {
 	if !m.fold {
 		return bytes.Equal(b, m.lit)
 	}
-	for i, c := range b {
-		if lowerASCII(c) != m.lit[i] {
+	return equalFold(b, m.lit)
+}
+
+// alsoIn reports whether line holds every literal of m.also.
+func (m *matcher) alsoIn(line []byte) bool {
+	for _, l := range m.also {
+		if !l.fold && !bytes.Contains(line, l.b) || l.fold && !containsFold(line, l.b) {
 			return false
 		}
 	}
 	return true
+}
+
+// equalFold reports whether b is lower (lower case, as long as b) in any case, ASCII only.
+func equalFold(b, lower []byte) bool {
+	for i, c := range b {
+		if lowerASCII(c) != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether s holds lower (lower case) in any case, ASCII only.
+func containsFold(s, lower []byte) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		if equalFold(s[i:i+len(lower)], lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanRuns is scan for a regex without a literal whose matches are runs of bytes from a

@@ -55,6 +55,7 @@ var matcherPatterns = []string{
 	`a`, `x*`, `[0-9]+`, `Ω\w+`, `ç`, `(?i)ÜNÏCODE`, `newline$`, `^$`, `int|error`, `[^a-z ]{3}`, `e.r`,
 	`(?i)mutex_lock`, `(?i)mutex_lock\(`, `(?i)MUTEX_LOC`, `(?i)skip`, `(?i)straße`, `(?i)k\(`, `(?i)x`,
 	`(?i)errors\.new\("[a-z]+ CLOSED`, `mutex(?i)_lock`, `(?i)lock\b`, `(?i:m)utex`,
+	`Read\(p \[\]byte\)`, `e.*(?i)READER CLOSED`, `(?i)ret.*(?-i)closed`, `[a-z]+\(&m\).*Kelvin`,
 }
 
 func TestRequiredLiteral(t *testing.T) {
@@ -81,6 +82,38 @@ func TestRequiredLiteral(t *testing.T) {
 		}
 		if string(m.lit) != tc.lit || m.lit != nil && (m.fold != tc.fold || m.whole != tc.whole) {
 			t.Errorf("%s: literal %q fold %v whole %v, want %q %v %v", tc.pattern, m.lit, m.fold, m.whole, tc.lit, tc.fold, tc.whole)
+		}
+	}
+}
+
+// TestAlsoLiterals: the literals other than the one searched for, looked for in a line
+// before the regex runs on it.
+func TestAlsoLiterals(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, lit string
+		also         []string
+	}{
+		{`#define [A-Z_]+_H\b`, "#define ", []string{"_H"}},
+		{`spin_lock\(&[a-z_]+->lock\)`, "spin_lock(&", []string{"->lock)"}},
+		{`(?i)foo\d+barbaz`, "barbaz", []string{"foo (fold)"}},
+		{`a(b|c)d+(ef)?g{2,}`, "a", []string{"d", "g", "g"}}, // g{2,} is gg+
+		{`x*abc`, "abc", nil},
+		{`a.b.c.d.e.f`, "a", []string{"b", "c", "d", "e"}}, // at most maxAlso
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var also []string
+		for _, l := range m.also {
+			s := string(l.b)
+			if l.fold {
+				s += " (fold)"
+			}
+			also = append(also, s)
+		}
+		if string(m.lit) != tc.lit || fmt.Sprint(also) != fmt.Sprint(tc.also) {
+			t.Errorf("%s: literal %q and %q, want %q and %q", tc.pattern, m.lit, also, tc.lit, tc.also)
 		}
 	}
 }
