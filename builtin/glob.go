@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
@@ -61,17 +62,11 @@ type globMatch struct {
 // globFiles walks root and returns the files matching pattern, newest first: with anyDepth
 // the pattern matches file names at any depth, otherwise paths relative to root.
 func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]globMatch, error) {
-	base := anyDepth
+	name := nameMatcher(pattern)
 	var mu sync.Mutex // guards found
 	var found []globMatch
 	err := walk(ctx, walkOptions{Root: root, Workspace: ws}, func(e walkEntry) {
-		var ok bool
-		if base {
-			ok = doublestar.MatchUnvalidated(pattern, e.Rel[strings.LastIndexByte(e.Rel, '/')+1:])
-		} else {
-			ok = doublestar.MatchUnvalidated(pattern, e.Rel)
-		}
-		if !ok {
+		if anyDepth && !name(e.Name()) || !anyDepth && !doublestar.MatchUnvalidated(pattern, e.Rel) {
 			return
 		}
 		var mt time.Time
@@ -80,7 +75,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 			mt = time.Unix(st.Mtim.Unix())
 		}
 		mu.Lock()
-		found = append(found, globMatch{e.Abs, mt})
+		found = append(found, globMatch{e.Abs(), mt})
 		mu.Unlock()
 	})
 	if err != nil {
@@ -93,6 +88,16 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 		return found[i].abs < found[j].abs
 	})
 	return found, nil
+}
+
+// nameMatcher returns a test of a file name against a valid glob: for "*" and plain text
+// ("*.go"), a compare of the name's end; otherwise doublestar.
+func nameMatcher(glob string) func(name string) bool {
+	if suffix, ok := strings.CutPrefix(glob, "*"); ok && !strings.ContainsAny(suffix, "*?[]{}\\/") &&
+		utf8.ValidString(suffix) && !strings.ContainsRune(suffix, utf8.RuneError) {
+		return func(name string) bool { return strings.HasSuffix(name, suffix) }
+	}
+	return func(name string) bool { return doublestar.MatchUnvalidated(glob, name) }
 }
 
 func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path string) (*registry.Result, error) {

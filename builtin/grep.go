@@ -523,11 +523,11 @@ type grepLine struct {
 	text string
 }
 
-// searchFile searches the regular file open at fd (abs names it), reading it in
+// searchFile searches the regular file open at fd, reading it in
 // line-aligned chunks through buf. It returns false for a binary file (a NUL byte in its
 // first 8 KiB). The file is read with raw system calls: an os.File costs an fcntl and a
 // poller registration per file.
-func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
+func (m *matcher) searchFile(fd int, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
 	var gf *grepFile
 	b := *buf
 	carry := 0
@@ -567,7 +567,7 @@ func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int)
 		}
 		line = m.scan(data[:end], line, func(ln int, text []byte) bool {
 			if gf == nil {
-				gf = &grepFile{abs: abs}
+				gf = &grepFile{}
 			}
 			gf.count++
 			if len(gf.lines) < keep {
@@ -637,15 +637,20 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	limit := o.SearchLimit
 	var mu sync.Mutex // guards files
 	var files []*grepFile
-	// search searches the regular file open at fd (and closes it); st is its fstat.
-	search := func(fd int, st *unix.Stat_t, abs string) {
+	// search searches the regular file open at fd (and closes it); st is its fstat. A file
+	// with matches is kept, named by e (a walked file) or else abs.
+	search := func(fd int, st *unix.Stat_t, e *walkEntry, abs string) {
 		defer unix.Close(fd)
 		bp := bufPool.Get().(*[]byte)
-		gf, _ := m.searchFile(fd, abs, bp, limit, o.ReadMaxLineLength)
+		gf, _ := m.searchFile(fd, bp, limit, o.ReadMaxLineLength)
 		if len(*bp) <= 1<<20 {
 			bufPool.Put(bp)
 		}
 		if gf != nil {
+			if e != nil {
+				abs = e.Abs()
+			}
+			gf.abs = abs
 			gf.modTime = time.Unix(st.Mtim.Unix())
 			gf.name = relOrAbs(call.Workspace, abs)
 			mu.Lock()
@@ -663,7 +668,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			if err != nil {
 				return nil, fmt.Errorf("cannot search %s: %w", t.Display(), err)
 			}
-			search(fd, st, t.Abs)
+			search(fd, st, nil, t.Abs)
 		}
 	} else {
 		err := walk(ctx, walkOptions{Root: root, Workspace: call.Workspace}, func(e walkEntry) {
@@ -672,7 +677,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			}
 			var st unix.Stat_t
 			if fd, ok := e.Open(&st); ok {
-				search(fd, &st, e.Abs)
+				search(fd, &st, &e, "")
 			}
 		})
 		if err != nil {
@@ -698,7 +703,8 @@ func includeMatcher(include string) func(rel, base string) bool {
 		return nil
 	}
 	if !strings.Contains(include, "/") {
-		return func(_, base string) bool { return doublestar.MatchUnvalidated(include, base) }
+		name := nameMatcher(include)
+		return func(_, base string) bool { return name(base) }
 	}
 	inc := strings.TrimPrefix(include, "./")
 	return func(rel, _ string) bool { return doublestar.MatchUnvalidated(inc, rel) }

@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // naiveLines returns the 1-based numbers of the lines of text that re matches.
@@ -169,6 +171,44 @@ func FuzzMatcher(f *testing.F) {
 		// And case-insensitively, for the folded literal search.
 		if fre, err := regexp.Compile("(?i)" + pattern); err == nil && !fre.MatchString("\n") {
 			checkMatcher(t, "(?i)"+pattern, text)
+		}
+	})
+}
+
+func TestNameMatcher(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"*.go", "main.go", true},
+		{"*.go", "main.go.orig", false},
+		{"*.go", ".go", true},
+		{"*_test.go", "a_test.go", true},
+		{"*_test.go", "a.go", false},
+		{"*.{ts,tsx}", "a.tsx", true},
+		{"*.[ch]", "a.h", true},
+		{"*é", "café", true},
+		{"*.go", "\xff.go", true},
+		{"*", "anything", true},
+		{"main.*", "main.c", true},
+	} {
+		if got := nameMatcher(tc.glob)(tc.name); got != tc.want {
+			t.Errorf("%q on %q: %v, want %v", tc.glob, tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzNameMatcher: the fast path of nameMatcher says what doublestar says.
+func FuzzNameMatcher(f *testing.F) {
+	f.Add("*.go", "main.go")
+	f.Add("*é", "\xc3café")
+	f.Add("*.c", "x\xe2\x82.c")
+	f.Fuzz(func(t *testing.T, glob, name string) {
+		if !doublestar.ValidatePattern(glob) || strings.Contains(name, "/") {
+			return
+		}
+		if got, want := nameMatcher(glob)(name), doublestar.MatchUnvalidated(glob, name); got != want {
+			t.Errorf("%q on %q: %v, doublestar says %v", glob, name, got, want)
 		}
 	})
 }

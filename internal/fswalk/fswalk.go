@@ -383,14 +383,20 @@ type Options struct {
 
 // Entry is one file (or folder) the walk found.
 type Entry struct {
-	Abs, Rel string // Rel is relative to the walk root, slash-separated
-	Dir      bool
-	Link     bool // a symbolic link (only with Options.Links)
+	Rel  string // relative to the walk root, slash-separated
+	Dir  bool
+	Link bool // a symbolic link (only with Options.Links)
 	// dirfd is the open folder holding the entry (valid while visit runs) and name the
 	// entry's name in it: opening by them cannot be led elsewhere by a swapped folder.
-	dirfd int
-	name  string
+	// dirAbs is that folder's absolute path.
+	dirfd  int
+	name   string
+	dirAbs string
 }
+
+// Abs is the entry's absolute path (made when asked for: most entries of a search are
+// never shown).
+func (e *Entry) Abs() string { return e.dirAbs + string(filepath.Separator) + e.name }
 
 // Open opens the entry, a file, for reading: without following a symlink put in its place
 // since it was listed, and only if it is (still) a regular file. st is its fstat.
@@ -520,7 +526,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		}
 		if t&fs.ModeSymlink != 0 {
 			if o.Links && (rules == nil || !rules.ignored(rel, false)) && (o.Skip == nil || !o.Skip(rel, false)) {
-				visit(Entry{Abs: dirAbs + string(filepath.Separator) + name, Rel: rel, Link: true, dirfd: fd, name: name})
+				visit(Entry{Rel: rel, Link: true, dirfd: fd, name: name, dirAbs: dirAbs})
 			}
 			continue
 		}
@@ -534,10 +540,9 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		if o.Skip != nil && o.Skip(rel, isDir) {
 			continue
 		}
-		abs := dirAbs + string(filepath.Separator) + name
 		if isDir {
 			if o.Dirs {
-				visit(Entry{Abs: abs, Rel: rel, Dir: true, dirfd: fd, name: name})
+				visit(Entry{Rel: rel, Dir: true, dirfd: fd, name: name, dirAbs: dirAbs})
 			}
 			q.push(dirItem{rel: rel, rules: rules})
 			continue
@@ -545,7 +550,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		if !t.IsRegular() {
 			continue
 		}
-		visit(Entry{Abs: abs, Rel: rel, dirfd: fd, name: name})
+		visit(Entry{Rel: rel, dirfd: fd, name: name, dirAbs: dirAbs})
 		if ctx.Err() != nil {
 			return
 		}
