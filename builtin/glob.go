@@ -1,14 +1,14 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
@@ -56,7 +56,7 @@ func globTool(o *Options) *registry.Tool {
 // globMatch is a file glob found.
 type globMatch struct {
 	abs     string
-	modTime time.Time
+	modTime int64 // Unix nanoseconds
 }
 
 // globFiles walks root and returns the files matching pattern, newest first: with anyDepth
@@ -69,10 +69,10 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 		if anyDepth && !name(e.Name()) || !anyDepth && !doublestar.MatchUnvalidated(pattern, e.Rel) {
 			return
 		}
-		var mt time.Time
+		var mt int64
 		var st unix.Stat_t
 		if e.Lstat(&st) == nil {
-			mt = time.Unix(st.Mtim.Unix())
+			mt = st.Mtim.Nano()
 		}
 		mu.Lock()
 		found = append(found, globMatch{e.Abs(), mt})
@@ -81,11 +81,11 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(found, func(i, j int) bool {
-		if !found[i].modTime.Equal(found[j].modTime) {
-			return found[i].modTime.After(found[j].modTime)
+	slices.SortFunc(found, func(a, b globMatch) int {
+		if c := cmp.Compare(b.modTime, a.modTime); c != 0 {
+			return c
 		}
-		return found[i].abs < found[j].abs
+		return strings.Compare(a.abs, b.abs)
 	})
 	return found, nil
 }

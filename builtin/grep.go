@@ -523,10 +523,10 @@ type grepLine struct {
 	text string
 }
 
-// searchFile searches the regular file open at fd, reading it in
-// line-aligned chunks through buf. It returns false for a binary file (a NUL byte in its
-// first 8 KiB). The file is read with raw system calls: an os.File costs an fcntl and a
-// poller registration per file.
+// searchFile searches the regular file open at fd, reading it in line-aligned chunks
+// through buf. It returns false for a binary file (a NUL byte in its first 8 KiB). The file
+// is read with raw system calls: an os.File costs an fcntl and a poller registration per
+// file.
 func (m *matcher) searchFile(fd int, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
 	var gf *grepFile
 	b := *buf
