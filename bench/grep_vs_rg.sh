@@ -5,7 +5,8 @@
 # Usage: bench/grep_vs_rg.sh [root] [runs]   (NO_BIG_FILES=1 skips read and edit)
 #   root: default the Go source tree; bench/bigtree.sh's generated tree or Debian's
 #   linux-source for issue 26's kernel-size bar (bench/README.md says how to get them).
-#   CASES=go|c picks the queries (default: go when root holds Go files, else c).
+#   CASES=go|c picks the queries (default: go when root holds Go files, else c); ONLY=REGEX
+#   keeps the cases whose name matches (ONLY=glob).
 # Target: grep and glob at most 1.2x ripgrep (issue 26), with the same matches.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -87,8 +88,12 @@ row() {
 
 # grep_case NAME PATTERN [INCLUDE [RG_PATTERN]]: RG_PATTERN is the same regex in ripgrep's
 # syntax where it differs (Go's \b is ASCII, ripgrep's Unicode: (?-u:\b) is Go's).
+# only NAME: whether ONLY lets the case run.
+only() { [[ -z ${ONLY:-} || $1 =~ $ONLY ]]; }
+
 grep_case() {
 	local name=$1 pat=$2 inc=${3:-} rpat=${4:-$2}
+	only "grep $name" || return 0
 	local incflag=() rginc=()
 	if [ -n "$inc" ]; then incflag=(-include "$inc"); rginc=(-g "$inc"); fi
 	OURS=("$BIN" -mode grep -root "$ROOT" -pattern "$pat" "${incflag[@]}")
@@ -99,6 +104,7 @@ grep_case() {
 
 glob_case() {
 	local name=$1 pat=$2
+	only "glob $name" || return 0
 	OURS=("$BIN" -mode glob -root "$ROOT" -pattern "$pat")
 	OLD=("$BEFORE" -mode glob -root "$ROOT" -pattern "$pat")
 	PEER=("${RG[@]}" --files -g "$pat" "$ROOT")
