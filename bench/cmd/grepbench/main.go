@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -33,6 +34,7 @@ func main() {
 	new := flag.String("new", "", "edit: newString")
 	size := flag.Int64("size", 1<<30, "gen: bytes to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	memprofile := flag.String("memprofile", "", "write an allocation profile here (every allocation sampled)")
 	limit := flag.Int("limit", 0, "grep, glob: the tools' SearchLimit (0: the default)")
 	print := flag.Bool("print", false, "grep, glob: print the tool's output after the count")
 	flag.Parse()
@@ -43,6 +45,17 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1
+		defer func() {
+			f, err := os.Create(*memprofile)
+			if err != nil {
+				fail(err)
+			}
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}()
 	}
 	ws, err := filepath.Abs(*root)
 	if err == nil {
