@@ -14,6 +14,7 @@ import (
 	"github.com/bmatcuk/doublestar/v4"
 	"golang.org/x/sys/unix"
 
+	"github.com/toolsd/toolsd/internal/fswalk"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -62,11 +63,11 @@ type globMatch struct {
 // globFiles walks root and returns the files matching pattern, newest first: with anyDepth
 // the pattern matches file names at any depth, otherwise paths relative to root.
 func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]globMatch, error) {
-	name := nameMatcher(pattern)
+	match := globMatcher(pattern)
 	var mu sync.Mutex // guards found
 	var found []globMatch
 	err := walk(ctx, walkOptions{Root: root, Workspace: ws}, func(e walkEntry) {
-		if anyDepth && !name(e.Name()) || !anyDepth && !doublestar.MatchUnvalidated(pattern, e.Rel) {
+		if anyDepth && !match(e.Name()) || !anyDepth && !match(e.Rel) {
 			return
 		}
 		var mt int64
@@ -90,14 +91,18 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 	return found, nil
 }
 
-// nameMatcher returns a test of a file name against a valid glob: for "*" and plain text
-// ("*.go"), a compare of the name's end; otherwise doublestar.
-func nameMatcher(glob string) func(name string) bool {
+// globMatcher returns a test of a file name or slash-separated path against a valid
+// glob: for "*" and plain text ("*.go"), a compare of the end (where "*" holds no slash);
+// otherwise doublestar, on what holds the glob's literal (fswalk.GlobLiteral).
+func globMatcher(glob string) func(name string) bool {
 	if suffix, ok := strings.CutPrefix(glob, "*"); ok && !strings.ContainsAny(suffix, "*?[]{}\\/") &&
 		utf8.ValidString(suffix) && !strings.ContainsRune(suffix, utf8.RuneError) {
-		return func(name string) bool { return strings.HasSuffix(name, suffix) }
+		return func(name string) bool {
+			return strings.HasSuffix(name, suffix) && strings.IndexByte(name[:len(name)-len(suffix)], '/') < 0
+		}
 	}
-	return func(name string) bool { return doublestar.MatchUnvalidated(glob, name) }
+	need := fswalk.GlobLiteral(glob)
+	return func(name string) bool { return strings.Contains(name, need) && doublestar.MatchUnvalidated(glob, name) }
 }
 
 func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path string) (*registry.Result, error) {

@@ -703,11 +703,11 @@ func includeMatcher(include string) func(rel, base string) bool {
 		return nil
 	}
 	if !strings.Contains(include, "/") {
-		name := nameMatcher(include)
+		name := globMatcher(include)
 		return func(_, base string) bool { return name(base) }
 	}
-	inc := strings.TrimPrefix(include, "./")
-	return func(rel, _ string) bool { return doublestar.MatchUnvalidated(inc, rel) }
+	path := globMatcher(strings.TrimPrefix(include, "./"))
+	return func(rel, _ string) bool { return path(rel) }
 }
 
 func grepResult(o *Options, pattern string, files []*grepFile, meta map[string]any) *registry.Result {

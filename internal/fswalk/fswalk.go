@@ -214,7 +214,7 @@ func parseIgnore(lines []string) []ignoreRule {
 			case line[len(line)-1] == '*' && !strings.ContainsAny(line[:len(line)-1], "*?[\\"):
 				r.kind, r.s = rulePrefix, line[:len(line)-1]
 			default:
-				r.kind, r.s, r.need = ruleBaseGlob, line, globLiteral(line)
+				r.kind, r.s, r.need = ruleBaseGlob, line, GlobLiteral(line)
 			}
 		case strings.HasPrefix(line, "**/") && !strings.Contains(line[3:], "/"):
 			// "**/x" is "x" at any depth.
@@ -233,7 +233,7 @@ func parseIgnore(lines []string) []ignoreRule {
 			if !meta {
 				r.kind, r.s = ruleExact, p
 			} else {
-				r.kind, r.s, r.need = rulePathGlob, p, globLiteral(p)
+				r.kind, r.s, r.need = rulePathGlob, p, GlobLiteral(p)
 			}
 		}
 		rules = append(rules, r)
@@ -241,33 +241,43 @@ func parseIgnore(lines []string) []ignoreRule {
 	return rules
 }
 
-// globLiteral returns the longest run of plain characters in a glob, outside brackets and
-// braces and without a slash (a slash by "**" may match nothing): every path the glob
-// matches contains it. A glob with a backslash gives "", and so does one that is not valid
-// UTF-8 or holds U+FFFD (doublestar reads invalid bytes in a name as U+FFFD).
-func globLiteral(glob string) string {
-	if strings.Contains(glob, "\\") || !utf8.ValidString(glob) || strings.ContainsRune(glob, utf8.RuneError) {
+// GlobLiteral returns the longest run of plain characters in a doublestar glob (an escaped
+// character is plain), outside brackets and braces and without a slash (a slash by "**"
+// may match nothing): every path the glob matches contains it, so a path without it need
+// not be matched. A glob that is not valid UTF-8 or holds U+FFFD gives "" (doublestar
+// reads invalid bytes in a name as U+FFFD).
+func GlobLiteral(glob string) string {
+	if !utf8.ValidString(glob) || strings.ContainsRune(glob, utf8.RuneError) {
 		return ""
 	}
-	best, start, depth := "", 0, 0
+	var best string
+	var run []byte
+	depth := 0
 	for i := 0; i <= len(glob); i++ {
-		if i < len(glob) && !strings.ContainsRune("*?[]{},/", rune(glob[i])) {
+		if i < len(glob) && glob[i] == '\\' && i+1 < len(glob) {
+			i++
+			run = append(run, glob[i])
 			continue
 		}
-		if depth == 0 && i-start > len(best) {
-			best = glob[start:i]
+		if i < len(glob) && !strings.ContainsRune("*?[]{},/\\", rune(glob[i])) {
+			run = append(run, glob[i])
+			continue
 		}
+		if depth == 0 && len(run) > len(best) {
+			best = string(run)
+		}
+		run = run[:0]
 		switch {
 		case i == len(glob):
 		case glob[i] == '[':
-			// A class ends at the next ']', unless that is its first character: then
-			// give up rather than guess.
+			// A class ends at the next ']', unless that is its first character or a
+			// backslash comes before it: then give up rather than guess.
 			j := i + 1
 			if j < len(glob) && (glob[j] == '!' || glob[j] == '^') {
 				j++
 			}
 			k := strings.IndexByte(glob[j:], ']')
-			if k <= 0 {
+			if k <= 0 || strings.IndexByte(glob[j:j+k], '\\') >= 0 {
 				return ""
 			}
 			i = j + k
@@ -276,7 +286,6 @@ func globLiteral(glob string) string {
 		case glob[i] == '}':
 			depth = max(0, depth-1)
 		}
-		start = i + 1
 	}
 	return best
 }

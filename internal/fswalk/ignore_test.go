@@ -129,15 +129,17 @@ func TestGlobLiteral(t *testing.T) {
 		"arch/*/include/generated": "generated",
 		"a[bcdefgh]z":              "a",
 		"x{long,alt}y":             "x",
-		"\\#*#":                    "",
+		"\\#*#":                    "#",
+		"a\\*b*":                   "a*b",
+		"[\\]abc]xy":               "",
 		"*":                        "",
 		"docs/*.md":                "docs",
 		"[}00]":                    "",
 		"[]ab]cd":                  "",
 		"[!x]yz":                   "yz",
 	} {
-		if got := globLiteral(glob); got != want {
-			t.Errorf("globLiteral(%q) = %q, want %q", glob, got, want)
+		if got := GlobLiteral(glob); got != want {
+			t.Errorf("GlobLiteral(%q) = %q, want %q", glob, got, want)
 		}
 	}
 }
@@ -244,6 +246,22 @@ func FuzzRuleSet(f *testing.F) {
 		base := p[strings.LastIndexByte(p, '/')+1:]
 		if got, want := rs.last(p, base, dir), lastLinear(rs.rules, p, base, dir); got != want {
 			t.Errorf("%q (dir %v): rule %d, want %d", p, dir, got, want)
+		}
+	})
+}
+
+// FuzzGlobLiteral: every path a glob matches holds the glob's literal.
+func FuzzGlobLiteral(f *testing.F) {
+	f.Add("**/include/**/*.h", "arch/x86/include/asm/io.h")
+	f.Add("\\#*#", "#x#")
+	f.Add("[!x]yz{a,b}", "qyza")
+	f.Add("a\\*b*", "a*bc")
+	f.Fuzz(func(t *testing.T, glob, p string) {
+		if !doublestar.ValidatePattern(glob) {
+			return
+		}
+		if lit := GlobLiteral(glob); doublestar.MatchUnvalidated(glob, p) && !strings.Contains(p, lit) {
+			t.Errorf("%q matches %q, which does not hold %q", glob, p, lit)
 		}
 	})
 }
