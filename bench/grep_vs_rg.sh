@@ -64,10 +64,10 @@ RG=(rg --hidden --no-require-git -g '!.git' --no-messages)
 
 rg_count() { "${RG[@]}" -c "$@" | awk -F: '{s+=$NF} END{print s+0}'; }
 
-echo "$RUNS runs of each side, interleaved. Wall ms: median (min-max). ratio: of the wall medians to rg's. CPU: of the median user+system times to rg's."
-hdr=$(printf '%-36s %24s %24s %7s %6s' "case" "toolsd ms" "rg ms" "ratio" "CPU")
+echo "$RUNS runs of each side, interleaved. Wall ms: median (min-max). ratio: of the wall medians to the peer's (rg; tail, sed -i for read, edit). CPU: of the median user+system times."
+hdr=$(printf '%-36s %24s %24s %7s %6s' "case" "toolsd ms" "peer ms" "ratio" "CPU")
 [ -n "$BEFORE" ] && hdr+=$(printf ' %24s %7s %6s' "before ms" "ratio" "CPU")
-printf '%s %9s %9s\n' "$hdr" "toolsd n" "rg n"
+printf '%s %9s %9s\n' "$hdr" "toolsd n" "peer n"
 
 # row NAME N_OURS N_PEER: prints measure's figures (read from stdin) and the match counts.
 row() {
@@ -208,7 +208,7 @@ OFF=$((TOTAL - 99))
 BEFORE=
 OURS=("$BIN" -mode read -root "$BIG" -file big.log -offset "$OFF" -lines 100)
 PEER=(tail -n 100 "$BIG/big.log")
-measure | row "read last 100 of 1 GiB (first)" "$("${OURS[@]}")" "$("${PEER[@]}" | wc -l)"
+measure | row "read last 100 of 1 GiB (vs tail)" "$("${OURS[@]}")" "$("${PEER[@]}" | wc -l)"
 indexed=$("$BIN" -mode read -root "$BIG" -file big.log -offset "$OFF" -lines 100 -repeat 5 2>&1 >/dev/null | tail -1 | awk '{print $3}')
 echo "read last 100 of 1 GiB (indexed, in process): $indexed ms"
 rm -f "$BIG/big.log"
