@@ -56,12 +56,13 @@ func globTool(o *Options) *registry.Tool {
 
 // globMatch is a file glob found.
 type globMatch struct {
-	abs     string
-	modTime int64 // Unix nanoseconds
+	rel     string // relative to the folder searched, slash-separated
+	modTime int64  // Unix nanoseconds
 }
 
-// globFiles walks root and returns the files matching pattern, newest first: with anyDepth
-// the pattern matches file names at any depth, otherwise paths relative to root.
+// globFiles walks root and returns the files matching pattern, newest first (then by path):
+// with anyDepth the pattern matches file names at any depth, otherwise paths relative to
+// root.
 func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]globMatch, error) {
 	match := globMatcher(pattern)
 	var mu sync.Mutex // guards found
@@ -76,7 +77,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 			mt = st.Mtim.Nano()
 		}
 		mu.Lock()
-		found = append(found, globMatch{e.Abs(), mt})
+		found = append(found, globMatch{e.Rel, mt})
 		mu.Unlock()
 	})
 	if err != nil {
@@ -86,7 +87,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 		if c := cmp.Compare(b.modTime, a.modTime); c != 0 {
 			return c
 		}
-		return strings.Compare(a.abs, b.abs)
+		return strings.Compare(a.rel, b.rel)
 	})
 	return found, nil
 }
@@ -159,7 +160,7 @@ func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	}
 	var b strings.Builder
 	for _, f := range found[:min(len(found), o.SearchLimit)] {
-		b.WriteString(relOrAbs(call.Workspace, f.abs))
+		b.WriteString(relOrAbs(call.Workspace, t.Abs+string(filepath.Separator)+filepath.FromSlash(f.rel)))
 		b.WriteByte('\n')
 	}
 	if len(found) > o.SearchLimit {
