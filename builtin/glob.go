@@ -1,18 +1,20 @@
 package builtin
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"path/filepath"
-	"sort"
+	"slices"
 	"strings"
 	"sync"
-	"time"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	unix "github.com/toolsd/toolsd/internal/posix"
 
+	"github.com/toolsd/toolsd/internal/fswalk"
 	"github.com/toolsd/toolsd/registry"
 )
 
@@ -54,45 +56,54 @@ func globTool(o *Options) *registry.Tool {
 
 // globMatch is a file glob found.
 type globMatch struct {
-	abs     string
-	modTime time.Time
+	rel     string // relative to the folder searched, slash-separated
+	modTime int64  // Unix nanoseconds
 }
 
-// globFiles walks root and returns the files matching pattern, newest first: with anyDepth
-// the pattern matches file names at any depth, otherwise paths relative to root.
+// globFiles walks root and returns the files matching pattern, newest first (then by path):
+// with anyDepth the pattern matches file names at any depth, otherwise paths relative to
+// root.
 func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]globMatch, error) {
-	base := anyDepth
+	match := globMatcher(pattern)
 	var mu sync.Mutex // guards found
 	var found []globMatch
 	err := walk(ctx, walkOptions{Root: root, Workspace: ws}, func(e walkEntry) {
-		var ok bool
-		if base {
-			ok = doublestar.MatchUnvalidated(pattern, e.Rel[strings.LastIndexByte(e.Rel, '/')+1:])
-		} else {
-			ok = doublestar.MatchUnvalidated(pattern, e.Rel)
-		}
-		if !ok {
+		if anyDepth && !match(e.Name()) || !anyDepth && !match(e.Rel) {
 			return
 		}
-		var mt time.Time
+		var mt int64
 		var st unix.Stat_t
 		if e.Lstat(&st) == nil {
-			mt = time.Unix(st.Mtim.Unix())
+			mt = st.Mtim.Nano()
 		}
 		mu.Lock()
-		found = append(found, globMatch{e.Abs, mt})
+		found = append(found, globMatch{e.Rel, mt})
 		mu.Unlock()
 	})
 	if err != nil {
 		return nil, err
 	}
-	sort.Slice(found, func(i, j int) bool {
-		if !found[i].modTime.Equal(found[j].modTime) {
-			return found[i].modTime.After(found[j].modTime)
+	slices.SortFunc(found, func(a, b globMatch) int {
+		if c := cmp.Compare(b.modTime, a.modTime); c != 0 {
+			return c
 		}
-		return found[i].abs < found[j].abs
+		return strings.Compare(a.rel, b.rel)
 	})
 	return found, nil
+}
+
+// globMatcher returns a test of a file name or slash-separated path against a valid
+// glob: for "*" and plain text ("*.go"), a compare of the end (where "*" holds no slash);
+// otherwise doublestar, on what holds the glob's literal (fswalk.GlobLiteral).
+func globMatcher(glob string) func(name string) bool {
+	if suffix, ok := strings.CutPrefix(glob, "*"); ok && !strings.ContainsAny(suffix, "*?[]{}\\/") &&
+		utf8.ValidString(suffix) && !strings.ContainsRune(suffix, utf8.RuneError) {
+		return func(name string) bool {
+			return strings.HasSuffix(name, suffix) && strings.IndexByte(name[:len(name)-len(suffix)], '/') < 0
+		}
+	}
+	need := fswalk.GlobLiteral(glob)
+	return func(name string) bool { return strings.Contains(name, need) && doublestar.MatchUnvalidated(glob, name) }
 }
 
 func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path string) (*registry.Result, error) {
@@ -149,7 +160,7 @@ func runGlob(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	}
 	var b strings.Builder
 	for _, f := range found[:min(len(found), o.SearchLimit)] {
-		b.WriteString(relOrAbs(call.Workspace, f.abs))
+		b.WriteString(relOrAbs(call.Workspace, t.Abs+string(filepath.Separator)+filepath.FromSlash(f.rel)))
 		b.WriteByte('\n')
 	}
 	if len(found) > o.SearchLimit {

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"path/filepath"
 	"regexp"
 	"regexp/syntax"
@@ -65,12 +66,15 @@ func grepTool(o *Options) *registry.Tool {
 // contain to skip most of the text without running the regex.
 type matcher struct {
 	re    *regexp.Regexp // compiled with (?m)
-	lit   []byte         // a literal every match contains, or nil
+	lit   []byte         // a literal every match contains, or nil (in lower case with fold)
+	fold  bool           // lit is matched ASCII case-insensitively
 	whole bool           // the regex is exactly lit: a literal hit is a match
-	// rare is lit's least common byte (by a frequency guess for source text) and rareAt
-	// its offset in lit: the search looks for it with IndexByte, then checks lit.
-	rare   byte
-	rareAt int
+	also  []literal      // other literals every match contains (at most maxAlso)
+	// rare is the byte of lit least common in source text (byteFreq; with fold, its two
+	// cases together), rareUp its upper case with fold (else rare again), and rareAt its
+	// offset in lit: the search looks for it with IndexByte, then checks lit around it.
+	rare, rareUp byte
+	rareAt       int
 	// runSet and runLen, when runLen > 0, say that every match is a run of at least
 	// runLen bytes all in runSet: a regex without a literal is only run on the lines
 	// that have such a run.
@@ -108,18 +112,41 @@ func newMatcher(pattern string) (*matcher, error) {
 			m.runSet, m.runLen = set, ml
 		}
 	}
-	if l := requiredLiteral(simp); len(l) > 0 {
-		m.lit = l
-		m.whole = simp.Op == syntax.OpLiteral && simp.Flags&syntax.FoldCase == 0
-		for i, c := range l {
-			if byteRank(c) < byteRank(l[m.rareAt]) {
-				m.rareAt = i
+	if lits := requiredLiterals(simp, nil); len(lits) > 0 {
+		// The longest is searched for; of two as long, one matched exactly. The others
+		// are looked for in a line before the regex runs on it.
+		best := 0
+		for i, l := range lits {
+			if len(l.b) > len(lits[best].b) || len(l.b) == len(lits[best].b) && lits[best].fold && !l.fold {
+				best = i
 			}
 		}
-		m.rare = l[m.rareAt]
+		m.lit, m.fold = lits[best].b, lits[best].fold
+		m.also = append(lits[:best:best], lits[best+1:]...)
+		m.also = m.also[:min(len(m.also), maxAlso)]
+		// With fold, lit may be only the part of the literal whose letters fold within
+		// ASCII: then a hit still needs the regex.
+		m.whole = simp.Op == syntax.OpLiteral && len(m.lit) == len(simp.Rune)
+		best64 := uint64(math.MaxUint64)
+		for i, c := range m.lit {
+			f := uint64(byteFreq[c])
+			if m.fold && c != upperASCII(c) {
+				f += uint64(byteFreq[upperASCII(c)])
+			}
+			if f < best64 {
+				best64, m.rareAt = f, i
+			}
+		}
+		m.rare, m.rareUp = m.lit[m.rareAt], m.lit[m.rareAt]
+		if m.fold {
+			m.rareUp = upperASCII(m.rare)
+		}
 	}
 	return m, nil
 }
+
+// maxAlso bounds the literals looked for in a line besides the one searched for.
+const maxAlso = 4
 
 func explainSyntaxErr(err error) string {
 	var se *syntax.Error
@@ -129,30 +156,81 @@ func explainSyntaxErr(err error) string {
 	return err.Error()
 }
 
-// requiredLiteral returns the longest literal every match of re contains.
-func requiredLiteral(re *syntax.Regexp) []byte {
+// literal is a piece of text every match of a regex contains: with fold, in lower case and
+// to be matched ASCII case-insensitively.
+type literal struct {
+	b    []byte
+	fold bool
+}
+
+// requiredLiterals appends to lits literals every match of re contains.
+func requiredLiterals(re *syntax.Regexp, lits []literal) []literal {
 	switch re.Op {
 	case syntax.OpLiteral:
-		if re.Flags&syntax.FoldCase != 0 {
-			return nil
+		if re.Flags&syntax.FoldCase == 0 {
+			return append(lits, literal{[]byte(string(re.Rune)), false})
 		}
-		return []byte(string(re.Rune))
+		if b := foldLiteral(re.Rune); len(b) > 0 {
+			return append(lits, literal{b, true})
+		}
 	case syntax.OpCapture, syntax.OpPlus:
-		return requiredLiteral(re.Sub[0])
+		return requiredLiterals(re.Sub[0], lits)
 	case syntax.OpRepeat:
 		if re.Min >= 1 {
-			return requiredLiteral(re.Sub[0])
+			return requiredLiterals(re.Sub[0], lits)
 		}
 	case syntax.OpConcat:
-		var best []byte
-		for _, s := range re.Sub {
-			if l := requiredLiteral(s); len(l) > len(best) {
-				best = l
-			}
+		for _, sub := range re.Sub {
+			lits = requiredLiterals(sub, lits)
 		}
-		return best
 	}
-	return nil
+	return lits
+}
+
+// foldLiteral returns, in lower case, the longest run of a case-insensitive literal whose
+// every rune is ASCII and folds only to ASCII: any match of the literal holds it in some
+// mix of cases. (K and S fold to the Kelvin sign and the long s as well, so a match of
+// (?i)k may not hold an ASCII k.)
+func foldLiteral(runes []rune) []byte {
+	var best, cur []byte
+	for _, r := range runes {
+		if !asciiFold(r) {
+			cur = nil
+			continue
+		}
+		cur = append(cur, lowerASCII(byte(r)))
+		if len(cur) > len(best) {
+			best = cur
+		}
+	}
+	return bytes.Clone(best)
+}
+
+// asciiFold reports whether r is ASCII and every rune it folds to is too.
+func asciiFold(r rune) bool {
+	if r >= utf8.RuneSelf {
+		return false
+	}
+	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
+		if f >= utf8.RuneSelf {
+			return false
+		}
+	}
+	return true
+}
+
+func lowerASCII(c byte) byte {
+	if 'A' <= c && c <= 'Z' {
+		return c + 'a' - 'A'
+	}
+	return c
+}
+
+func upperASCII(c byte) byte {
+	if 'a' <= c && c <= 'z' {
+		return c - ('a' - 'A')
+	}
+	return c
 }
 
 // scan calls emit for each matching line of chunk (whole lines), with its 1-based number;
@@ -166,24 +244,11 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		return m.scanPieces(chunk, line, emit)
 	}
 	pos := 0 // line is the number of the line holding chunk[pos]
-	i := 0
-	for i < len(chunk) {
-		var start int
-		if m.lit != nil {
-			j := m.indexLit(chunk, i)
-			if j < 0 {
-				break
-			}
-			start = j
-		} else {
-			loc := m.re.FindIndex(chunk[i:])
-			if loc == nil {
-				break
-			}
-			start = i + loc[0]
-			if start == len(chunk) {
-				break
-			}
+	f := litFinder{m: m, chunk: chunk, next: [2]int{-1, -1}}
+	for i := 0; i < len(chunk); {
+		start := f.index(i)
+		if start < 0 {
+			break
 		}
 		ls := bytes.LastIndexByte(chunk[:start], '\n') + 1
 		le := bytes.IndexByte(chunk[start:], '\n')
@@ -193,7 +258,7 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 			le += start
 		}
 		text := chunk[ls:le]
-		if m.lit == nil || m.whole || m.re.Match(text) {
+		if m.whole || m.alsoIn(text) && m.re.Match(text) {
 			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
 			pos = ls
 			if !emit(line, text) {
@@ -203,6 +268,88 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		i = le + 1
 	}
 	return line + bytes.Count(chunk[pos:], []byte{'\n'})
+}
+
+// litFinder finds a matcher's literal in a chunk, from left to right. With fold it looks
+// for both cases of the rare byte, and remembers where each is next so that no byte is
+// looked at twice.
+type litFinder struct {
+	m     *matcher
+	chunk []byte
+	// next is where rare and rareUp are next at or after the last place looked from
+	// (len(chunk): nowhere); below that place, not yet looked for (-1 at first).
+	next [2]int
+}
+
+// index returns the index of the literal in the chunk at or after from, or -1. Calls are
+// made with from never decreasing.
+func (f *litFinder) index(from int) int {
+	m, chunk := f.m, f.chunk
+	for p := from + m.rareAt; p < len(chunk); { // where the rare byte of a match at from would be
+		c := f.look(0, m.rare, p)
+		if m.rareUp != m.rare {
+			c = min(c, f.look(1, m.rareUp, p))
+		}
+		start := c - m.rareAt
+		if c == len(chunk) || start+len(m.lit) > len(chunk) {
+			return -1
+		}
+		if m.litAt(chunk[start : start+len(m.lit)]) {
+			return start
+		}
+		p = c + 1
+	}
+	return -1
+}
+
+// look returns where b is next in the chunk at or after p (len(chunk) for nowhere).
+func (f *litFinder) look(k int, b byte, p int) int {
+	if f.next[k] < p {
+		if j := bytes.IndexByte(f.chunk[p:], b); j >= 0 {
+			f.next[k] = p + j
+		} else {
+			f.next[k] = len(f.chunk)
+		}
+	}
+	return f.next[k]
+}
+
+// litAt reports whether b, as long as m.lit, is m.lit (in any case with fold).
+func (m *matcher) litAt(b []byte) bool {
+	if !m.fold {
+		return bytes.Equal(b, m.lit)
+	}
+	return equalFold(b, m.lit)
+}
+
+// alsoIn reports whether line holds every literal of m.also.
+func (m *matcher) alsoIn(line []byte) bool {
+	for _, l := range m.also {
+		if !l.fold && !bytes.Contains(line, l.b) || l.fold && !containsFold(line, l.b) {
+			return false
+		}
+	}
+	return true
+}
+
+// equalFold reports whether b is lower (lower case, as long as b) in any case, ASCII only.
+func equalFold(b, lower []byte) bool {
+	for i, c := range b {
+		if lowerASCII(c) != lower[i] {
+			return false
+		}
+	}
+	return true
+}
+
+// containsFold reports whether s holds lower (lower case) in any case, ASCII only.
+func containsFold(s, lower []byte) bool {
+	for i := 0; i+len(lower) <= len(s); i++ {
+		if equalFold(s[i:i+len(lower)], lower) {
+			return true
+		}
+	}
+	return false
 }
 
 // scanRuns is scan for a regex without a literal whose matches are runs of bytes from a
@@ -321,57 +468,6 @@ func minBytes(re *syntax.Regexp) int {
 	return 0
 }
 
-// indexLit returns the index of m.lit in chunk at or after from, or -1.
-func (m *matcher) indexLit(chunk []byte, from int) int {
-	if len(m.lit) == 1 {
-		if j := bytes.IndexByte(chunk[from:], m.lit[0]); j >= 0 {
-			return from + j
-		}
-		return -1
-	}
-	p := from + m.rareAt // where the rare byte of a match at from would be
-	for p < len(chunk) {
-		j := bytes.IndexByte(chunk[p:], m.rare)
-		if j < 0 {
-			return -1
-		}
-		start := p + j - m.rareAt
-		if start+len(m.lit) > len(chunk) {
-			return -1
-		}
-		if bytes.Equal(chunk[start:start+len(m.lit)], m.lit) {
-			return start
-		}
-		p += j + 1
-	}
-	return -1
-}
-
-// byteRank guesses how common a byte is in source code and prose: lower is rarer.
-func byteRank(c byte) int {
-	switch {
-	case c == ' ' || c == '\t' || c == '\n':
-		return 250
-	case strings.IndexByte("etaoinsrlhdcu", c) >= 0:
-		return 200
-	case c >= 'a' && c <= 'z':
-		return 140
-	case strings.IndexByte("().,_=", c) >= 0:
-		return 120
-	case c >= '0' && c <= '9':
-		return 90
-	case strings.IndexByte(";:\"/*-{}&", c) >= 0:
-		return 80
-	case strings.IndexByte("ESTRAINCDLMPO", c) >= 0:
-		return 70
-	case c >= 'A' && c <= 'Z':
-		return 50
-	case c >= 0x80:
-		return 30
-	}
-	return 40
-}
-
 // scanPieces is scan for a regex without a literal: it runs the regex on line-aligned
 // pieces of chunk and only looks at the lines of a piece that matches.
 func (m *matcher) scanPieces(chunk []byte, line int, emit func(n int, text []byte) bool) int {
@@ -427,11 +523,11 @@ type grepLine struct {
 	text string
 }
 
-// searchFile searches the regular file open at fd (abs names it), reading it in
-// line-aligned chunks through buf. It returns false for a binary file (a NUL byte in its
-// first 8 KiB). The file is read with raw system calls: an os.File costs an fcntl and a
-// poller registration per file.
-func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
+// searchFile searches the regular file open at fd, reading it in line-aligned chunks
+// through buf. It returns false for a binary file (a NUL byte in its first 8 KiB). The file
+// is read with raw system calls: an os.File costs an fcntl and a poller registration per
+// file.
+func (m *matcher) searchFile(fd int, buf *[]byte, keep, maxLine int) (*grepFile, bool) {
 	var gf *grepFile
 	b := *buf
 	carry := 0
@@ -471,7 +567,7 @@ func (m *matcher) searchFile(fd int, abs string, buf *[]byte, keep, maxLine int)
 		}
 		line = m.scan(data[:end], line, func(ln int, text []byte) bool {
 			if gf == nil {
-				gf = &grepFile{abs: abs}
+				gf = &grepFile{}
 			}
 			gf.count++
 			if len(gf.lines) < keep {
@@ -541,15 +637,20 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	limit := o.SearchLimit
 	var mu sync.Mutex // guards files
 	var files []*grepFile
-	// search searches the regular file open at fd (and closes it); st is its fstat.
-	search := func(fd int, st *unix.Stat_t, abs string) {
+	// search searches the regular file open at fd (and closes it); st is its fstat. A file
+	// with matches is kept, named by e (a walked file) or else abs.
+	search := func(fd int, st *unix.Stat_t, e *walkEntry, abs string) {
 		defer unix.Close(fd)
 		bp := bufPool.Get().(*[]byte)
-		gf, _ := m.searchFile(fd, abs, bp, limit, o.ReadMaxLineLength)
+		gf, _ := m.searchFile(fd, bp, limit, o.ReadMaxLineLength)
 		if len(*bp) <= 1<<20 {
 			bufPool.Put(bp)
 		}
 		if gf != nil {
+			if e != nil {
+				abs = e.Abs()
+			}
+			gf.abs = abs
 			gf.modTime = time.Unix(st.Mtim.Unix())
 			gf.name = relOrAbs(call.Workspace, abs)
 			mu.Lock()
@@ -567,7 +668,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			if err != nil {
 				return nil, fmt.Errorf("cannot search %s: %w", t.Display(), err)
 			}
-			search(fd, st, t.Abs)
+			search(fd, st, nil, t.Abs)
 		}
 	} else {
 		err := walk(ctx, walkOptions{Root: root, Workspace: call.Workspace}, func(e walkEntry) {
@@ -576,7 +677,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			}
 			var st unix.Stat_t
 			if fd, ok := e.Open(&st); ok {
-				search(fd, &st, e.Abs)
+				search(fd, &st, &e, "")
 			}
 		})
 		if err != nil {
@@ -602,10 +703,11 @@ func includeMatcher(include string) func(rel, base string) bool {
 		return nil
 	}
 	if !strings.Contains(include, "/") {
-		return func(_, base string) bool { return doublestar.MatchUnvalidated(include, base) }
+		name := globMatcher(include)
+		return func(_, base string) bool { return name(base) }
 	}
-	inc := strings.TrimPrefix(include, "./")
-	return func(rel, _ string) bool { return doublestar.MatchUnvalidated(inc, rel) }
+	path := globMatcher(strings.TrimPrefix(include, "./"))
+	return func(rel, _ string) bool { return path(rel) }
 }
 
 func grepResult(o *Options, pattern string, files []*grepFile, meta map[string]any) *registry.Result {

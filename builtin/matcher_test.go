@@ -5,6 +5,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/bmatcuk/doublestar/v4"
 )
 
 // naiveLines returns the 1-based numbers of the lines of text that re matches.
@@ -48,11 +50,96 @@ func checkMatcher(t *testing.T, pattern, text string) {
 	}
 }
 
-var matcherText = "package main\n\nfunc (r *Reader) Read(p []byte) (int, error) {\n\treturn 0, errors.New(\"reader closed\")\n}\nconst HTTPSTATUSCODES = 12\nΩmega façade ünïcode\nlast line without newline"
+var matcherText = "package main\n\nfunc (r *Reader) Read(p []byte) (int, error) {\n\treturn 0, errors.New(\"reader closed\")\n}\nconst HTTPSTATUSCODES = 12\nΩmega façade ünïcode\n\tMutex_Lock(&m); mutex_loc\u212a(&m) // Kelvin sign\n\tMUTEX_LOCK(&m); \u017fkip STRASSE straße\nlast line without newline"
 
 var matcherPatterns = []string{
 	`func \(`, `errors\.New\("[a-z]+ closed`, `\bRead\b`, `[A-Z]{12}`, `(?i)reader`, `^\t`, `\)$`,
 	`a`, `x*`, `[0-9]+`, `Ω\w+`, `ç`, `(?i)ÜNÏCODE`, `newline$`, `^$`, `int|error`, `[^a-z ]{3}`, `e.r`,
+	`(?i)mutex_lock`, `(?i)mutex_lock\(`, `(?i)MUTEX_LOC`, `(?i)skip`, `(?i)straße`, `(?i)k\(`, `(?i)x`,
+	`(?i)errors\.new\("[a-z]+ CLOSED`, `mutex(?i)_lock`, `(?i)lock\b`, `(?i:m)utex`,
+	`Read\(p \[\]byte\)`, `e.*(?i)READER CLOSED`, `(?i)ret.*(?-i)closed`, `[a-z]+\(&m\).*Kelvin`,
+}
+
+func TestRequiredLiteral(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, lit string
+		fold, whole  bool
+	}{
+		{`func \(`, "func (", false, true},
+		{`errors\.New\("[a-z]+ closed`, `errors.New("`, false, false},
+		{`(?i)ReadFull`, "readfull", true, true},
+		{`(?i)mutex_lock`, "mutex_loc", true, false},               // k also folds to the Kelvin sign
+		{`(?i)straße`, "tra", true, false},                         // s to the long s, ß is not ASCII
+		{`(?i)errors\.new\("[a-z]+ closed`, `.new("`, true, false}, // not "errors": it has an s
+		{`abc(?i)xyz`, "abc", false, false},                        // as long: the exact one
+		{`ab(?i)wxyz`, "wxyz", true, false},                        // the longest
+		{`(?i)k`, "", false, false},
+		{`(?i)été`, "t", true, false},
+		{`(?i)_+`, "_", true, false},
+		{`[A-Z]{12}`, "", false, false},
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(m.lit) != tc.lit || m.lit != nil && (m.fold != tc.fold || m.whole != tc.whole) {
+			t.Errorf("%s: literal %q fold %v whole %v, want %q %v %v", tc.pattern, m.lit, m.fold, m.whole, tc.lit, tc.fold, tc.whole)
+		}
+	}
+}
+
+// TestAlsoLiterals: the literals other than the one searched for, looked for in a line
+// before the regex runs on it.
+func TestAlsoLiterals(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, lit string
+		also         []string
+	}{
+		{`#define [A-Z_]+_H\b`, "#define ", []string{"_H"}},
+		{`spin_lock\(&[a-z_]+->lock\)`, "spin_lock(&", []string{"->lock)"}},
+		{`(?i)foo\d+barbaz`, "barbaz", []string{"foo (fold)"}},
+		{`a(b|c)d+(ef)?g{2,}`, "a", []string{"d", "g", "g"}}, // g{2,} is gg+
+		{`x*abc`, "abc", nil},
+		{`a.b.c.d.e.f`, "a", []string{"b", "c", "d", "e"}}, // at most maxAlso
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var also []string
+		for _, l := range m.also {
+			s := string(l.b)
+			if l.fold {
+				s += " (fold)"
+			}
+			also = append(also, s)
+		}
+		if string(m.lit) != tc.lit || fmt.Sprint(also) != fmt.Sprint(tc.also) {
+			t.Errorf("%s: literal %q and %q, want %q and %q", tc.pattern, m.lit, also, tc.lit, tc.also)
+		}
+	}
+}
+
+// TestRareByte: the byte searched for is the literal's least common in source text,
+// counting both cases of a letter when the literal folds.
+func TestRareByte(t *testing.T) {
+	for _, tc := range []struct {
+		pattern  string
+		rare, up byte
+	}{
+		{`e_Q_e`, 'Q', 'Q'},
+		{`(?i)tetex`, 'x', 'X'},
+		{`(?i)_Z_`, 'z', 'Z'},
+		{`EXPORT_SYMBOL_GPL`, 'Y', 'Y'},
+	} {
+		m, err := newMatcher(tc.pattern)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.rare != tc.rare || m.rareUp != tc.up || m.lit[m.rareAt] != m.rare {
+			t.Errorf("%s: rare %q/%q at %d of %q, want %q/%q", tc.pattern, m.rare, m.rareUp, m.rareAt, m.lit, tc.rare, tc.up)
+		}
+	}
 }
 
 func TestMatcherAgreesWithRegexp(t *testing.T) {
@@ -81,5 +168,52 @@ func FuzzMatcher(f *testing.F) {
 			return
 		}
 		checkMatcher(t, pattern, text)
+		// And case-insensitively, for the folded literal search.
+		if fre, err := regexp.Compile("(?i)" + pattern); err == nil && !fre.MatchString("\n") {
+			checkMatcher(t, "(?i)"+pattern, text)
+		}
+	})
+}
+
+func TestGlobMatcher(t *testing.T) {
+	for _, tc := range []struct {
+		glob, name string
+		want       bool
+	}{
+		{"*.go", "main.go", true},
+		{"*.go", "main.go.orig", false},
+		{"*.go", ".go", true},
+		{"*_test.go", "a_test.go", true},
+		{"*_test.go", "a.go", false},
+		{"*.{ts,tsx}", "a.tsx", true},
+		{"*.[ch]", "a.h", true},
+		{"*é", "café", true},
+		{"*.go", "\xff.go", true},
+		{"*", "anything", true},
+		{"main.*", "main.c", true},
+		{"**/include/**/*.h", "arch/x86/include/asm/io.h", true},
+		{"**/include/**/*.h", "arch/x86/inc/asm/io.h", false},
+		{"src/**/*.ts", "src/a/b.ts", true},
+	} {
+		if got := globMatcher(tc.glob)(tc.name); got != tc.want {
+			t.Errorf("%q on %q: %v, want %v", tc.glob, tc.name, got, tc.want)
+		}
+	}
+}
+
+// FuzzGlobMatcher: globMatcher says what doublestar says.
+func FuzzGlobMatcher(f *testing.F) {
+	f.Add("*.go", "main.go")
+	f.Add("*é", "\xc3café")
+	f.Add("*.c", "x\xe2\x82.c")
+	f.Add("*.txt", "sub/keep.txt")
+	f.Add("**/include/**/*.h", "arch/x86/include/asm/io.h")
+	f.Fuzz(func(t *testing.T, glob, name string) {
+		if !doublestar.ValidatePattern(glob) {
+			return
+		}
+		if got, want := globMatcher(glob)(name), doublestar.MatchUnvalidated(glob, name); got != want {
+			t.Errorf("%q on %q: %v, doublestar says %v", glob, name, got, want)
+		}
 	})
 }

@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
 	unix "github.com/toolsd/toolsd/internal/posix"
@@ -40,7 +41,7 @@ var ignoreFiles = []string{".gitignore", ".ignore"}
 // parent, its ancestors'. Immutable once built; shared by the walk's goroutines.
 type ignoreRules struct {
 	parent *ignoreRules
-	rules  []ignoreRule
+	rules  *ruleSet
 	// strip is the folder of the ignore file relative to the walk root with a trailing
 	// slash ("" for the root); prepend is, for ignore files above the root, the root's
 	// path relative to their folder with a trailing slash.
@@ -53,11 +54,12 @@ type ignoreRules struct {
 func (r *ignoreRules) ignored(rel string, isDir bool) bool {
 	base := rel[strings.LastIndexByte(rel, '/')+1:]
 	for x := r; x != nil; x = x.parent {
-		sub := x.prepend + strings.TrimPrefix(rel, x.strip)
-		for i := len(x.rules) - 1; i >= 0; i-- {
-			if x.rules[i].match(sub, base, isDir) {
-				return !x.rules[i].negate
-			}
+		sub := ""
+		if x.rules.paths {
+			sub = x.prepend + strings.TrimPrefix(rel, x.strip)
+		}
+		if i := x.rules.last(sub, base, isDir); i >= 0 {
+			return !x.rules.rules[i].negate
 		}
 	}
 	return false
@@ -71,6 +73,8 @@ type ignoreRule struct {
 	negate, dirOnly bool
 	kind            int
 	s               string
+	// need is, for a glob, a piece of text every path it matches contains ("" for none).
+	need string
 }
 
 const (
@@ -94,16 +98,88 @@ func (r *ignoreRule) match(sub, base string, isDir bool) bool {
 	case rulePrefix:
 		return strings.HasPrefix(base, r.s)
 	case ruleBaseGlob:
-		return doublestar.MatchUnvalidated(r.s, base)
+		return strings.Contains(base, r.need) && doublestar.MatchUnvalidated(r.s, base)
 	case ruleExact:
 		return sub == r.s
 	}
-	return doublestar.MatchUnvalidated(r.s, sub)
+	return strings.Contains(sub, r.need) && doublestar.MatchUnvalidated(r.s, sub)
 }
 
-// compileIgnore compiles the lines of ignore files. Lines that are not valid patterns are
+// ruleSet is the rules of one folder's ignore files, indexed so that an entry is compared
+// with the few rules that can match it: rules by name, by extension and by exact path are
+// looked up in maps, and only the others are tried one by one.
+type ruleSet struct {
+	rules []ignoreRule
+	// names, exts and exact hold the indexes in rules (ascending) of the ruleName rules by
+	// name, the ruleSuffix rules whose suffix has a dot by the suffix's part from its last
+	// dot on (".gz" for "*.tar.gz"), and the ruleExact rules by path.
+	names, exts, exact map[string][]int
+	rest               []int // the other rules' indexes, ascending
+	paths              bool  // some rule matches the path below the folder, not the name
+}
+
+func indexRules(rules []ignoreRule) *ruleSet {
+	if len(rules) == 0 {
+		return nil
+	}
+	rs := &ruleSet{rules: rules}
+	add := func(m *map[string][]int, key string, i int) {
+		if *m == nil {
+			*m = map[string][]int{}
+		}
+		(*m)[key] = append((*m)[key], i)
+	}
+	for i, r := range rules {
+		switch {
+		case r.kind == ruleName:
+			add(&rs.names, r.s, i)
+		case r.kind == ruleSuffix && strings.Contains(r.s, "."):
+			add(&rs.exts, r.s[strings.LastIndexByte(r.s, '.'):], i)
+		case r.kind == ruleExact:
+			add(&rs.exact, r.s, i)
+			rs.paths = true
+		default:
+			rs.rest = append(rs.rest, i)
+			rs.paths = rs.paths || r.kind == rulePathGlob
+		}
+	}
+	return rs
+}
+
+// last returns the index of the last rule that matches (sub is the path below the
+// folder, needed only when paths is set; base the name), or -1.
+func (rs *ruleSet) last(sub, base string, isDir bool) int {
+	best := -1
+	// pick looks at the rules of list (ascending indexes) from the last, down to best.
+	pick := func(list []int) {
+		for j := len(list) - 1; j >= 0 && list[j] > best; j-- {
+			if rs.rules[list[j]].match(sub, base, isDir) {
+				best = list[j]
+				return
+			}
+		}
+	}
+	if rs.names != nil {
+		pick(rs.names[base])
+	}
+	if rs.exts != nil {
+		if d := strings.LastIndexByte(base, '.'); d >= 0 {
+			pick(rs.exts[base[d:]])
+		}
+	}
+	if rs.exact != nil {
+		pick(rs.exact[sub])
+	}
+	pick(rs.rest)
+	return best
+}
+
+// compileIgnore compiles the lines of ignore files (nil when none is a rule).
+func compileIgnore(lines []string) *ruleSet { return indexRules(parseIgnore(lines)) }
+
+// parseIgnore parses the lines of ignore files. Lines that are not valid patterns are
 // left out.
-func compileIgnore(lines []string) []ignoreRule {
+func parseIgnore(lines []string) []ignoreRule {
 	var rules []ignoreRule
 	for _, line := range lines {
 		line = strings.TrimRight(line, "\r")
@@ -138,7 +214,7 @@ func compileIgnore(lines []string) []ignoreRule {
 			case line[len(line)-1] == '*' && !strings.ContainsAny(line[:len(line)-1], "*?[\\"):
 				r.kind, r.s = rulePrefix, line[:len(line)-1]
 			default:
-				r.kind, r.s = ruleBaseGlob, line
+				r.kind, r.s, r.need = ruleBaseGlob, line, GlobLiteral(line)
 			}
 		case strings.HasPrefix(line, "**/") && !strings.Contains(line[3:], "/"):
 			// "**/x" is "x" at any depth.
@@ -149,7 +225,7 @@ func compileIgnore(lines []string) []ignoreRule {
 			if r.dirOnly {
 				again += "/"
 			}
-			rules = append(rules, compileIgnore([]string{again})...)
+			rules = append(rules, parseIgnore([]string{again})...)
 			continue
 		default:
 			// A slash at the start or in the middle anchors the pattern to the folder.
@@ -157,7 +233,7 @@ func compileIgnore(lines []string) []ignoreRule {
 			if !meta {
 				r.kind, r.s = ruleExact, p
 			} else {
-				r.kind, r.s = rulePathGlob, p
+				r.kind, r.s, r.need = rulePathGlob, p, GlobLiteral(p)
 			}
 		}
 		rules = append(rules, r)
@@ -165,8 +241,57 @@ func compileIgnore(lines []string) []ignoreRule {
 	return rules
 }
 
+// GlobLiteral returns the longest run of plain characters in a doublestar glob (an escaped
+// character is plain), outside brackets and braces and without a slash (a slash by "**"
+// may match nothing): every path the glob matches contains it, so a path without it need
+// not be matched. A glob that is not valid UTF-8 or holds U+FFFD gives "" (doublestar
+// reads invalid bytes in a name as U+FFFD).
+func GlobLiteral(glob string) string {
+	if !utf8.ValidString(glob) || strings.ContainsRune(glob, utf8.RuneError) {
+		return ""
+	}
+	var best string
+	var run []byte
+	depth := 0
+	for i := 0; i <= len(glob); i++ {
+		if i < len(glob) && glob[i] == '\\' && i+1 < len(glob) {
+			i++
+			run = append(run, glob[i])
+			continue
+		}
+		if i < len(glob) && !strings.ContainsRune("*?[]{},/\\", rune(glob[i])) {
+			run = append(run, glob[i])
+			continue
+		}
+		if depth == 0 && len(run) > len(best) {
+			best = string(run)
+		}
+		run = run[:0]
+		switch {
+		case i == len(glob):
+		case glob[i] == '[':
+			// A class ends at the next ']', unless that is its first character or a
+			// backslash comes before it: then give up rather than guess.
+			j := i + 1
+			if j < len(glob) && (glob[j] == '!' || glob[j] == '^') {
+				j++
+			}
+			k := strings.IndexByte(glob[j:], ']')
+			if k <= 0 || strings.IndexByte(glob[j:j+k], '\\') >= 0 {
+				return ""
+			}
+			i = j + k
+		case glob[i] == '{':
+			depth++
+		case glob[i] == '}':
+			depth = max(0, depth-1)
+		}
+	}
+	return best
+}
+
 // overrideIgnore is loadIgnore of the folder dirRel with the files given in files.
-func overrideIgnore(dirfd int, dirRel string, files map[string][]byte) []ignoreRule {
+func overrideIgnore(dirfd int, dirRel string, files map[string][]byte) *ruleSet {
 	var lines []string
 	for _, n := range ignoreFiles {
 		key := n
@@ -203,7 +328,7 @@ const MaxIgnoreFileBytes = 1 << 20
 // loadIgnore reads the ignore files of the open folder dirfd (only those in names, when
 // names is not nil), or returns nil if it has none. Like git, it reads only regular files
 // and follows no symbolic link.
-func loadIgnore(dirfd int, names map[string]bool) []ignoreRule {
+func loadIgnore(dirfd int, names map[string]bool) *ruleSet {
 	var lines []string
 	for _, n := range ignoreFiles {
 		if names != nil && !names[n] {
@@ -267,14 +392,20 @@ type Options struct {
 
 // Entry is one file (or folder) the walk found.
 type Entry struct {
-	Abs, Rel string // Rel is relative to the walk root, slash-separated
-	Dir      bool
-	Link     bool // a symbolic link (only with Options.Links)
+	Rel  string // relative to the walk root, slash-separated
+	Dir  bool
+	Link bool // a symbolic link (only with Options.Links)
 	// dirfd is the open folder holding the entry (valid while visit runs) and name the
 	// entry's name in it: opening by them cannot be led elsewhere by a swapped folder.
-	dirfd int
-	name  string
+	// dirAbs is that folder's absolute path.
+	dirfd  int
+	name   string
+	dirAbs string
 }
+
+// Abs is the entry's absolute path (made when asked for: most entries of a search are
+// never shown).
+func (e *Entry) Abs() string { return e.dirAbs + string(filepath.Separator) + e.name }
 
 // Open opens the entry, a file, for reading: without following a symlink put in its place
 // since it was listed, and only if it is (still) a regular file. st is its fstat.
@@ -386,7 +517,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 			}
 		}
 		if names != nil {
-			if rs := loadIgnore(fd, names); len(rs) > 0 {
+			if rs := loadIgnore(fd, names); rs != nil {
 				strip := ""
 				if it.rel != "" {
 					strip = it.rel + "/"
@@ -404,7 +535,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		}
 		if t&fs.ModeSymlink != 0 {
 			if o.Links && (rules == nil || !rules.ignored(rel, false)) && (o.Skip == nil || !o.Skip(rel, false)) {
-				visit(Entry{Abs: dirAbs + string(filepath.Separator) + name, Rel: rel, Link: true, dirfd: fd, name: name})
+				visit(Entry{Rel: rel, Link: true, dirfd: fd, name: name, dirAbs: dirAbs})
 			}
 			continue
 		}
@@ -418,10 +549,9 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		if o.Skip != nil && o.Skip(rel, isDir) {
 			continue
 		}
-		abs := dirAbs + string(filepath.Separator) + name
 		if isDir {
 			if o.Dirs {
-				visit(Entry{Abs: abs, Rel: rel, Dir: true, dirfd: fd, name: name})
+				visit(Entry{Rel: rel, Dir: true, dirfd: fd, name: name, dirAbs: dirAbs})
 			}
 			q.push(dirItem{rel: rel, rules: rules})
 			continue
@@ -429,7 +559,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		if !t.IsRegular() {
 			continue
 		}
-		visit(Entry{Abs: abs, Rel: rel, dirfd: fd, name: name})
+		visit(Entry{Rel: rel, dirfd: fd, name: name, dirAbs: dirAbs})
 		if ctx.Err() != nil {
 			return
 		}
@@ -448,7 +578,7 @@ func ancestorRules(ws, root string) *ignoreRules {
 	dir := ws
 	for i := range parts {
 		if fd, err := fspath.Open(dir, unix.O_PATH|unix.O_DIRECTORY); err == nil {
-			if rs := loadIgnore(fd, nil); len(rs) > 0 {
+			if rs := loadIgnore(fd, nil); rs != nil {
 				rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
 			}
 			unix.Close(fd)
@@ -533,7 +663,7 @@ func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
 			if files != nil {
 				rs = overrideIgnore(fd, dirRel, files)
 			}
-			if len(rs) > 0 {
+			if rs != nil {
 				strip := ""
 				if dirRel != "" {
 					strip = dirRel + "/"

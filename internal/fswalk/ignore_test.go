@@ -8,6 +8,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/bmatcuk/doublestar/v4"
 	ignore "github.com/sabhiram/go-gitignore"
 )
 
@@ -118,4 +119,149 @@ func TestIgnoredAgreesWithWalk(t *testing.T) {
 			t.Errorf("%s: Ignored = %v, but the walk visited it: %v", p, got, seen[p])
 		}
 	}
+}
+
+func TestGlobLiteral(t *testing.T) {
+	for glob, want := range map[string]string{
+		"*.asn1.[ch]":              ".asn1.",
+		"*.c.[012]*.*":             ".c.",
+		"**/generated/**":          "generated",
+		"arch/*/include/generated": "generated",
+		"a[bcdefgh]z":              "a",
+		"x{long,alt}y":             "x",
+		"\\#*#":                    "#",
+		"a\\*b*":                   "a*b",
+		"[\\]abc]xy":               "",
+		"*":                        "",
+		"docs/*.md":                "docs",
+		"[}00]":                    "",
+		"[]ab]cd":                  "",
+		"[!x]yz":                   "yz",
+	} {
+		if got := GlobLiteral(glob); got != want {
+			t.Errorf("GlobLiteral(%q) = %q, want %q", glob, got, want)
+		}
+	}
+}
+
+// lastLinear is ruleSet.last the plain way: every rule from the last, no index and no
+// literal prefilter.
+func lastLinear(rules []ignoreRule, sub, base string, isDir bool) int {
+	for i := len(rules) - 1; i >= 0; i-- {
+		r := rules[i]
+		if r.dirOnly && !isDir {
+			continue
+		}
+		var ok bool
+		switch r.kind {
+		case ruleName:
+			ok = base == r.s
+		case ruleSuffix:
+			ok = strings.HasSuffix(base, r.s)
+		case rulePrefix:
+			ok = strings.HasPrefix(base, r.s)
+		case ruleBaseGlob:
+			ok = doublestar.MatchUnvalidated(r.s, base)
+		case ruleExact:
+			ok = sub == r.s
+		default:
+			ok = doublestar.MatchUnvalidated(r.s, sub)
+		}
+		if ok {
+			return i
+		}
+	}
+	return -1
+}
+
+// kernelIgnore is the root .gitignore of Linux 6.1 (its rules, without comments), with a
+// few re-includes and folder rules added.
+const kernelIgnore = `.*
+*.a
+*.asn1.[ch]
+*.bin
+*.bz2
+*.c.[012]*.*
+*.dtb.S
+*.gz
+*.ko
+*.lex.c
+*.mod.c
+*.o
+*.o.*
+*.so.dbg
+*.tab.[ch]
+*.tar
+Module.symvers
+modules.order
+/linux
+/vmlinux
+/*.spec
+/include/config/
+/arch/*/include/generated/
+patches-*
+tags
+cscope.*
+*~
+\#*#
+sphinx_*/
+!.gitignore
+!keep.o
+build/
+!/arch/x86/include/generated/
+**/gen/**
+src/**/tmp`
+
+// TestRuleSetAgreesWithLinear: the indexed rules pick the same last rule as trying every
+// rule in turn, on paths that hit each kind of rule.
+func TestRuleSetAgreesWithLinear(t *testing.T) {
+	rs := compileIgnore(strings.Split(kernelIgnore, "\n"))
+	for _, p := range []string{
+		".gitignore", ".mailmap", "a.o", "x/keep.o", "keep.o", "x.mod.c", "y.c", "y.lex.c", "q.asn1.c", "q.asn1.h",
+		"q.asn1.x", "main.c.0r.x", "m.o.cmd", "linux", "x/linux", "vmlinux", "kernel.spec", "x/kernel.spec",
+		"include/config", "arch/arm/include/generated", "arch/x86/include/generated", "patches-1", "tags",
+		"cscope.out", "f~", "#f#", "sphinx_x", "build", "gen", "a/gen/b", "src/tmp", "src/a/b/tmp", "t.tar",
+		"s.so.dbg", "a.dtb.S", "Module.symvers", "README", "",
+	} {
+		base := p[strings.LastIndexByte(p, '/')+1:]
+		for _, dir := range []bool{false, true} {
+			if got, want := rs.last(p, base, dir), lastLinear(rs.rules, p, base, dir); got != want {
+				t.Errorf("%q (dir %v): rule %d, want %d", p, dir, got, want)
+			}
+		}
+	}
+}
+
+// FuzzRuleSet compares the indexed rules with trying every rule, on any ignore file and path.
+func FuzzRuleSet(f *testing.F) {
+	f.Add(kernelIgnore, "arch/x86/include/generated", true)
+	f.Add("*.o\n!keep.o\n", "src/keep.o", false)
+	f.Add("*.tar.gz\n*.gz\n!a.tar.gz", "x/a.tar.gz", false)
+	f.Add("/a/**/b\n**/c/**\n[x-z]*.q", "a/x/y/b", true)
+	f.Fuzz(func(t *testing.T, lines, p string, dir bool) {
+		rs := compileIgnore(strings.Split(lines, "\n"))
+		if rs == nil {
+			return
+		}
+		base := p[strings.LastIndexByte(p, '/')+1:]
+		if got, want := rs.last(p, base, dir), lastLinear(rs.rules, p, base, dir); got != want {
+			t.Errorf("%q (dir %v): rule %d, want %d", p, dir, got, want)
+		}
+	})
+}
+
+// FuzzGlobLiteral: every path a glob matches holds the glob's literal.
+func FuzzGlobLiteral(f *testing.F) {
+	f.Add("**/include/**/*.h", "arch/x86/include/asm/io.h")
+	f.Add("\\#*#", "#x#")
+	f.Add("[!x]yz{a,b}", "qyza")
+	f.Add("a\\*b*", "a*bc")
+	f.Fuzz(func(t *testing.T, glob, p string) {
+		if !doublestar.ValidatePattern(glob) {
+			return
+		}
+		if lit := GlobLiteral(glob); doublestar.MatchUnvalidated(glob, p) && !strings.Contains(p, lit) {
+			t.Errorf("%q matches %q, which does not hold %q", glob, p, lit)
+		}
+	})
 }

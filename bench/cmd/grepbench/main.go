@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"runtime/pprof"
 	"time"
 
@@ -33,6 +34,9 @@ func main() {
 	new := flag.String("new", "", "edit: newString")
 	size := flag.Int64("size", 1<<30, "gen: bytes to write")
 	cpuprofile := flag.String("cpuprofile", "", "write a CPU profile here")
+	memprofile := flag.String("memprofile", "", "write an allocation profile here (every allocation sampled)")
+	limit := flag.Int("limit", 0, "grep, glob: the tools' SearchLimit (0: the default)")
+	print := flag.Bool("print", false, "grep, glob: print the tool's output after the count")
 	flag.Parse()
 	if *cpuprofile != "" {
 		f, err := os.Create(*cpuprofile)
@@ -41,6 +45,17 @@ func main() {
 		}
 		pprof.StartCPUProfile(f)
 		defer pprof.StopCPUProfile()
+	}
+	if *memprofile != "" {
+		runtime.MemProfileRate = 1
+		defer func() {
+			f, err := os.Create(*memprofile)
+			if err != nil {
+				fail(err)
+			}
+			pprof.Lookup("allocs").WriteTo(f, 0)
+			f.Close()
+		}()
 	}
 	ws, err := filepath.Abs(*root)
 	if err == nil {
@@ -55,7 +70,7 @@ func main() {
 		return
 	}
 	tools := map[string]*registry.Tool{}
-	for _, t := range builtin.Tools(nil) {
+	for _, t := range builtin.Tools(&builtin.Options{SearchLimit: *limit}) {
 		tools[t.ID] = t
 	}
 	call := &registry.Call{
@@ -78,9 +93,17 @@ func main() {
 		if *include != "" {
 			args["include"] = *include
 		}
-		fmt.Println(run("grep", args).Metadata["matches"])
+		res := run("grep", args)
+		fmt.Println(res.Metadata["matches"])
+		if *print {
+			fmt.Println(res.Output)
+		}
 	case "glob":
-		fmt.Println(run("glob", map[string]any{"pattern": *pattern}).Metadata["count"])
+		res := run("glob", map[string]any{"pattern": *pattern})
+		fmt.Println(res.Metadata["count"])
+		if *print {
+			fmt.Println(res.Output)
+		}
 	case "read":
 		// offset is the line to start at (the script counts the lines with wc -l); every
 		// read after the first in one process goes through the line index.
