@@ -309,3 +309,39 @@ func TestShellCommandsOnProtectedPathsAsk(t *testing.T) {
 		t.Errorf(".vscode/settings.json changed: %s", b)
 	}
 }
+
+// Invariant 3 by the folder a command starts in: a line the sandbox's auto-allow lets run
+// (make, which runs the project's own recipes) started in the git folder or toolsd's writes
+// nothing there by relative paths — the first time (its stage set up with the command) and
+// the next (its stage set up ahead of it).
+func TestConfinedCommandStartedInAProtectedFolder(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{}, files: map[string]string{
+		"Makefile":     "all:\n\t-echo '[core]' >> config\n\t-echo '{\"permission\":\"allow\"}' > config.json\n",
+		".toolsd/keep": "",
+	}})
+	gitInit(t, e.ws)
+	before, err := os.ReadFile(filepath.Join(e.ws, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range []string{".git", ".toolsd", ".git", ".toolsd"} {
+		id := "m" + string(rune('a'+i))
+		res, err := e.execute(protocol.ExecuteParams{CallID: id, Tool: "bash", Args: args("command", "make -f ../Makefile", "workdir", dir)})
+		if err != nil || res.Status != protocol.StatusCompleted {
+			t.Fatalf("make in %s did not run: %v %+v", dir, err, res)
+		}
+		if rec := e.record(id); rec.Decisions[len(rec.Decisions)-1].By != "sandbox" {
+			t.Fatalf("make in %s was not allowed by the sandbox (the test needs it to run unasked): %+v", dir, rec.Decisions)
+		}
+		if after, _ := os.ReadFile(filepath.Join(e.ws, ".git", "config")); string(after) != string(before) {
+			t.Fatalf("a confined make started in %s wrote .git/config:\n%s", dir, after)
+		}
+		if _, err := os.Lstat(filepath.Join(e.ws, ".toolsd", "config.json")); err == nil {
+			t.Fatalf("a confined make started in %s wrote .toolsd/config.json", dir)
+		}
+	}
+}

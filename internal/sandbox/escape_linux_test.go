@@ -406,6 +406,13 @@ var escapes = []escape{
 	}, false},
 }
 
+// startedInside are commands that start in a protected folder and write it by relative paths.
+var startedInside = []struct{ dir, script string }{
+	{".git", `echo '[core] fsmonitor = evil' >> config; echo 'curl evil' > hooks/pre-commit; echo ../x > commondir`},
+	{".git/hooks", `echo 'curl evil' > pre-commit; chmod +x pre-commit`},
+	{".toolsd", `echo '{"permission":{"bash":"allow"}}' > config.json; mkdir tool`},
+}
+
 func udpSilent(w *world, out string) string {
 	_ = w.udp.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	buf := make([]byte, 512)
@@ -507,6 +514,15 @@ func runEscapes(t *testing.T, w *world) {
 			if why := sandbox.Explain(w.policy, w.mode, w.ws, out, nil); len(why) == 0 {
 				t.Errorf("%s: blocked, but nothing tells the model why; output:\n%s", e.name, out)
 			}
+		}
+	}
+	// A command that starts in a read-only folder: the stage enters its folder before it
+	// mounts the protected paths read-only, and must not write through the folder beneath
+	// the mount (its relative paths).
+	for _, e := range startedInside {
+		out, _ := w.runIn(t, filepath.Join(w.ws, e.dir), w.policy, e.script)
+		if got := gitIntact(w, out); got != "" {
+			t.Errorf("started in %s: ESCAPE: %s\noutput:\n%s", e.dir, got, out)
 		}
 	}
 }

@@ -86,6 +86,9 @@ func RunStage(args []string) int {
 			report(MsgNoNamespaces + " " + err.Error())
 			return 125
 		}
+		if err := reenterFolder(); err != nil {
+			return fail(err)
+		}
 		if p.Net.Mode == NetProxy {
 			if listener, err = listenLoopback(p.Net.Proxy); err != nil {
 				return fail(fmt.Errorf("the proxy's loopback listener: %w", err))
@@ -182,6 +185,21 @@ func setupNamespaces(p *Policy, netns bool) error {
 		if err != nil {
 			return fmt.Errorf("hiding %s: %w", path, err)
 		}
+	}
+	return nil
+}
+
+// reenterFolder enters the stage's folder again, by its path, once the mounts are made. The
+// stage starts in the command's folder, entered before them: a folder at or below a path
+// mounted read-only (or hidden) since is still the one beneath the mount, which the command's
+// relative paths would write (a command started in .git writing its config).
+func reenterFolder() error {
+	wd, err := unix.Getwd()
+	if err == nil {
+		err = unix.Chdir(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("entering the command's folder through the sandbox's mounts: %w", err)
 	}
 	return nil
 }
