@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -236,7 +237,7 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
 			return
 		}
-		if p.takeGrant(session, a) {
+		if p.ownCall(a) && p.takeGrant(session, a) {
 			// The person allowed exactly this a moment ago, on the agent's permission
 			// request for the tool call that now writes or runs it through toolsd.
 			reply := protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyOnce, Message: "allowed once in the editor on the agent's permission request for this call"}
@@ -277,7 +278,7 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 	case r.Outcome.OptionID == "once":
 		reply.Reply = protocol.ReplyOnce
 		if pd != nil {
-			p.addGrant(session, a)
+			p.addGrant(pd, a)
 		}
 	case r.Outcome.OptionID == "always":
 		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeSession
@@ -293,8 +294,11 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 // A grant is a person's "once" for an agent's permission request: ACP agents then carry the
 // call out through the client methods toolsd serves (fs/write_text_file, terminal/create),
 // whose own request is the same (permission and patterns) and is not asked twice. Each
-// grant is used once, in its session.
-type grant struct{ session, key string }
+// grant is used once, in its session, by one of those methods' calls, and only while the
+// agent's tool call it was given for runs: once the agent says it ended (an agent that ran
+// the call itself, as claude-agent-acp runs its Bash), or its session is cancelled, the
+// grant is gone, and "once" did not become "once more, later".
+type grant struct{ session, callID, key string }
 
 // maxGrants bounds the grants not yet used; the oldest go first.
 const maxGrants = 64
@@ -303,13 +307,13 @@ func grantKey(a protocol.AskedParams) string {
 	return a.Permission + "\x00" + strings.Join(a.Patterns, "\x00")
 }
 
-func (p *proxy) addGrant(session string, a protocol.AskedParams) {
+func (p *proxy) addGrant(pd *pend, a protocol.AskedParams) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.grants) >= maxGrants {
 		p.grants = p.grants[1:]
 	}
-	p.grants = append(p.grants, grant{session, grantKey(a)})
+	p.grants = append(p.grants, grant{pd.session, pd.callID, grantKey(a)})
 }
 
 func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
@@ -323,6 +327,22 @@ func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
 		}
 	}
 	return false
+}
+
+// dropGrants forgets the grants given for the agent's tool call callID in session (every
+// grant of the session when callID is "").
+func (p *proxy) dropGrants(session, callID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.grants = slices.DeleteFunc(p.grants, func(g grant) bool {
+		return g.session == session && (callID == "" || g.callID == callID)
+	})
+}
+
+// ownCall reports whether a is the ask of a call the proxy made itself for a client method
+// it serves (callID), not one of toolsd mcp's.
+func (p *proxy) ownCall(a protocol.AskedParams) bool {
+	return strings.HasPrefix(a.CallID, "acp-"+p.labelBase+"-") && !strings.HasPrefix(a.SessionID, "acp-")
 }
 
 // reject answers an ask that cannot be shown.
@@ -357,6 +377,7 @@ func (p *proxy) cancelSession(params json.RawMessage) {
 		}
 	}
 	p.mu.Unlock()
+	p.dropGrants(c.SessionID, "")
 	for _, pd := range cancelled {
 		p.answer(pd, map[string]any{"outcome": outcome{Outcome: "cancelled"}})
 		pd.cancel()

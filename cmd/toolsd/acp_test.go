@@ -646,3 +646,89 @@ func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
 		})
 	}
 }
+
+// A person's "once" on an agent's permission request allows one call: an agent that carried
+// the call out itself (claude-agent-acp runs its Bash itself) cannot later run the same
+// command through toolsd's terminal, or a file write through toolsd's fs, unasked. The
+// grant that spares the person a second ask lasts only while the tool call it was given for
+// runs.
+func TestACPOnceIsOnce(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ctx := e.ctx
+	ed, _, _, ag, _ := startRelayACP(t, e)
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	ag.next()
+	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
+	ed.next()
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	ag.next()
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	update := func(v map[string]any) {
+		t.Helper()
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1", "update": v}})
+		ed.next()
+	}
+
+	// The person allows the agent's mkdir once; the agent runs it itself and says it ended.
+	mark := e.d.Mark()
+	ag.send(askPermission(100, "tc-1", "mkdir made"))
+	_, m := ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "once"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "yes" {
+			t.Fatalf("the request allowed once: %s %s", k, opt)
+		}
+	}
+	update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "tc-1", "title": "mkdir made", "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": "mkdir made"}})
+	update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "tc-1", "status": "completed"})
+	if _, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "tc-1" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("the agent's call did not end in the record: %v", err)
+	}
+
+	// Later, the same command through toolsd's terminal: the person is asked again (and
+	// refuses), and it does not run.
+	ag.send(rpcReq(200, "terminal/create", map[string]any{"sessionId": "sess1", "command": "mkdir", "args": []string{"made"}}))
+	_, m = ag.next()
+	tid, _ := m["result"].(map[string]any)["terminalId"].(string)
+	if tid == "" {
+		t.Fatalf("terminal/create: %v", m)
+	}
+	ag.send(rpcReq(201, "terminal/wait_for_exit", map[string]any{"sessionId": "sess1", "terminalId": tid}))
+	asked := false
+	for waiting := true; waiting; {
+		select {
+		case line, ok := <-ed.in:
+			if !ok {
+				t.Fatal("the editor's stream ended")
+			}
+			var m map[string]any
+			_ = json.Unmarshal(line, &m)
+			if m["method"] == "session/request_permission" {
+				asked = true
+				ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+			}
+		case line, ok := <-ag.in:
+			if !ok {
+				t.Fatal("the agent's stream ended")
+			}
+			var m map[string]any
+			_ = json.Unmarshal(line, &m)
+			waiting = m["id"] != float64(201)
+		case <-ctx.Done():
+			t.Fatal("the terminal did not end")
+		}
+	}
+	if !asked {
+		t.Error("the terminal ran the command the person allowed once, for a call that had ended, without asking")
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "made")); err == nil {
+		t.Error("the command ran a second time on one \"once\"")
+	}
+}
