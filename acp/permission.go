@@ -237,7 +237,7 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 			p.reject(a, "toolsd acp: the editor has opened no session to show this request in")
 			return
 		}
-		if p.ownCall(a) && p.takeGrant(session, a) {
+		if p.takeGrant(session, a) {
 			// The person allowed exactly this a moment ago, on the agent's permission
 			// request for the tool call that now writes or runs it through toolsd.
 			reply := protocol.ReplyParams{ID: a.ID, Reply: protocol.ReplyOnce, Message: "allowed once in the editor on the agent's permission request for this call"}
@@ -292,12 +292,12 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 }
 
 // A grant is a person's "once" for an agent's permission request: ACP agents then carry the
-// call out through the client methods toolsd serves (fs/write_text_file, terminal/create),
-// whose own request is the same (permission and patterns) and is not asked twice. Each
-// grant is used once, in its session, by one of those methods' calls, and only while the
-// agent's tool call it was given for runs: once the agent says it ended (an agent that ran
-// the call itself, as claude-agent-acp runs its Bash), or its session is cancelled, the
-// grant is gone, and "once" did not become "once more, later".
+// call out through the client methods toolsd serves (fs/write_text_file, terminal/create) or
+// toolsd's MCP tools, whose own request is the same (permission and patterns) and is not
+// asked twice. Each grant is used once, in its session, and only while the agent's tool call
+// it was given for runs: once the agent says it ended (an agent that ran the call itself, as
+// claude-agent-acp runs its Bash), or its session is cancelled, the grant is gone, and
+// "once" did not become "once more, later".
 type grant struct{ session, callID, key string }
 
 // maxGrants bounds the grants not yet used; the oldest go first.
@@ -337,12 +337,6 @@ func (p *proxy) dropGrants(session, callID string) {
 	p.grants = slices.DeleteFunc(p.grants, func(g grant) bool {
 		return g.session == session && (callID == "" || g.callID == callID)
 	})
-}
-
-// ownCall reports whether a is the ask of a call the proxy made itself for a client method
-// it serves (callID), not one of toolsd mcp's.
-func (p *proxy) ownCall(a protocol.AskedParams) bool {
-	return strings.HasPrefix(a.CallID, "acp-"+p.labelBase+"-") && !strings.HasPrefix(a.SessionID, "acp-")
 }
 
 // reject answers an ask that cannot be shown.

@@ -649,9 +649,9 @@ func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
 
 // A person's "once" on an agent's permission request allows one call: an agent that carried
 // the call out itself (claude-agent-acp runs its Bash itself) cannot later run the same
-// command through toolsd's terminal, or a file write through toolsd's fs, unasked. The
-// grant that spares the person a second ask lasts only while the tool call it was given for
-// runs.
+// command unasked, neither through toolsd's MCP tools (what its model can do alone) nor
+// through toolsd's terminal. The grant that spares the person a second ask lasts only while
+// the tool call it was given for runs.
 func TestACPOnceIsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
 	ctx := e.ctx
@@ -661,7 +661,17 @@ func TestACPOnceIsOnce(t *testing.T) {
 	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
 	ed.next()
 	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
-	ag.next()
+	_, m := ag.next()
+	var server struct {
+		Command string   `json:"command"`
+		Args    []string `json:"args"`
+	}
+	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("session/new as the agent sees it: %v", m)
+	}
+	b, _ := json.Marshal(servers[0])
+	_ = json.Unmarshal(b, &server)
 	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
 	ed.next()
 	update := func(v map[string]any) {
@@ -673,7 +683,7 @@ func TestACPOnceIsOnce(t *testing.T) {
 	// The person allows the agent's mkdir once; the agent runs it itself and says it ended.
 	mark := e.d.Mark()
 	ag.send(askPermission(100, "tc-1", "mkdir made"))
-	_, m := ed.next()
+	_, m = ed.next()
 	if m["method"] != "session/request_permission" {
 		t.Fatalf("the editor should be asked, got %v", m)
 	}
@@ -692,8 +702,49 @@ func TestACPOnceIsOnce(t *testing.T) {
 		t.Fatalf("the agent's call did not end in the record: %v", err)
 	}
 
-	// Later, the same command through toolsd's terminal: the person is asked again (and
-	// refuses), and it does not run.
+	// askedUntil answers reject to every permission request the editor gets until done
+	// closes, and reports whether there was one.
+	askedUntil := func(done <-chan struct{}) bool {
+		t.Helper()
+		asked := false
+		for {
+			select {
+			case line, ok := <-ed.in:
+				if !ok {
+					t.Fatal("the editor's stream ended")
+				}
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["method"] == "session/request_permission" {
+					asked = true
+					ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+				}
+			case <-done:
+				return asked
+			case <-ctx.Done():
+				t.Fatal("the call did not end")
+			}
+		}
+	}
+
+	// Later, the model runs the same command through toolsd's MCP bash: asked again.
+	cmd := exec.Command(server.Command, server.Args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
+	}
+	defer cs.Close()
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "mkdir made"}})
+	}()
+	if !askedUntil(done) {
+		t.Error("toolsd mcp ran the command the person allowed once, for a call that had ended, without asking")
+	}
+
+	// And through toolsd's terminal: asked again.
 	ag.send(rpcReq(200, "terminal/create", map[string]any{"sessionId": "sess1", "command": "mkdir", "args": []string{"made"}}))
 	_, m = ag.next()
 	tid, _ := m["result"].(map[string]any)["terminalId"].(string)
@@ -701,31 +752,17 @@ func TestACPOnceIsOnce(t *testing.T) {
 		t.Fatalf("terminal/create: %v", m)
 	}
 	ag.send(rpcReq(201, "terminal/wait_for_exit", map[string]any{"sessionId": "sess1", "terminalId": tid}))
-	asked := false
-	for waiting := true; waiting; {
-		select {
-		case line, ok := <-ed.in:
-			if !ok {
-				t.Fatal("the editor's stream ended")
-			}
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for line := range ag.in {
 			var m map[string]any
-			_ = json.Unmarshal(line, &m)
-			if m["method"] == "session/request_permission" {
-				asked = true
-				ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+			if json.Unmarshal(line, &m) == nil && m["id"] == float64(201) {
+				return
 			}
-		case line, ok := <-ag.in:
-			if !ok {
-				t.Fatal("the agent's stream ended")
-			}
-			var m map[string]any
-			_ = json.Unmarshal(line, &m)
-			waiting = m["id"] != float64(201)
-		case <-ctx.Done():
-			t.Fatal("the terminal did not end")
 		}
-	}
-	if !asked {
+	}()
+	if !askedUntil(exited) {
 		t.Error("the terminal ran the command the person allowed once, for a call that had ended, without asking")
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "made")); err == nil {
