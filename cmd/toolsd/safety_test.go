@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/toolsd/toolsd/internal/sandbox"
@@ -342,6 +343,43 @@ func TestConfinedCommandStartedInAProtectedFolder(t *testing.T) {
 		}
 		if _, err := os.Lstat(filepath.Join(e.ws, ".toolsd", "config.json")); err == nil {
 			t.Fatalf("a confined make started in %s wrote .toolsd/config.json", dir)
+		}
+	}
+}
+
+// Invariant 3 by what a confined command holds: a descriptor the daemon inherited without
+// close-on-exec (an editor that leaks one) reaches no confined command, the first of a kind
+// or the next (set up ahead), so a file outside the workspace cannot be written through it.
+func TestConfinedCommandGetsNoInheritedDescriptor(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(victim, syscall.O_WRONLY|syscall.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const leaked = 201
+	if err := syscall.Dup3(fd, leaked, 0); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Close(fd)
+	// make runs the project's recipe unasked (the sandbox's auto-allow): what it runs, the
+	// workspace decides.
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{}, files: map[string]string{"Makefile": "SHELL := /bin/bash\na b:\n\t-echo pwned >&201\n"}})
+	_ = syscall.Close(leaked) // the daemon has it
+	for i, target := range []string{"a", "b"} {
+		id := "e" + string(rune('a'+i))
+		res, err := e.execute(protocol.ExecuteParams{CallID: id, Tool: "bash", Args: args("command", "make "+target)})
+		if err != nil || res.Status != protocol.StatusCompleted {
+			t.Fatalf("make did not run: %v %+v", err, res)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "original\n" {
+			t.Fatalf("a confined command wrote a file outside the workspace through a descriptor the daemon inherited: %q", b)
 		}
 	}
 }

@@ -568,3 +568,42 @@ func TestCannotConfineDoesNotRun(t *testing.T) {
 		t.Errorf("the error does not say what is wrong: %q", out)
 	}
 }
+
+// TestInheritedDescriptorsDoNotReachTheTool: a descriptor the daemon inherited without
+// close-on-exec (from the editor that started it, say) is open in every process it starts;
+// Landlock governs what a process opens, not what it holds, so a confined command must not
+// get it: writing a file outside the workspace through it would be a way out. Both for a
+// stage set up with its command and for one set up ahead of it.
+func TestInheritedDescriptorsDoNotReachTheTool(t *testing.T) {
+	if runtime.GOOS != "linux" || !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	proc.SetWarm(true)
+	t.Cleanup(func() { proc.SetWarm(false) })
+	for _, landlockOnly := range []bool{false, true} {
+		t.Run(modeName(landlockOnly), func(t *testing.T) {
+			w := newWorld(t, os.Getuid(), landlockOnly, "")
+			// As an editor leaks one: open without close-on-exec, at a number of its own.
+			fd, err := syscall.Open(filepath.Join(w.out, "victim"), syscall.O_WRONLY|syscall.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const leaked = 201
+			if err := syscall.Dup3(fd, leaked, 0); err != nil {
+				t.Fatal(err)
+			}
+			_ = syscall.Close(fd)
+			defer syscall.Close(leaked)
+			before := proc.WarmRuns()
+			for i := range 3 {
+				out, _ := w.run(t, `echo pwned >&201; ls /proc/self/fd | tr '\n' ' '`)
+				if got := victimIntact(w, out); got != "" {
+					t.Fatalf("run %d: ESCAPE through an inherited descriptor: %s\noutput:\n%s", i, got, out)
+				}
+			}
+			if proc.WarmRuns() == before {
+				t.Log("no command ran through a guard started ahead")
+			}
+		})
+	}
+}

@@ -123,6 +123,9 @@ func RunStage(args []string) int {
 			return 127
 		}
 	}
+	if err := closeInherited(); err != nil {
+		return fail(err)
+	}
 	env := os.Environ()
 	env = append(env, p.Env...)
 	if p.Net.Mode == NetProxy {
@@ -202,6 +205,16 @@ func reenterFolder() error {
 		return fmt.Errorf("entering the command's folder through the sandbox's mounts: %w", err)
 	}
 	return nil
+}
+
+// closeInherited marks every descriptor but the standard streams and the handshake (which
+// the stage closes itself) close-on-exec: the tool gets nothing the daemon or the guard
+// inherited without the flag (closeOnExecFrom says why).
+func closeInherited() error {
+	if unix.CloseRange(handshakeFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	return closeOnExecFrom(handshakeFD + 1) // before Linux 5.11
 }
 
 // readOnlyBind mounts path over itself, read-only, keeping the flags of the mount it is on
