@@ -13,6 +13,7 @@ import (
 
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // The end-to-end tests of issue 24's classes 1 to 3 (docs/security.md): the layers must not
@@ -364,7 +365,7 @@ func TestConfinedCommandGetsNoInheritedDescriptor(t *testing.T) {
 		t.Fatal(err)
 	}
 	const leaked = 201
-	if err := syscall.Dup3(fd, leaked, 0); err != nil {
+	if err := unix.Dup2(fd, leaked); err != nil {
 		t.Fatal(err)
 	}
 	_ = syscall.Close(fd)
