@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -767,5 +768,52 @@ func TestACPOnceIsOnce(t *testing.T) {
 	}
 	if _, err := os.Stat(filepath.Join(e.ws, "made")); err == nil {
 		t.Error("the command ran a second time on one \"once\"")
+	}
+}
+
+// An agent's whole process tree is stopped when the editor leaves: a child the agent left
+// behind (holding the agent's stdout, as a background process does) neither outlives toolsd
+// acp nor keeps it from exiting.
+func TestACPStopsTheAgentsTree(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	ed, stdin, exited := startACP(t, e, nil, "sh", "-c", `sleep 600 & echo $! > "$0"; exec cat >/dev/null`, pidFile)
+	_ = ed
+	var pid int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(pidFile)
+		if _, serr := fmt.Sscan(string(b), &pid); err == nil && serr == nil && pid > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start its child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	alive := func() bool {
+		// A zombie (killed, its parent gone, not yet reaped by init) counts as ended.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return syscall.Kill(pid, 0) == nil
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	t.Cleanup(func() {
+		if alive() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	_ = stdin.Close()
+	select {
+	case <-exited.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("toolsd acp did not exit after its editor left: the agent's child holds its stdout")
+	}
+	for end := time.Now().Add(5 * time.Second); alive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the agent's child outlived toolsd acp")
+		}
 	}
 }
