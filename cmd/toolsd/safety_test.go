@@ -4,12 +4,15 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
@@ -381,6 +384,64 @@ func TestConfinedCommandGetsNoInheritedDescriptor(t *testing.T) {
 		}
 		if b, _ := os.ReadFile(victim); string(b) != "original\n" {
 			t.Fatalf("a confined command wrote a file outside the workspace through a descriptor the daemon inherited: %q", b)
+		}
+	}
+}
+
+// The sandbox × guards started ahead × settings: a confined command runs under the policy it
+// was decided and recorded with, never under the older, looser one a guard was started
+// ahead with. The person hides a folder a command just read; from the first command whose
+// record says the folder is hidden, the folder's secret cannot be read.
+func TestConfinedCommandRunsUnderThePolicyOnRecord(t *testing.T) {
+	needSandbox(t)
+	cfg := t.TempDir()
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.MkdirAll(private, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "SECRET-5c1d"
+	if err := os.WriteFile(filepath.Join(private, "key"), []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{noAsk: true, env: []string{"XDG_CONFIG_HOME=" + cfg},
+		options: map[string]any{"permission": map[string]any{"bash": map[string]any{"cat *": "allow"}, "external_directory": "allow"}}})
+	// run reads the secret and says whether its policy hid the folder.
+	run := func(i int) (string, bool) {
+		t.Helper()
+		res, err := e.execute(protocol.ExecuteParams{CallID: fmt.Sprintf("r%d", i), Tool: "bash",
+			Args: args("command", fmt.Sprintf("cat %s/key /dev/null%s", private, strings.Repeat(" /dev/null", i)))})
+		if err != nil || res.Status != protocol.StatusCompleted && !strings.Contains(res.Output, "exit code") {
+			t.Fatalf("cat did not run: %v %+v", err, res)
+		}
+		var meta struct {
+			Sandbox sandbox.Summary `json:"sandbox"`
+		}
+		_ = json.Unmarshal(res.Metadata, &meta)
+		if !meta.Sandbox.Confined {
+			t.Fatalf("the command did not run confined: %s", res.Metadata)
+		}
+		return res.Output, slices.Contains(meta.Sandbox.Hidden, private)
+	}
+	if out, hidden := run(0); hidden || !strings.Contains(out, secret) {
+		t.Fatalf("before the setting, the folder should be readable: hidden %v, %q", hidden, out)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg, "toolsd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "toolsd", "config.json"), []byte(`{"sandbox":{"deny":["`+private+`"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Until the settings file's watcher has read it (a command is the probe).
+	for i, deadline := 1, time.Now().Add(30*time.Second); ; i++ {
+		out, hidden := run(i)
+		if hidden {
+			if strings.Contains(out, secret) {
+				t.Fatalf("a command whose policy hides %s read its secret:\n%s", private, out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the setting never took effect")
 		}
 	}
 }
