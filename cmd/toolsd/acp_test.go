@@ -817,3 +817,82 @@ func TestACPStopsTheAgentsTree(t *testing.T) {
 		}
 	}
 }
+
+// fs/read_text_file is decided where the path really leads: a link in the workspace to a
+// file outside, a path through "..", /proc/self/root and /proc/self/cwd all ask about the
+// file outside (the person refuses here), and its text never reaches the agent.
+func TestACPReadsDecidedWhereTheyLead(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{"permission": map[string]any{"read": "allow"}}, files: map[string]string{"in.txt": "inside\n"}})
+	outside := t.TempDir()
+	const secret = "SECRET-0a7e"
+	if err := os.WriteFile(filepath.Join(outside, "key"), []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "key"), filepath.Join(e.ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ed, _, _, ag, _ := startRelayACP(t, e)
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	ag.next()
+	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
+	ed.next()
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	ag.next()
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	rel, err := filepath.Rel(e.ws, filepath.Join(outside, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, err := os.Getwd() // toolsd acp's (startACP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromCwd, err := filepath.Rel(cwd, filepath.Join(outside, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(id int, path string) (content string, asked bool) {
+		t.Helper()
+		ag.send(rpcReq(id, "fs/read_text_file", map[string]any{"sessionId": "sess1", "path": path}))
+		for {
+			select {
+			case line := <-ed.in:
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["method"] == "session/request_permission" {
+					asked = true
+					ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+				}
+			case line := <-ag.in:
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["id"] != float64(id) {
+					continue
+				}
+				r, _ := m["result"].(map[string]any)
+				c, _ := r["content"].(string)
+				return c, asked
+			case <-e.ctx.Done():
+				t.Fatalf("no answer to the read of %s", path)
+			}
+		}
+	}
+	if c, asked := read(10, filepath.Join(e.ws, "in.txt")); c != "inside\n" || asked {
+		t.Fatalf("a read in the workspace: %q asked %v", c, asked)
+	}
+	for i, p := range []string{
+		filepath.Join(e.ws, "link"),
+		filepath.Join(e.ws, rel),
+		"/proc/self/root" + filepath.Join(outside, "key"),
+		"/proc/self/cwd/" + fromCwd,
+	} {
+		c, asked := read(20+i, p)
+		if strings.Contains(c, secret) {
+			t.Errorf("%s: the agent read the file outside the workspace", p)
+		}
+		if !asked {
+			t.Errorf("%s: the person was not asked about the file outside", p)
+		}
+	}
+}
