@@ -147,6 +147,48 @@ func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exi
 	return ed, stdin, exited, newACPPeer(t, "the agent", conn, conn), conn
 }
 
+// mcpCommand is the toolsd mcp command toolsd acp adds to a session.
+type mcpCommand struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// connect starts the toolsd mcp as the agent starts it, as an MCP client; it ends with the test.
+func (server mcpCommand) connect(t *testing.T, e *env) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(server.Command, server.Args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(e.ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// openRelaySession starts toolsd acp with the test as its editor and its agent, both at ACP
+// v1, and opens the session sess1 in the workspace: the agent sees toolsd mcp alone among
+// its servers, which it returns.
+func openRelaySession(t *testing.T, e *env) (ed, ag *acpPeer, server mcpCommand) {
+	t.Helper()
+	ed, _, _, ag, _ = startRelayACP(t, e)
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	ag.next()
+	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
+	ed.next()
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	_, m := ag.next()
+	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("session/new as the agent sees it: %v", m)
+	}
+	b, _ := json.Marshal(servers[0])
+	_ = json.Unmarshal(b, &server)
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	return ed, ag, server
+}
+
 // acpExit is toolsd acp's exit: done closes when it has exited, with err.
 type acpExit struct {
 	done chan struct{}
@@ -466,25 +508,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 	e := newEnv(t, envOpts{options: agentRules})
 	ctx := e.ctx
 	mark := e.d.Mark()
-	ed, _, _, ag, _ := startRelayACP(t, e)
-	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
-	ag.next()
-	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
-	ed.next()
-	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
-	_, m := ag.next()
-	var server struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
-	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
-	if len(servers) != 1 {
-		t.Fatalf("session/new as the agent sees it: %v", m)
-	}
-	b, _ := json.Marshal(servers[0])
-	_ = json.Unmarshal(b, &server)
-	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
-	ed.next()
+	ed, ag, server := openRelaySession(t, e)
 	// seen: what the VS Code window shows.
 	seenAsks := func() []string {
 		var list protocol.ListAsksResult
@@ -499,13 +523,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 	}
 
 	// The toolsd mcp, started as the agent starts it, makes a call that asks.
-	cmd := exec.Command(server.Command, server.Args...)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
-	}
-	defer cs.Close()
+	cs := server.connect(t, e)
 	done := make(chan string, 1)
 	go func() {
 		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "make from-mcp"}})
@@ -515,7 +533,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 		}
 		done <- text(r)
 	}()
-	_, m = ed.next()
+	_, m := ed.next()
 	p, _ := m["params"].(map[string]any)
 	tc, _ := p["toolCall"].(map[string]any)
 	id, _ := tc["toolCallId"].(string)
@@ -656,25 +674,7 @@ func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
 func TestACPOnceIsOnce(t *testing.T) {
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
 	ctx := e.ctx
-	ed, _, _, ag, _ := startRelayACP(t, e)
-	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
-	ag.next()
-	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
-	ed.next()
-	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
-	_, m := ag.next()
-	var server struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
-	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
-	if len(servers) != 1 {
-		t.Fatalf("session/new as the agent sees it: %v", m)
-	}
-	b, _ := json.Marshal(servers[0])
-	_ = json.Unmarshal(b, &server)
-	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
-	ed.next()
+	ed, ag, server := openRelaySession(t, e)
 	update := func(v map[string]any) {
 		t.Helper()
 		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1", "update": v}})
@@ -684,7 +684,7 @@ func TestACPOnceIsOnce(t *testing.T) {
 	// The person allows the agent's mkdir once; the agent runs it itself and says it ended.
 	mark := e.d.Mark()
 	ag.send(askPermission(100, "tc-1", "mkdir made"))
-	_, m = ed.next()
+	_, m := ed.next()
 	if m["method"] != "session/request_permission" {
 		t.Fatalf("the editor should be asked, got %v", m)
 	}
@@ -729,13 +729,7 @@ func TestACPOnceIsOnce(t *testing.T) {
 	}
 
 	// Later, the model runs the same command through toolsd's MCP bash: asked again.
-	cmd := exec.Command(server.Command, server.Args...)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
-	}
-	defer cs.Close()
+	cs := server.connect(t, e)
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
@@ -831,15 +825,7 @@ func TestACPReadsDecidedWhereTheyLead(t *testing.T) {
 	if err := os.Symlink(filepath.Join(outside, "key"), filepath.Join(e.ws, "link")); err != nil {
 		t.Fatal(err)
 	}
-	ed, _, _, ag, _ := startRelayACP(t, e)
-	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
-	ag.next()
-	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
-	ed.next()
-	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
-	ag.next()
-	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
-	ed.next()
+	ed, ag, _ := openRelaySession(t, e)
 	rel, err := filepath.Rel(e.ws, filepath.Join(outside, "key"))
 	if err != nil {
 		t.Fatal(err)
