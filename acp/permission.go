@@ -256,6 +256,11 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		params = map[string]any{}
 	}
 	params["options"] = askOptions
+	if len(a.Always) == 0 {
+		// Nothing this ask may remember (a protected path, a line toolsd cannot read): no
+		// "always" is offered, as in every editor.
+		params["options"] = []option{askOptions[0], askOptions[3]}
+	}
 	resp, ok := p.ask(ctx, "session/request_permission", params)
 	if !ok {
 		return

@@ -882,3 +882,29 @@ func TestACPReadsDecidedWhereTheyLead(t *testing.T) {
 		}
 	}
 }
+
+// An ask about a protected path offers no "always" in an ACP editor either (docs/security.md,
+// invariant 4): the agent's request to write .vscode/settings.json is shown with toolsd's
+// once and reject alone.
+func TestACPProtectedAskOffersNoAlways(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{"permission": map[string]any{"edit": "allow"}}})
+	ed, ag, _ := openRelaySession(t, e)
+	ag.send(rpcReq(100, "session/request_permission", map[string]any{"sessionId": "sess1",
+		"toolCall": map[string]any{"toolCallId": "tc-w", "title": "Write settings", "kind": "edit", "status": "pending",
+			"rawInput": map[string]any{"file_path": filepath.Join(e.ws, ".vscode", "settings.json"), "content": "{}"}},
+		"options": acpOptions}))
+	_, m := ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	opts, _ := json.Marshal(m["params"].(map[string]any)["options"])
+	if strings.Contains(string(opts), "allow_always") || !strings.Contains(string(opts), `"optionId":"once"`) {
+		t.Errorf("the ask about a protected path offers %s", opts)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "no" {
+			t.Fatalf("rejected: %s %s", k, opt)
+		}
+	}
+}
