@@ -771,8 +771,7 @@ func TestACPOnceIsOnce(t *testing.T) {
 func TestACPStopsTheAgentsTree(t *testing.T) {
 	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
 	pidFile := filepath.Join(t.TempDir(), "child.pid")
-	ed, stdin, exited := startACP(t, e, nil, "sh", "-c", `sleep 600 & echo $! > "$0"; exec cat >/dev/null`, pidFile)
-	_ = ed
+	_, stdin, exited := startACP(t, e, nil, "sh", "-c", `sleep 600 & echo $! > "$0"; exec cat >/dev/null`, pidFile)
 	var pid int
 	deadline := time.Now().Add(20 * time.Second)
 	for {
