@@ -333,6 +333,143 @@ func TestOtherUserRefused(t *testing.T) {
 	}
 }
 
+// A client that gives the owner its standard streams, handed over (Linux and macOS) or
+// relayed (as every client on Windows, which cannot hand them over; here forced): the owner
+// serves the protocol on them, what the client read before attaching (the prefix) comes
+// first, and the session's exit code comes back — 0 after shutdown and exit, 1 when the
+// client's input ends without them, MCP's end of input is a clean end — and an owner that
+// goes away is told apart from a session's end. Both ways give the same answers.
+func TestClientStreams(t *testing.T) {
+	for _, relayed := range []bool{false, true} {
+		t.Run(map[bool]string{false: "handed over", true: "relayed"}[relayed], func(t *testing.T) {
+			testClientStreams(t, relayed)
+		})
+	}
+}
+
+func testClientStreams(t *testing.T, relayed bool) {
+	o := startOwner(t)
+	frame := func(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+	initialize := func(o *testOwner) string {
+		return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceFolder":%q}}`, o.folder))
+	}
+	type ended struct {
+		code int
+		ok   bool
+	}
+	// attach starts a client on pipes, saying hello h with prefix; it returns the client's
+	// stdin (to write to), its stdout (to read), and its Wait's result.
+	attach := func(o *testOwner, h Hello, prefix string) (io.WriteCloser, *bufio.Reader, chan ended) {
+		inR, inW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		outR, outW, err := os.Pipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = inR.Close(); _ = inW.Close(); _ = outR.Close(); _ = outW.Close() })
+		c, err := Dial(DialOptions{Paths: o.paths, Hello: h, Timeout: 10 * time.Second,
+			Streams: [2]*os.File{inR, outW}, Prefix: []byte(prefix), relay: relayed})
+		if err != nil {
+			t.Fatal(err)
+		}
+		done := make(chan ended, 1)
+		if h.PID == 0 { // a client that dies at once
+			_ = c.Close()
+			return inW, nil, done
+		}
+		go func() {
+			defer c.Close()
+			code, ok := c.Wait()
+			done <- ended{code, ok}
+		}()
+		return inW, bufio.NewReader(outR), done
+	}
+	toolsd := Hello{Proto: ProtoToolsd, PID: os.Getpid()}
+	// response reads the next frame of the client's output and checks it answers id.
+	response := func(r *bufio.Reader, id int) {
+		t.Helper()
+		n := 0
+		for {
+			line, err := r.ReadString('\n')
+			if err != nil {
+				t.Fatalf("reading a response header: %v", err)
+			}
+			if line == "\r\n" {
+				break
+			}
+			_, _ = fmt.Sscanf(line, "Content-Length: %d", &n)
+		}
+		body := make([]byte, n)
+		if _, err := io.ReadFull(r, body); err != nil {
+			t.Fatal(err)
+		}
+		checkResult(t, body, id)
+	}
+	wait := func(done chan ended, want ended) {
+		t.Helper()
+		select {
+		case got := <-done:
+			if got != want {
+				t.Fatalf("the client ended with %+v, want %+v", got, want)
+			}
+		case <-time.After(30 * time.Second):
+			t.Fatal("the client did not end")
+		}
+	}
+
+	// Shutdown and exit: 0.
+	in, out, done := attach(o, toolsd, initialize(o))
+	response(out, 1) // the prefix's initialize
+	_, _ = io.WriteString(in, frame(`{"jsonrpc":"2.0","id":2,"method":"tools/resolve","params":{"sessionID":"s"}}`))
+	response(out, 2)
+	_, _ = io.WriteString(in, frame(`{"jsonrpc":"2.0","id":3,"method":"shutdown"}`)+frame(`{"jsonrpc":"2.0","method":"exit"}`))
+	response(out, 3)
+	wait(done, ended{0, true})
+
+	// The client's input ends without them: 1, and the session is over.
+	in, out, done = attach(o, toolsd, initialize(o))
+	response(out, 1)
+	_ = in.Close()
+	wait(done, ended{1, true})
+
+	// MCP (newline-delimited JSON): a call, then the end of input, which ends it cleanly.
+	in, out, done = attach(o, Hello{Proto: ProtoMCP, PID: os.Getpid()}, "")
+	_, _ = io.WriteString(in, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}`+"\n")
+	line, err := out.ReadBytes('\n')
+	if err != nil {
+		t.Fatal(err)
+	}
+	checkResult(t, line, 1)
+	_ = in.Close()
+	wait(done, ended{0, true})
+
+	// A client dies: its session ends, and the owner, left with no client, exits after its
+	// grace.
+	attach(o, Hello{Proto: ProtoToolsd}, initialize(o))
+	o.waitExit()
+
+	// The owner goes away mid-session: not ok.
+	o = startOwner(t)
+	_, out, done = attach(o, toolsd, initialize(o))
+	response(out, 1)
+	o.cancel()
+	wait(done, ended{1, false})
+}
+
+// checkResult checks that a JSON-RPC message is the result of request id.
+func checkResult(t *testing.T, msg []byte, id int) {
+	t.Helper()
+	var m struct {
+		ID     int             `json:"id"`
+		Result json.RawMessage `json:"result"`
+	}
+	if err := json.Unmarshal(msg, &m); err != nil || m.ID != id || m.Result == nil {
+		t.Fatalf("not the result of request %d: %s", id, msg)
+	}
+}
+
 // The runtime folder must be ours and private.
 func TestRuntimeDirChecks(t *testing.T) {
 	base := t.TempDir()

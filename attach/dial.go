@@ -34,6 +34,9 @@ type DialOptions struct {
 	// through this process); Prefix is input already read from the first of them.
 	Streams [2]*os.File
 	Prefix  []byte
+
+	// relay relays Streams even where they could be handed over (tests of the relay).
+	relay bool
 }
 
 // Conn is a connection to a workspace's owner, after the hello.
@@ -41,15 +44,20 @@ type Conn struct {
 	*net.UnixConn
 	r       *bufio.Reader
 	Welcome Welcome
+	relayed [2]*os.File // the client's streams, when Wait copies them
 }
 
 // Read reads what the owner sent (through what the welcome's reader buffered).
 func (c *Conn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// Wait, for a client that handed its streams to the owner, waits until the owner has
+// Wait, for a client that gave its streams to the owner, waits until the owner has
 // finished serving them and returns the exit code it names; ok is false when the owner went
-// away without saying (it crashed or was killed).
+// away without saying (it crashed or was killed). Relayed streams it copies meanwhile (see
+// relay).
 func (c *Conn) Wait() (code int, ok bool) {
+	if c.relayed[0] != nil {
+		return relay(c.UnixConn, c.r, c.relayed[0], c.relayed[1])
+	}
 	var e End
 	if err := readLine(c.r, &e); err != nil {
 		return 1, false
@@ -99,9 +107,15 @@ func try(o DialOptions, deadline time.Time) (*Conn, error) {
 	_ = uc.SetDeadline(deadline)
 	h := o.Hello
 	var rights []byte
+	var relayed [2]*os.File
 	if o.Streams[0] != nil {
-		h.Streams, h.Prefix = true, len(o.Prefix)
-		rights = unixRights(o.Streams[0], o.Streams[1])
+		h.Prefix = len(o.Prefix)
+		if o.relay {
+			h.Relay, relayed = true, o.Streams
+		} else {
+			h.Streams = true
+			rights = unixRights(o.Streams[0], o.Streams[1])
+		}
 	}
 	line, err := json.Marshal(h)
 	if err != nil {
@@ -129,7 +143,7 @@ func try(o DialOptions, deadline time.Time) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %s", errRefused, w.Error)
 	}
 	_ = uc.SetDeadline(time.Time{})
-	return &Conn{UnixConn: uc, r: br, Welcome: w}, nil
+	return &Conn{UnixConn: uc, r: br, Welcome: w, relayed: relayed}, nil
 }
 
 // start starts an owner and waits until it is ready, lost the election, or failed (its

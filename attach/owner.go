@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -316,8 +317,8 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 		_ = writeLine(c, Welcome{Error: fmt.Sprintf("unknown protocol %q: say %q or %q", h.Proto, ProtoToolsd, ProtoMCP)})
 		return
 	}
-	if h.Streams != (len(files) == 2) || h.Prefix < 0 || h.Prefix > maxPrefix {
-		_ = writeLine(c, Welcome{Error: fmt.Sprintf("a hello with streams must come with exactly two file descriptors and a prefix of at most %d bytes", maxPrefix)})
+	if h.Streams != (len(files) == 2) || (h.Streams && h.Relay) || h.Prefix < 0 || h.Prefix > maxPrefix {
+		_ = writeLine(c, Welcome{Error: fmt.Sprintf("a hello with streams must come with exactly two file descriptors (and without relay), and a prefix of at most %d bytes", maxPrefix)})
 		return
 	}
 	prefix := make([]byte, h.Prefix)
@@ -357,12 +358,20 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	}
 	log.Debug("client connected", "streams", h.Streams)
 
-	// Where the protocol runs: the client's own streams, or the socket.
+	// Where the protocol runs: the client's own streams, relayed ones, or the socket.
 	var in io.Reader = br
 	var out io.Writer = c
 	closeIO := c.Close
 	ctx := w.ctx
-	if h.Streams {
+	var relayed *frameWriter
+	switch {
+	case h.Relay:
+		relayed = &frameWriter{w: c}
+		in, out = io.MultiReader(bytes.NewReader(prefix), &frameReader{r: br}), relayed
+		// Closing stops the reads only: the end frame still has to go out on c. The
+		// client's own end (its input ended, or it died) ends the reads as well.
+		closeIO = func() error { return c.SetReadDeadline(time.Now()) }
+	case h.Streams:
 		stdin, stdout := files[0], files[1]
 		in, out = io.MultiReader(bytes.NewReader(prefix), stdin), stdout
 		closeIO = func() error { return errors.Join(stdin.Close(), stdout.Close()) }
@@ -398,7 +407,13 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 			code = 1
 		}
 	}
-	if h.Streams {
+	switch {
+	case h.Relay:
+		_ = closeIO()
+		if b, err := json.Marshal(End{Exit: code}); err == nil {
+			_ = relayed.end(b)
+		}
+	case h.Streams:
 		_ = closeIO()
 		_ = writeLine(c, End{Exit: code})
 	}
