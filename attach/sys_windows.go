@@ -177,10 +177,19 @@ func dialOwner(deadline time.Time, pipe string) (net.Conn, error) {
 	if err != nil {
 		return nil, err
 	}
-	me, err := currentUser()
-	if err != nil {
+	if err := checkServer(c, pipe); err != nil {
 		_ = c.Close()
 		return nil, err
+	}
+	return c, nil
+}
+
+// checkServer refuses a pipe whose server process (GetNamedPipeServerProcessId) does not
+// run as our user.
+func checkServer(c net.Conn, pipe string) error {
+	me, err := currentUser()
+	if err != nil {
+		return err
 	}
 	var pid uint32
 	user := ""
@@ -192,10 +201,9 @@ func dialOwner(deadline time.Time, pipe string) (net.Conn, error) {
 		user, err = userOf(pid)
 	}
 	if err != nil || !sameUser(me, user) {
-		_ = c.Close()
-		return nil, fmt.Errorf("attach: the pipe %s is served by process %d of user %q, not by ours (%s): refusing to talk to it (%v)", pipe, pid, user, me, err)
+		return fmt.Errorf("attach: the pipe %s is served by process %d of user %q, not by ours (%s): refusing to talk to it (%v)", pipe, pid, user, me, err)
 	}
-	return c, nil
+	return nil
 }
 
 // canHandOver is false: Windows has no SCM_RIGHTS; a client's streams are relayed.
