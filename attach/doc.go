@@ -141,12 +141,18 @@
 //     link checked by creation times, since Windows keeps a dead parent's pid, which may be
 //     reused.
 //
-// None of this has run on Windows in this repository's CI: it is built and vetted for
-// windows/amd64. The parts that are not system calls — the pipe's name, the SDDL strings, the
+// None of this has run on Windows itself: it is built and vetted for windows/amd64, and its
+// tests (sys_windows_test.go, and the owner's tests in owner_test.go) are the ones to run
+// there. The parts that are not system calls — the pipe's name, the SDDL strings, the
 // identity comparison, the relay's frames and copying, the parent walk — are tested on
-// Linux, the relay end to end against a real owner; the system calls are checked only by
-// reading them. Two limits are known from the documentation rather than tested: a client
-// and an owner of one user at different elevations (an elevated window beside an ordinary
-// one: integrity levels) may not reach or admit each other, and the one refused serves
-// itself; a job that allows no breakaway keeps the owner in it.
+// Linux, the relay end to end against a real owner. Under wine 8 the ready handle, the
+// parent walk, the lock and both identity checks (GetNamedPipeClientProcessId and
+// GetNamedPipeServerProcessId to the token's SID) pass; wine keeps no security descriptor
+// on files, ignores the first-instance rule on pipes and connects clients to go-winio's
+// held-back first instance, so the DACLs, the squatter's refusal and the whole flow end to
+// end are checked on Windows only by reading. Two limits are known from the documentation
+// rather than tested: a client and an owner of one user at different elevations (an
+// elevated window beside an ordinary one: integrity levels) may not reach or admit each
+// other, and the one refused serves itself; a job that allows no breakaway keeps the owner
+// in it.
 package attach
