@@ -147,12 +147,15 @@
 // identity comparison, the relay's frames and copying, the parent walk — are tested on
 // Linux, the relay end to end against a real owner. Under wine 8 the ready handle, the
 // parent walk, the lock and both identity checks (GetNamedPipeClientProcessId and
-// GetNamedPipeServerProcessId to the token's SID) pass; wine keeps no security descriptor
-// on files, ignores the first-instance rule on pipes and connects clients to go-winio's
-// held-back first instance, so the DACLs, the squatter's refusal and the whole flow end to
-// end are checked on Windows only by reading. Two limits are known from the documentation
-// rather than tested: a client and an owner of one user at different elevations (an
-// elevated window beside an ordinary one: integrity levels) may not reach or admit each
-// other, and the one refused serves itself; a job that allows no breakaway keeps the owner
-// in it.
+// GetNamedPipeServerProcessId to the token's SID) pass. Wine connects clients to
+// go-winio's held-back first pipe instance, so no owner test gets past its first dial
+// there; with go-winio's listener swapped for plain CreateNamedPipe instances (a stand-in
+// for that run, not in the repository) the owner's tests pass under wine end to end,
+// relayed streams, 200 clients at once and a client gone mid-ask included. Wine keeps no
+// security descriptor on files and ignores the first-instance rule on pipes, so the DACLs,
+// the squatter's refusal and go-winio's listener are checked only by reading. Two limits are
+// known from the documentation rather than tested: a client and an owner of one user at
+// different elevations (an elevated window beside an ordinary one: integrity levels) may
+// not reach or admit each other, and the one refused serves itself; a job that allows no
+// breakaway keeps the owner in it.
 package attach
