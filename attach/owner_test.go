@@ -60,7 +60,7 @@ func TestMain(m *testing.M) {
 
 // testOwner is an owner running in this process on a fresh folder and runtime folder.
 type testOwner struct {
-	t      *testing.T
+	t      testing.TB
 	folder string
 	paths  Paths
 	log    *syncBuffer
@@ -68,7 +68,7 @@ type testOwner struct {
 	cancel context.CancelFunc
 }
 
-func startOwner(t *testing.T) *testOwner {
+func startOwner(t testing.TB) *testOwner {
 	t.Helper()
 	rt, err := os.MkdirTemp("", "rt")
 	if err != nil {
@@ -331,68 +331,88 @@ func TestClientStreams(t *testing.T) {
 	}
 }
 
+// lspFrame is body with an LSP header.
+func lspFrame(body string) string {
+	return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body)
+}
+
+// ended is how a client's Wait ended.
+type ended struct {
+	code int
+	ok   bool
+}
+
+// attachStreams starts a client of o on pipes, its streams handed over or relayed, saying
+// hello h with prefix; it returns the client's stdin (to write to), its stdout (to read),
+// and its Wait's result. A hello without a pid is a client that dies at once.
+func attachStreams(t testing.TB, o *testOwner, h Hello, prefix string, relayed bool) (io.WriteCloser, *bufio.Reader, chan ended) {
+	t.Helper()
+	inR, inW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	outR, outW, err := os.Pipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = inR.Close(); _ = inW.Close(); _ = outR.Close(); _ = outW.Close() })
+	c, err := Dial(DialOptions{Paths: o.paths, Hello: h, Timeout: 10 * time.Second,
+		Streams: [2]*os.File{inR, outW}, Prefix: []byte(prefix), relay: relayed})
+	if err != nil {
+		t.Fatal(err)
+	}
+	done := make(chan ended, 1)
+	if h.PID == 0 {
+		_ = c.Close()
+		return inW, nil, done
+	}
+	go func() {
+		defer c.Close()
+		code, ok := c.Wait()
+		done <- ended{code, ok}
+	}()
+	return inW, bufio.NewReader(outR), done
+}
+
+// readFrame reads the next LSP frame's body from r.
+func readFrame(t testing.TB, r *bufio.Reader) []byte {
+	t.Helper()
+	n := 0
+	for {
+		line, err := r.ReadString('\n')
+		if err != nil {
+			t.Fatalf("reading a response header: %v", err)
+		}
+		if line == "\r\n" {
+			break
+		}
+		_, _ = fmt.Sscanf(line, "Content-Length: %d", &n)
+	}
+	body := make([]byte, n)
+	if _, err := io.ReadFull(r, body); err != nil {
+		t.Fatal(err)
+	}
+	return body
+}
+
 func testClientStreams(t *testing.T, relayed bool) {
 	if !relayed && !canHandOver {
 		t.Skip("this system cannot hand streams over")
 	}
 	o := startOwner(t)
-	frame := func(body string) string { return fmt.Sprintf("Content-Length: %d\r\n\r\n%s", len(body), body) }
+	frame := lspFrame
 	initialize := func(o *testOwner) string {
 		return frame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceFolder":%q}}`, o.folder))
 	}
-	type ended struct {
-		code int
-		ok   bool
-	}
-	// attach starts a client on pipes, saying hello h with prefix; it returns the client's
-	// stdin (to write to), its stdout (to read), and its Wait's result.
 	attach := func(o *testOwner, h Hello, prefix string) (io.WriteCloser, *bufio.Reader, chan ended) {
-		inR, inW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		outR, outW, err := os.Pipe()
-		if err != nil {
-			t.Fatal(err)
-		}
-		t.Cleanup(func() { _ = inR.Close(); _ = inW.Close(); _ = outR.Close(); _ = outW.Close() })
-		c, err := Dial(DialOptions{Paths: o.paths, Hello: h, Timeout: 10 * time.Second,
-			Streams: [2]*os.File{inR, outW}, Prefix: []byte(prefix), relay: relayed})
-		if err != nil {
-			t.Fatal(err)
-		}
-		done := make(chan ended, 1)
-		if h.PID == 0 { // a client that dies at once
-			_ = c.Close()
-			return inW, nil, done
-		}
-		go func() {
-			defer c.Close()
-			code, ok := c.Wait()
-			done <- ended{code, ok}
-		}()
-		return inW, bufio.NewReader(outR), done
+		t.Helper()
+		return attachStreams(t, o, h, prefix, relayed)
 	}
 	toolsd := Hello{Proto: ProtoToolsd, PID: os.Getpid()}
 	// response reads the next frame of the client's output and checks it answers id.
 	response := func(r *bufio.Reader, id int) {
 		t.Helper()
-		n := 0
-		for {
-			line, err := r.ReadString('\n')
-			if err != nil {
-				t.Fatalf("reading a response header: %v", err)
-			}
-			if line == "\r\n" {
-				break
-			}
-			_, _ = fmt.Sscanf(line, "Content-Length: %d", &n)
-		}
-		body := make([]byte, n)
-		if _, err := io.ReadFull(r, body); err != nil {
-			t.Fatal(err)
-		}
-		checkResult(t, body, id)
+		checkResult(t, readFrame(t, r), id)
 	}
 	wait := func(done chan ended, want ended) {
 		t.Helper()
@@ -445,8 +465,33 @@ func testClientStreams(t *testing.T, relayed bool) {
 	wait(done, ended{1, false})
 }
 
+// A small request's round trip through a client whose streams are handed over, and through
+// one whose streams are relayed (as on Windows): an unknown method, answered with an
+// error, so that the transport is most of what is timed. Run with -count to interleave.
+func BenchmarkClientStreams(b *testing.B) {
+	for _, relayed := range []bool{false, true} {
+		b.Run(map[bool]string{false: "handed over", true: "relayed"}[relayed], func(b *testing.B) {
+			if !relayed && !canHandOver {
+				b.Skip("this system cannot hand streams over")
+			}
+			o := startOwner(b)
+			init := lspFrame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceFolder":%q}}`, o.folder))
+			in, out, _ := attachStreams(b, o, Hello{Proto: ProtoToolsd, PID: os.Getpid()}, init, relayed)
+			checkResult(b, readFrame(b, out), 1)
+			req := []byte(lspFrame(`{"jsonrpc":"2.0","id":2,"method":"bench/nothing"}`))
+			for b.Loop() {
+				if _, err := in.Write(req); err != nil {
+					b.Fatal(err)
+				}
+				readFrame(b, out)
+			}
+			_ = in.Close()
+		})
+	}
+}
+
 // checkResult checks that a JSON-RPC message is the result of request id.
-func checkResult(t *testing.T, msg []byte, id int) {
+func checkResult(t testing.TB, msg []byte, id int) {
 	t.Helper()
 	var m struct {
 		ID     int             `json:"id"`
