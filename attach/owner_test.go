@@ -374,6 +374,21 @@ func attachStreams(t testing.TB, o *testOwner, h Hello, prefix string, relayed b
 	return inW, bufio.NewReader(outR), done
 }
 
+// readReply reads LSP frames from r up to the next reply (one with an id), skipping the
+// notifications sent meanwhile (clients/changed), and returns its body.
+func readReply(t testing.TB, r *bufio.Reader) []byte {
+	t.Helper()
+	for {
+		body := readFrame(t, r)
+		var m struct {
+			ID json.RawMessage `json:"id"`
+		}
+		if json.Unmarshal(body, &m) != nil || m.ID != nil {
+			return body
+		}
+	}
+}
+
 // readFrame reads the next LSP frame's body from r.
 func readFrame(t testing.TB, r *bufio.Reader) []byte {
 	t.Helper()
@@ -412,7 +427,7 @@ func testClientStreams(t *testing.T, relayed bool) {
 	// response reads the next frame of the client's output and checks it answers id.
 	response := func(r *bufio.Reader, id int) {
 		t.Helper()
-		checkResult(t, readFrame(t, r), id)
+		checkResult(t, readReply(t, r), id)
 	}
 	wait := func(done chan ended, want ended) {
 		t.Helper()
@@ -477,13 +492,13 @@ func BenchmarkClientStreams(b *testing.B) {
 			o := startOwner(b)
 			init := lspFrame(fmt.Sprintf(`{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"workspaceFolder":%q}}`, o.folder))
 			in, out, _ := attachStreams(b, o, Hello{Proto: ProtoToolsd, PID: os.Getpid()}, init, relayed)
-			checkResult(b, readFrame(b, out), 1)
+			checkResult(b, readReply(b, out), 1)
 			req := []byte(lspFrame(`{"jsonrpc":"2.0","id":2,"method":"bench/nothing"}`))
 			for b.Loop() {
 				if _, err := in.Write(req); err != nil {
 					b.Fatal(err)
 				}
-				readFrame(b, out)
+				readReply(b, out)
 			}
 			_ = in.Close()
 		})
