@@ -63,11 +63,12 @@
 // end frame) and, from the owner, the session's end with the exit code (an end frame whose
 // payload is the End line) pass on the one connection, which has no half-close. Every
 // lifetime above holds as it is: the forwarder's death ends its connection and so its
-// session, the owner's death ends the connection without an end frame. It should cost about
-// what the byte splice cost before descriptors were handed over (a read through the
-// forwarder took 1.37x a direct one on Linux, docs/architecture.md; the relay itself is not
-// measured, nor anything on Windows); Linux and macOS keep handing them over. Tests run the
-// relay on Linux too, against the same owner.
+// session, the owner's death ends the connection without an end frame. It should cost what
+// the byte splice cost before descriptors were handed over (a read through the forwarder
+// took 1.37x a direct one on Linux, docs/architecture.md; BenchmarkClientStreams compares a
+// relayed client with a handed-over one, both in the test's process; nothing is measured on
+// Windows); Linux and macOS keep handing them over. Tests run the relay on Linux too,
+// against the same owner.
 //
 // # Lifetimes
 //
