@@ -9,7 +9,10 @@
 //   {"id", "write", "content", "ask"?}: fs/write_text_file (after asking permission for the
 //     edit with "ask");
 //   {"id", "run", "args"?, "cwd"?, "limit"?, "kill"?}: terminal/create, kill with "kill",
-//     wait_for_exit, output, release, and output again;
+//     wait_for_exit, output, release, and output again; with "poll": terminal/output
+//     first, every 20 ms until its output contains the "poll" text or it tells an exit
+//     status (for at most 15 s), told as "polled"; then with "release" only release it, with
+//     "leave" leave it running;
 // each of the last three told as a message chunk "result <id> <JSON of the answers>".
 import { Readable, Writable } from "node:stream";
 import { agent, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
@@ -62,12 +65,31 @@ const app = agent({ name: "toolsd-test-acpagent" })
           await report(step.id, t);
           continue;
         }
+        let polled = null;
+        if (step.poll !== undefined) {
+          const deadline = Date.now() + 15000;
+          for (;;) {
+            polled = await call(methods.client.terminal.output, { terminalId: t.terminalId });
+            if (polled.error || polled.exitStatus || polled.output.includes(step.poll) || Date.now() > deadline) break;
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          if (step.leave) {
+            await report(step.id, { polled });
+            continue;
+          }
+          if (step.release) {
+            const released = await call(methods.client.terminal.release, { terminalId: t.terminalId });
+            const after = await call(methods.client.terminal.output, { terminalId: t.terminalId });
+            await report(step.id, { polled, released, after });
+            continue;
+          }
+        }
         const early = step.kill ? await call(methods.client.terminal.kill, { terminalId: t.terminalId }) : null;
         const exit = await call(methods.client.terminal.waitForExit, { terminalId: t.terminalId });
         const out = await call(methods.client.terminal.output, { terminalId: t.terminalId });
         const released = await call(methods.client.terminal.release, { terminalId: t.terminalId });
         const after = await call(methods.client.terminal.output, { terminalId: t.terminalId });
-        await report(step.id, { exit, out, killed: early, released, after });
+        await report(step.id, { polled, exit, out, killed: early, released, after });
         continue;
       }
       const toolCall = { toolCallId: step.id, title: step.command, kind: "execute", status: "pending", rawInput: { command: step.command } };
