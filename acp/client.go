@@ -466,6 +466,7 @@ func (p *proxy) releaseTerminal(ctx context.Context, params json.RawMessage) (an
 		return nil, err
 	}
 	p.stop(ctx, t)
+	p.keepShown(t)
 	p.mu.Lock()
 	delete(p.terminals, t.callID)
 	p.mu.Unlock()

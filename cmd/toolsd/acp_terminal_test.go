@@ -61,8 +61,8 @@ func TestACPTerminalsLive(t *testing.T) {
 	token := func(n int) string { return fmt.Sprintf("600.%d%d", stamp, n) }
 	// "late" is printed 2 s after the start, past the bash tool's default time limit (1 s).
 	steps := []map[string]any{
-		{"id": "long", "run": "sh", "args": []string{"-c", "echo start; sleep 2; echo late; exec sleep " + token(1)}, "poll": "late", "kill": true},
-		{"id": "cut", "run": "sh", "args": []string{"-c", "printf 'ééééé\\n'; exec sleep " + token(2)}, "limit": 4, "poll": "é", "release": true},
+		{"id": "long", "run": "sh", "args": []string{"-c", "echo start; sleep 2; echo late; exec sleep " + token(1)}, "poll": "late", "kill": true, "embed": true},
+		{"id": "cut", "run": "sh", "args": []string{"-c", "printf 'ééééé\\n'; exec sleep " + token(2)}, "limit": 4, "poll": "é", "release": true, "embed": true},
 		{"id": "cancelled", "run": "sh", "args": []string{"-c", "echo up; exec sleep " + token(3)}, "poll": "up", "leave": true},
 	}
 	res, _ := prompt(t, ed, 3, steps, func(string) string { return "reject" })
@@ -97,6 +97,30 @@ func TestACPTerminalsLive(t *testing.T) {
 	}
 	gone(t, token(1), "terminal/kill")
 
+	// The editor is shown the output of a terminal the agent embeds in a tool call (not
+	// its id, which names none of the editor's terminals): so far, then all of it.
+	shown := func(id, status string) string {
+		t.Helper()
+		var u struct {
+			Content []struct {
+				Type    string `json:"type"`
+				Content struct {
+					Text string `json:"text"`
+				} `json:"content"`
+			} `json:"content"`
+		}
+		if err := json.Unmarshal(res["update "+id+" "+status], &u); err != nil || len(u.Content) != 1 || u.Content[0].Type != "content" {
+			t.Fatalf("the editor's %s update of %s: %s", status, id, res["update "+id+" "+status])
+		}
+		return u.Content[0].Content.Text
+	}
+	if got := shown("long", "in_progress"); got != "```\nstart\nlate\n```" {
+		t.Errorf("the running terminal as the editor saw it: %q", got)
+	}
+	if got := shown("long", "completed"); got != "```\nstart\nlate\n```" {
+		t.Errorf("the killed terminal as the editor saw it: %q", got)
+	}
+
 	get("cut")
 	if r.Polled.Output != "é\n" || !r.Polled.Truncated || r.Polled.ExitStatus != nil {
 		t.Errorf("a running command's output cut to 4 bytes: %s", res["cut"])
@@ -105,6 +129,9 @@ func TestACPTerminalsLive(t *testing.T) {
 		t.Errorf("the released terminal: %s", res["cut"])
 	}
 	gone(t, token(2), "terminal/release")
+	if got := shown("cut", "completed"); got != "```\né\n```" {
+		t.Errorf("the released terminal as the editor saw it: %q", got)
+	}
 
 	get("cancelled")
 	if r.Polled.Output != "up\n" || r.Polled.ExitStatus != nil || !running(token(3)) {
