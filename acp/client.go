@@ -400,15 +400,22 @@ func (p *proxy) terminalOutput(ctx context.Context, params json.RawMessage) (any
 		return map[string]any{"output": out, "truncated": cut, "exitStatus": st}, nil
 	default:
 	}
+	now := p.sofar(ctx, t)
+	return map[string]any{"output": now.Output, "truncated": now.Truncated}, nil
+}
+
+// sofar is a running terminal's output so far (calls/output, cut to its limit); the last
+// one read while the daemon has its call not in flight (not there yet, or ended with its
+// result on its way).
+func (p *proxy) sofar(ctx context.Context, t *terminal) protocol.CallsOutputResult {
 	var now protocol.CallsOutputResult
-	err = p.daemon.Call(ctx, protocol.MethodCallsOutput, protocol.CallsOutputParams{SessionID: t.session, CallID: t.callID, MaxBytes: t.limit}, &now)
+	err := p.daemon.Call(ctx, protocol.MethodCallsOutput, protocol.CallsOutputParams{SessionID: t.session, CallID: t.callID, MaxBytes: t.limit}, &now)
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	if err == nil {
 		t.last = now
 	}
-	// Else the call is not in flight: not there yet, or ended with its result on its way.
-	return map[string]any{"output": t.last.Output, "truncated": t.last.Truncated}, nil
+	return t.last
 }
 
 // bashMaxTimeout is the longest time limit the bash tool takes, in milliseconds, as the

@@ -4,8 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"strings"
-
-	"github.com/toolsd/toolsd/protocol"
 )
 
 // An agent may embed a terminal it created in a tool call's content ({"type":"terminal",
@@ -75,15 +73,7 @@ func (p *proxy) terminalText(id string) (string, bool) {
 		return out, true
 	default:
 	}
-	var now protocol.CallsOutputResult
-	if err := p.daemon.Call(p.ctx, protocol.MethodCallsOutput, protocol.CallsOutputParams{SessionID: t.session, CallID: t.callID, MaxBytes: t.limit}, &now); err == nil {
-		t.mu.Lock()
-		t.last = now
-		t.mu.Unlock()
-	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	return t.last.Output, true
+	return p.sofar(p.ctx, t).Output, true
 }
 
 // keepShown keeps a released terminal's output for the updates that embed it later.
