@@ -484,19 +484,18 @@ func (p *proxy) releaseTerminal(ctx context.Context, params json.RawMessage) (an
 // waiting: they stay until released.
 func (p *proxy) stopSession(session string) {
 	p.mu.Lock()
-	var stop []*terminal
+	defer p.mu.Unlock()
+	if p.ending {
+		return // Run is waiting for bg, and the end of the proxy stops them all
+	}
 	for _, t := range p.terminals {
 		if t.session == session {
-			stop = append(stop, t)
+			p.bg.Add(1)
+			go func() {
+				defer p.bg.Done()
+				p.stop(p.ctx, t)
+			}()
 		}
-	}
-	p.mu.Unlock()
-	for _, t := range stop {
-		p.bg.Add(1)
-		go func() {
-			defer p.bg.Done()
-			p.stop(p.ctx, t)
-		}()
 	}
 }
 

@@ -84,6 +84,7 @@ type proxy struct {
 	advertised  bool                 // toolsd offered the agent fs and terminal (ACP v1)
 	version     int                  // the protocol version the agent chose
 	grants      []grant              // the person's once answers to the agent's requests, until used
+	ending      bool                 // Run is stopping: bg takes no more goroutines but its own
 
 	bg sync.WaitGroup // the client methods being served, and their terminals
 }
@@ -124,6 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, pd := range p.pending {
 		pd.cancel()
 	}
+	p.ending = true // no goroutine joins bg from the editor's side now (stopSession)
 	p.mu.Unlock()
 	cancel()
 	p.bg.Wait()
