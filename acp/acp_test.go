@@ -235,3 +235,25 @@ func TestTerminalOutputCut(t *testing.T) {
 		t.Errorf("a killed terminal: %+v", st)
 	}
 }
+
+// A terminal stopped at the bash tool's time limit ended by a signal, as a killed one did.
+func TestTerminalTimedOut(t *testing.T) {
+	tm := &terminal{res: &protocol.ExecuteResult{Status: protocol.StatusCompleted, Output: "x\n[timed out]", Metadata: json.RawMessage(`{"exit":143,"timedOut":true}`)}}
+	if st := tm.status(); st.Signal == nil || *st.Signal != "SIGTERM" || st.ExitCode != nil {
+		t.Errorf("a timed-out terminal: %+v", st)
+	}
+}
+
+// The output shown for an embedded terminal is a code block that no line of it closes.
+func TestCodeBlock(t *testing.T) {
+	for _, c := range []struct{ in, want string }{
+		{"", "```\n```"},
+		{"a\nb", "```\na\nb\n```"},
+		{"x\n```\ny\n", "````\nx\n```\ny\n````"},
+		{"````", "`````\n````\n`````"},
+	} {
+		if got := codeBlock(c.in); got != c.want {
+			t.Errorf("codeBlock(%q) = %q, want %q", c.in, got, c.want)
+		}
+	}
+}

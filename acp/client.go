@@ -10,7 +10,9 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
+	"time"
 	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/agenthook"
@@ -26,8 +28,10 @@ import (
 //     deny as any write; a protected path always asks), its checkpoint (calls/revert), its
 //     record.
 //   - terminal/create runs toolsd's bash tool (tools/execute) in the background: confined by
-//     the sandbox, its permission as the bash tool's own; terminal/output, wait_for_exit,
-//     kill (tools/cancel) and release follow that call.
+//     the sandbox, its permission as the bash tool's own, with the bash tool's longest time
+//     limit (a dev server outlives the default one); terminal/output gives the output so far
+//     (calls/output while it runs), wait_for_exit its end; kill (tools/cancel), release,
+//     session/cancel and the proxy's end stop its process tree.
 //   - fs/read_text_file is decided through the daemon as the read tool's request
 //     (agents/before, the same table as toolsd hook) and recorded; the proxy then reads the
 //     file exactly (the read tool numbers and cuts lines for a model, and ACP wants the
@@ -239,6 +243,9 @@ type terminal struct {
 	done            chan struct{}
 	res             *protocol.ExecuteResult // set before done closes
 	err             error
+
+	mu   sync.Mutex                 // guards last
+	last protocol.CallsOutputResult // the output last read while it ran
 }
 
 // exitStatus is an ACP TerminalExitStatus.
@@ -253,9 +260,14 @@ func (t *terminal) status() exitStatus {
 		return exitStatus{Signal: &sig}
 	}
 	var meta struct {
-		Exit *int `json:"exit"`
+		Exit     *int `json:"exit"`
+		TimedOut bool `json:"timedOut"`
 	}
 	_ = json.Unmarshal(t.res.Metadata, &meta)
+	if meta.TimedOut {
+		sig := "SIGTERM" // stopped at the bash tool's time limit, with its tree
+		return exitStatus{Signal: &sig}
+	}
 	if meta.Exit == nil {
 		one := 1 // refused, or the tool failed before it ran
 		return exitStatus{ExitCode: &one}
@@ -270,23 +282,30 @@ func (t *terminal) output() (string, bool) {
 		return t.err.Error(), false
 	}
 	out, cut := t.res.Output, t.res.Truncated
-	if t.res.Status != protocol.StatusCompleted && out == "" {
+	if t.res.Status == protocol.StatusError && out == "" {
 		out = t.res.Error
 	}
 	if out == "(no output)" {
 		out = ""
 	}
-	if t.limit > 0 && len(out) > t.limit {
-		i := len(out) - t.limit
-		for i < len(out) && !utf8.RuneStart(out[i]) {
-			i++
-		}
-		out, cut = out[i:], true
-	}
-	return out, cut
+	out, c := tail(out, t.limit)
+	return out, cut || c
 }
 
-func (p *proxy) createTerminal(_ context.Context, params json.RawMessage) (any, error) {
+// tail is the end of s within limit bytes (0: no limit), cut forward to a character
+// boundary, and whether it was cut.
+func tail(s string, limit int) (string, bool) {
+	if limit <= 0 || len(s) <= limit {
+		return s, false
+	}
+	i := len(s) - limit
+	for i < len(s) && !utf8.RuneStart(s[i]) {
+		i++
+	}
+	return s[i:], true
+}
+
+func (p *proxy) createTerminal(ctx context.Context, params json.RawMessage) (any, error) {
 	var r struct {
 		SessionID string   `json:"sessionId"`
 		Command   string   `json:"command"`
@@ -313,6 +332,11 @@ func (p *proxy) createTerminal(_ context.Context, params json.RawMessage) (any, 
 	if r.Cwd != "" {
 		args["workdir"] = r.Cwd
 	}
+	// A terminal runs until the agent kills or releases it (a dev server, a watcher), as an
+	// editor's would, within the longest time limit the bash tool allows.
+	if max := p.bashMaxTimeout(ctx, r.SessionID); max > 0 {
+		args["timeout"] = max
+	}
 	t := &terminal{session: r.SessionID, callID: p.callID("terminal"), done: make(chan struct{})}
 	if r.OutputByteLimit != nil && *r.OutputByteLimit > 0 {
 		t.limit = *r.OutputByteLimit
@@ -328,6 +352,15 @@ func (p *proxy) createTerminal(_ context.Context, params json.RawMessage) (any, 
 	go func() {
 		defer p.bg.Done()
 		t.res, t.err = p.execute(p.ctx, t.session, t.callID, "bash", args)
+		if t.err != nil && p.ctx.Err() == nil {
+			// Killed: tools/execute answers a cancelled call with an error, and its
+			// record keeps what it printed.
+			var rec protocol.CallRecord
+			err := p.daemon.Call(p.ctx, protocol.MethodCallsGet, protocol.CallsGetParams{SessionID: t.session, CallID: t.callID}, &rec)
+			if err == nil && rec.Status == protocol.StatusCancelled {
+				t.res, t.err = &protocol.ExecuteResult{Status: rec.Status, Output: rec.Output, Truncated: rec.Truncated, Metadata: rec.Metadata}, nil
+			}
+		}
 		close(t.done)
 	}()
 	return map[string]string{"terminalId": t.callID}, nil
@@ -353,9 +386,9 @@ func (p *proxy) terminalOf(params json.RawMessage) (*terminal, error) {
 	return t, nil
 }
 
-// terminalOutput answers the output so far: toolsd's bash tool gives it at its end, so a
-// running terminal has printed nothing yet as far as the agent can see.
-func (p *proxy) terminalOutput(_ context.Context, params json.RawMessage) (any, error) {
+// terminalOutput answers the output so far: the daemon's calls/output while the command
+// runs, its result once it ended.
+func (p *proxy) terminalOutput(ctx context.Context, params json.RawMessage) (any, error) {
 	t, err := p.terminalOf(params)
 	if err != nil {
 		return nil, err
@@ -366,8 +399,48 @@ func (p *proxy) terminalOutput(_ context.Context, params json.RawMessage) (any, 
 		st := t.status()
 		return map[string]any{"output": out, "truncated": cut, "exitStatus": st}, nil
 	default:
-		return map[string]any{"output": "", "truncated": false}, nil
 	}
+	now := p.sofar(ctx, t)
+	return map[string]any{"output": now.Output, "truncated": now.Truncated}, nil
+}
+
+// sofar is a running terminal's output so far (calls/output, cut to its limit); the last
+// one read while the daemon has its call not in flight (not there yet, or ended with its
+// result on its way).
+func (p *proxy) sofar(ctx context.Context, t *terminal) protocol.CallsOutputResult {
+	var now protocol.CallsOutputResult
+	err := p.daemon.Call(ctx, protocol.MethodCallsOutput, protocol.CallsOutputParams{SessionID: t.session, CallID: t.callID, MaxBytes: t.limit}, &now)
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	if err == nil {
+		t.last = now
+	}
+	return t.last
+}
+
+// bashMaxTimeout is the longest time limit the bash tool takes, in milliseconds, as the
+// workspace's settings make it now (its schema's timeout maximum); 0 when it cannot be
+// told.
+func (p *proxy) bashMaxTimeout(ctx context.Context, session string) int64 {
+	var res protocol.ResolveResult
+	if err := p.daemon.Call(ctx, protocol.MethodToolsResolve, protocol.ResolveParams{SessionID: session, Agent: p.o.AgentID}, &res); err != nil {
+		return 0
+	}
+	for _, tool := range res.Tools {
+		if tool.ID != "bash" {
+			continue
+		}
+		var schema struct {
+			Properties struct {
+				Timeout struct {
+					Maximum int64 `json:"maximum"`
+				} `json:"timeout"`
+			} `json:"properties"`
+		}
+		_ = json.Unmarshal(tool.InputSchema, &schema)
+		return schema.Properties.Timeout.Maximum
+	}
+	return 0
 }
 
 func (p *proxy) waitForExit(ctx context.Context, params json.RawMessage) (any, error) {
@@ -400,10 +473,30 @@ func (p *proxy) releaseTerminal(ctx context.Context, params json.RawMessage) (an
 		return nil, err
 	}
 	p.stop(ctx, t)
+	p.keepShown(t)
 	p.mu.Lock()
 	delete(p.terminals, t.callID)
 	p.mu.Unlock()
 	return nil, nil
+}
+
+// stopSession stops the running terminals of an ACP session (session/cancel), without
+// waiting: they stay until released.
+func (p *proxy) stopSession(session string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if p.ending {
+		return // Run is waiting for bg, and the end of the proxy stops them all
+	}
+	for _, t := range p.terminals {
+		if t.session == session {
+			p.bg.Add(1)
+			go func() {
+				defer p.bg.Done()
+				p.stop(p.ctx, t)
+			}()
+		}
+	}
 }
 
 // stop cancels a terminal's command if it still runs, and waits for its end.
@@ -413,8 +506,23 @@ func (p *proxy) stop(ctx context.Context, t *terminal) {
 		return
 	default:
 	}
-	if err := p.daemon.Call(ctx, protocol.MethodToolsCancel, protocol.CancelParams{SessionID: t.session, CallID: t.callID}, nil); err != nil {
-		p.log.Debug("tools/cancel of a terminal", "terminal", t.callID, "err", err)
+	// The call may not be in flight yet (its tools/execute is still on its way): cancel
+	// until the daemon has found it.
+	for {
+		var res protocol.CancelResult
+		if err := p.daemon.Call(ctx, protocol.MethodToolsCancel, protocol.CancelParams{SessionID: t.session, CallID: t.callID}, &res); err != nil {
+			p.log.Debug("tools/cancel of a terminal", "terminal", t.callID, "err", err)
+		}
+		if res.Cancelled {
+			break
+		}
+		select {
+		case <-t.done:
+			return
+		case <-ctx.Done():
+			return
+		case <-time.After(20 * time.Millisecond):
+		}
 	}
 	select {
 	case <-t.done:

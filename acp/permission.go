@@ -377,6 +377,7 @@ func (p *proxy) cancelSession(params json.RawMessage) {
 	}
 	p.mu.Unlock()
 	p.dropGrants(c.SessionID, "")
+	p.stopSession(c.SessionID)
 	for _, pd := range cancelled {
 		p.answer(pd, map[string]any{"outcome": outcome{Outcome: "cancelled"}})
 		pd.cancel()

@@ -79,10 +79,12 @@ type proxy struct {
 	labelSeq    int
 	seq         int                  // the proxy's own calls (client.go)
 	terminals   map[string]*terminal // by terminalId, until released
+	shown       map[string]string    // the output of released terminals, by terminalId (embed.go)
 	initID      string               // the editor's initialize request, until the agent answers it
 	advertised  bool                 // toolsd offered the agent fs and terminal (ACP v1)
 	version     int                  // the protocol version the agent chose
 	grants      []grant              // the person's once answers to the agent's requests, until used
+	ending      bool                 // Run is stopping: bg takes no more goroutines but its own
 
 	bg sync.WaitGroup // the client methods being served, and their terminals
 }
@@ -98,7 +100,7 @@ func Run(ctx context.Context, o Options) error {
 	p := &proxy{o: o, editor: &writer{w: o.EditorOut}, agent: &writer{w: o.AgentIn}, log: o.Logger, ctx: ctx, cwd: o.Folder,
 		slots: make(chan struct{}, permissionSlots), records: make(chan json.RawMessage, 64),
 		pending: map[string]*pend{}, waiters: map[string]chan *msg{}, calls: map[string]*trackedCall{},
-		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4), terminals: map[string]*terminal{}}
+		labels: map[string]string{}, newLabels: map[string]string{}, labelBase: randomHex(4), terminals: map[string]*terminal{}, shown: map[string]string{}}
 	if o.Daemon != nil {
 		p.daemon = p.connect(ctx)
 		if p.daemon != nil {
@@ -123,6 +125,7 @@ func Run(ctx context.Context, o Options) error {
 	for _, pd := range p.pending {
 		pd.cancel()
 	}
+	p.ending = true // no goroutine joins bg from the editor's side now (stopSession)
 	p.mu.Unlock()
 	cancel()
 	p.bg.Wait()
@@ -269,6 +272,11 @@ func (p *proxy) fromAgent() error {
 		if m.isResponse() {
 			p.sessionCreated(m)
 			p.initialized(m)
+		}
+		if m.Method == "session/update" && p.daemon != nil {
+			if out, params, ok := p.showTerminals(m); ok {
+				line, m.Params = out, params
+			}
 		}
 		if err := p.editor.line(line); err != nil {
 			return err

@@ -30,6 +30,7 @@ const (
 	MethodCallsList       = "calls/list"
 	MethodCallsGet        = "calls/get"
 	MethodOutputsRead     = "outputs/read"
+	MethodCallsOutput     = "calls/output"
 	// Attach: several clients share one daemon per workspace (docs/protocol.md, "Attach").
 	MethodPermissionAnswered = "permission/answered"
 	MethodClientsList        = "clients/list"
@@ -661,4 +662,24 @@ type OutputsReadResult struct {
 	Lines      int    `json:"lines"`
 	TotalLines int    `json:"totalLines"`
 	TotalBytes int64  `json:"totalBytes"`
+}
+
+// CallsOutputParams are the params of calls/output: the output so far of a call in flight.
+type CallsOutputParams struct {
+	CallID    string `json:"callID"`
+	SessionID string `json:"sessionID"`
+	// MaxBytes keeps the last MaxBytes bytes (cut forward to a character boundary); 0: all
+	// the daemon holds.
+	MaxBytes int `json:"maxBytes,omitempty"`
+}
+
+// CallsOutputResult is the result of calls/output.
+type CallsOutputResult struct {
+	// Output is the end of what the call's tool printed so far: all of it while it is within
+	// the output limits, else at least its last half output limit (truncateBytes / 2).
+	Output string `json:"output"`
+	// Bytes is how many bytes the tool printed so far.
+	Bytes int64 `json:"bytes"`
+	// Truncated: Output is not all of it (it starts later than the output's start).
+	Truncated bool `json:"truncated"`
 }

@@ -28,6 +28,19 @@ func (s *server) getCall(_ context.Context, b Backend, p protocol.CallsGetParams
 	return b.GetCall(p)
 }
 
+func (s *server) callOutput(_ context.Context, b Backend, p protocol.CallsOutputParams) (*protocol.CallsOutputResult, error) {
+	if p.CallID == "" || p.SessionID == "" {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: callID and sessionID are required")
+	}
+	if err := checkIDs("callID", p.CallID, "sessionID", p.SessionID); err != nil {
+		return nil, err
+	}
+	if p.MaxBytes < 0 {
+		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: maxBytes must not be negative")
+	}
+	return b.CallOutput(p)
+}
+
 func (s *server) readOutput(_ context.Context, b Backend, p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	if p.OutputID == "" {
 		return nil, jsonrpc2.Errorf(jsonrpc2.InvalidParams, "invalid params: outputID is required")

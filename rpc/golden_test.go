@@ -77,6 +77,7 @@ func TestWireShapes(t *testing.T) {
 			},
 			StartedAt: at, EndedAt: &end, Changes: 2,
 		},
+		"calls_output_result": protocol.CallsOutputResult{Output: "PASS src/parser.test.ts\n", Bytes: 61440, Truncated: true},
 		"outputs_read_result": protocol.OutputsReadResult{Content: "50000\n50001", Offset: 49999, Lines: 2, TotalLines: 100000, TotalBytes: 588895},
 		"changes_result": protocol.CallsChangesResult{
 			Files: []protocol.FileChangeInfo{

@@ -42,6 +42,8 @@ type Backend interface {
 	ListCalls(p protocol.CallsListParams) (*protocol.CallsListResult, error)
 	GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error)
 	ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error)
+	// CallOutput is the output so far of a call in flight (calls/output).
+	CallOutput(p protocol.CallsOutputParams) (*protocol.CallsOutputResult, error)
 	Changes(ctx context.Context, p protocol.CallsChangesParams) (*protocol.CallsChangesResult, error)
 	Revert(ctx context.Context, p protocol.CallsRevertParams) (*protocol.CallsRevertResult, error)
 	StorePath() string
@@ -416,6 +418,7 @@ var handlers = map[string]func(s *server, ctx context.Context, b Backend, params
 	protocol.MethodCallsList:       handler((*server).listCalls),
 	protocol.MethodCallsGet:        handler((*server).getCall),
 	protocol.MethodOutputsRead:     handler((*server).readOutput),
+	protocol.MethodCallsOutput:     handler((*server).callOutput),
 	protocol.MethodCallsChanges:    handler((*server).changes),
 	protocol.MethodCallsRevert:     handler((*server).revert),
 }

@@ -73,6 +73,9 @@ func (f *fakeBackend) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, 
 func (f *fakeBackend) ReadOutput(protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	return nil, nil
 }
+func (f *fakeBackend) CallOutput(protocol.CallsOutputParams) (*protocol.CallsOutputResult, error) {
+	return nil, nil
+}
 func (f *fakeBackend) Changes(context.Context, protocol.CallsChangesParams) (*protocol.CallsChangesResult, error) {
 	return nil, nil
 }

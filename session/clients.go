@@ -486,6 +486,11 @@ func (c *Client) GetCall(p protocol.CallsGetParams) (*protocol.CallRecord, error
 	return c.w.GetCall(p)
 }
 
+// CallOutput implements rpc.Backend.
+func (c *Client) CallOutput(p protocol.CallsOutputParams) (*protocol.CallsOutputResult, error) {
+	return c.w.svc.CallOutput(p)
+}
+
 // ReadOutput implements rpc.Backend.
 func (c *Client) ReadOutput(p protocol.OutputsReadParams) (*protocol.OutputsReadResult, error) {
 	return c.w.ReadOutput(p)

@@ -252,6 +252,7 @@ func (s *Service) run(ctx context.Context, c *callState, p protocol.ExecuteParam
 
 	tr := newTruncator(s.opts.Limits, func() (sink, error) { return s.opts.Store.NewOutput(c.sessionID, c.callID) })
 	w := &lockedWriter{w: tr}
+	c.out.Store(w)
 	call := &registry.Call{
 		SessionID: c.sessionID, MessageID: c.messageID, CallID: c.callID, Agent: c.agent, Model: p.Model, Tool: e.ID,
 		Workspace: s.opts.Workspace,

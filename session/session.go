@@ -17,6 +17,7 @@ import (
 	"encoding/json"
 	"log/slog"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/toolsd/toolsd/audit"
@@ -109,6 +110,7 @@ type callState struct {
 	via                                       *protocol.ClientRef // the connection an agent's call came through (client names the agent); nil: client
 	readOnly                                  bool                // a built-in that changes nothing
 	cancel                                    context.CancelFunc
+	out                                       atomic.Pointer[lockedWriter] // the tool's output while it runs (calls/output); nil before
 
 	mu        sync.Mutex // guards decisions, hookRuns and personAnswered
 	decisions []protocol.Decision

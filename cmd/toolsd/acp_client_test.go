@@ -4,6 +4,7 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -42,7 +43,8 @@ func sdkAgent(t *testing.T, e *env) (*acpPeer, func()) {
 }
 
 // prompt sends the SDK agent its steps and returns what it told of each ("result <id>
-// <JSON>"), answering the permission requests that reach the editor with answer (by the
+// <JSON>"; and each tool call update the editor saw, as "update <toolCallId> <status>"),
+// answering the permission requests that reach the editor with answer (by the
 // tool call's id). The editor must never be sent fs/* or terminal/*: toolsd serves them.
 func prompt(t *testing.T, ed *acpPeer, id int, steps []map[string]any, answer func(toolCallID string) string) (map[string]json.RawMessage, []string) {
 	t.Helper()
@@ -70,6 +72,9 @@ func prompt(t *testing.T, ed *acpPeer, id int, steps []map[string]any, answer fu
 			ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": answer(tcID)}}))
 		case method == "session/update":
 			u, _ := m["params"].(map[string]any)["update"].(map[string]any)
+			if kind := u["sessionUpdate"]; kind == "tool_call" || kind == "tool_call_update" {
+				results[fmt.Sprintf("update %v %v", u["toolCallId"], u["status"])], _ = json.Marshal(u)
+			}
 			if u["sessionUpdate"] != "agent_message_chunk" {
 				continue
 			}

@@ -20,6 +20,7 @@ export const Methods = {
   callsList: 'calls/list',
   callsGet: 'calls/get',
   outputsRead: 'outputs/read',
+  callsOutput: 'calls/output',
   /** Attach: several clients share one daemon per workspace (docs/protocol.md, "Attach"). */
   permissionAnswered: 'permission/answered',
   clientsList: 'clients/list',
@@ -723,6 +724,30 @@ export interface OutputsReadResult {
   lines: number;
   totalLines: number;
   totalBytes: number;
+}
+
+/** CallsOutputParams are the params of calls/output: the output so far of a call in flight. */
+export interface CallsOutputParams {
+  callID: string;
+  sessionID: string;
+  /**
+   * MaxBytes keeps the last MaxBytes bytes (cut forward to a character boundary); 0: all
+   * the daemon holds.
+   */
+  maxBytes?: number;
+}
+
+/** CallsOutputResult is the result of calls/output. */
+export interface CallsOutputResult {
+  /**
+   * Output is the end of what the call's tool printed so far: all of it while it is within
+   * the output limits, else at least its last half output limit (truncateBytes / 2).
+   */
+  output: string;
+  /** Bytes is how many bytes the tool printed so far. */
+  bytes: number;
+  /** Truncated: Output is not all of it (it starts later than the output's start). */
+  truncated: boolean;
 }
 
 /**

@@ -9,7 +9,11 @@
 //   {"id", "write", "content", "ask"?}: fs/write_text_file (after asking permission for the
 //     edit with "ask");
 //   {"id", "run", "args"?, "cwd"?, "limit"?, "kill"?}: terminal/create, kill with "kill",
-//     wait_for_exit, output, release, and output again;
+//     wait_for_exit, output, release, and output again; with "poll": terminal/output
+//     first, every 20 ms until its output contains the "poll" text or it tells an exit
+//     status (for at most 15 s), told as "polled"; then with "release" only release it, with
+//     "leave" leave it running; with "embed": a tool call "<id>" whose content embeds the
+//     terminal, reported in_progress after the poll and completed at its end;
 // each of the last three told as a message chunk "result <id> <JSON of the answers>".
 import { Readable, Writable } from "node:stream";
 import { agent, methods, ndJsonStream, PROTOCOL_VERSION } from "@agentclientprotocol/sdk";
@@ -38,6 +42,11 @@ const app = agent({ name: "toolsd-test-acpagent" })
         return { error: String(e?.message ?? e), code: e?.code ?? null };
       }
     };
+    const embed = (toolCallId, terminalId, status) => client.notify(methods.client.session.update, {
+      sessionId: params.sessionId,
+      update: { sessionUpdate: status === "in_progress" ? "tool_call" : "tool_call_update", toolCallId, title: "Run it", kind: "execute", status,
+        content: [{ type: "terminal", terminalId }] },
+    });
     const ask = (toolCall) => client.request(methods.client.session.requestPermission, { sessionId: params.sessionId, toolCall, options });
     for (const step of JSON.parse(text)) {
       if (step.read !== undefined) {
@@ -62,12 +71,34 @@ const app = agent({ name: "toolsd-test-acpagent" })
           await report(step.id, t);
           continue;
         }
+        let polled = null;
+        if (step.poll !== undefined) {
+          const deadline = Date.now() + 15000;
+          for (;;) {
+            polled = await call(methods.client.terminal.output, { terminalId: t.terminalId });
+            if (polled.error || polled.exitStatus || polled.output.includes(step.poll) || Date.now() > deadline) break;
+            await new Promise((resolve) => setTimeout(resolve, 20));
+          }
+          if (step.embed) await embed(step.id, t.terminalId, "in_progress");
+          if (step.leave) {
+            await report(step.id, { polled });
+            continue;
+          }
+          if (step.release) {
+            const released = await call(methods.client.terminal.release, { terminalId: t.terminalId });
+            const after = await call(methods.client.terminal.output, { terminalId: t.terminalId });
+            if (step.embed) await embed(step.id, t.terminalId, "completed");
+            await report(step.id, { polled, released, after });
+            continue;
+          }
+        }
         const early = step.kill ? await call(methods.client.terminal.kill, { terminalId: t.terminalId }) : null;
         const exit = await call(methods.client.terminal.waitForExit, { terminalId: t.terminalId });
         const out = await call(methods.client.terminal.output, { terminalId: t.terminalId });
+        if (step.embed) await embed(step.id, t.terminalId, "completed");
         const released = await call(methods.client.terminal.release, { terminalId: t.terminalId });
         const after = await call(methods.client.terminal.output, { terminalId: t.terminalId });
-        await report(step.id, { exit, out, killed: early, released, after });
+        await report(step.id, { polled, exit, out, killed: early, released, after });
         continue;
       }
       const toolCall = { toolCallId: step.id, title: step.command, kind: "execute", status: "pending", rawInput: { command: step.command } };
