@@ -5,6 +5,7 @@ import (
 	"os"
 	"path"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -30,8 +31,12 @@ import (
 // does not watch, and end, which returns the git folders and git files created since. ok is
 // false when the journal cannot vouch: the first look is not done, there is no journal
 // (checkpoints without one, the kernel refused it, the workspace is too large to track),
-// or it is broken until the next walk. end is false when it broke meanwhile.
+// or it is broken until the next walk. end is false when it broke meanwhile. Only inotify's
+// journal vouches (Linux): its barrier and its overflow are what the promise rests on.
 func (t *Tracker) Follow() (git, unwatched []string, end func() ([]string, bool), ok bool) {
+	if runtime.GOOS != "linux" {
+		return nil, nil, nil, false
+	}
 	select {
 	case <-t.ready:
 	default:
