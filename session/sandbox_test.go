@@ -339,7 +339,7 @@ func TestSandboxLooksFromTheJournal(t *testing.T) {
 			t.Fatalf("git init: %v %s", err, out)
 		}
 	}
-	w := openAnswering(t, ws)
+	w := openAnswering(t, ws, false)
 	bash := func(command string) string {
 		t.Helper()
 		args, _ := json.Marshal(map[string]any{"command": command})
@@ -379,13 +379,25 @@ func TestSandboxLooksFromTheJournal(t *testing.T) {
 	if n, m := sandbox.Looks(); n != walks+1 || m != journaled {
 		t.Errorf("%d walks of the workspace, %d looks from the journal for a command during which the journal broke: want 1 and 0", n-walks, m-journaled)
 	}
+
+	// Checkpoints off: no journal; the guard looks, walking, and the daemon takes no look.
+	w = openAnswering(t, t.TempDir(), true)
+	walks, journaled = sandbox.Looks()
+	out = bash(`mkdir -p src/x/.git`)
+	if !strings.Contains(out, "src/x/.git") || !strings.Contains(out, "moved it aside") {
+		t.Errorf("with checkpoints off, the git folder made was not moved aside:\n%s", out)
+	}
+	if n, m := sandbox.Looks(); n != walks || m != journaled {
+		t.Errorf("with checkpoints off the daemon took a look (%d walks, %d from a journal): the guard looks", n-walks, m-journaled)
+	}
 }
 
-// openAnswering opens the workspace ws for a client that allows every ask once.
-func openAnswering(t *testing.T, ws string) *Client {
+// openAnswering opens the workspace ws (with checkpoints unless noCheckpoints) for a client
+// that allows every ask once.
+func openAnswering(t *testing.T, ws string, noCheckpoints bool) *Client {
 	t.Helper()
 	a := &answerer{}
-	w, err := Open(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db")},
+	w, err := Open(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), NoCheckpoints: noCheckpoints},
 		ClientOptions{Name: "test", Kind: protocol.ClientEditor, CanAsk: true, Sink: a})
 	if err != nil {
 		t.Fatal(err)
