@@ -2,12 +2,11 @@ package checkpoint
 
 import (
 	"context"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
 	"runtime"
-	"slices"
-	"sort"
 	"strings"
 	"sync"
 
@@ -17,8 +16,8 @@ import (
 // What the sandbox's look at a confined command (internal/sandbox, Watch) learns from the
 // change journal instead of walking the workspace before and after the command: the git
 // folders and git files there are (from every walk of the whole workspace, and from the
-// journal's events since), the folders no walk watched (the ignored ones: the sandbox walks
-// them), and what was created while the command ran (Follow).
+// journal's events since) and what was created while the command ran (Follow). The folders
+// no walk watched (the ignored ones) are walked for them, at both ends.
 //
 // The journal vouches for a folder it watched the whole time: a git folder or git file
 // made or moved into it is an event. A folder created meanwhile is looked into once its
@@ -27,43 +26,44 @@ import (
 // say it cannot vouch, and the sandbox walks.
 
 // Follow starts following what is created in the workspace, for the sandbox (it is
-// sandbox.Journal's method): the git folders and git files the journal knows, the folders it
-// does not watch, and end, which returns the git folders and git files created since. ok is
-// false when the journal cannot vouch: the first look is not done, there is no journal
+// sandbox.Journal's method): the git folders and git files there are, and end, which returns
+// those created since and every one in the folders the journal does not watch (walked at
+// both ends). ok is false when the journal cannot vouch: the first look is not done, there is no journal
 // (checkpoints without one, the kernel refused it, the workspace is too large to track),
 // or it is broken until the next walk. end is false when it broke meanwhile. Only inotify's
 // journal vouches (Linux): its barrier and its overflow are what the promise rests on.
-func (t *Tracker) Follow() (git, unwatched []string, end func() ([]string, bool), ok bool) {
+func (t *Tracker) Follow() (git []string, end func() ([]string, bool), ok bool) {
 	if runtime.GOOS != "linux" {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	select {
 	case <-t.ready:
 	default:
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	j := t.followed.Load()
 	if j == nil {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	return j.follow()
 }
 
 // follower is what the journal noted for one command while it ran.
 type follower struct {
-	gen  int             // the journal's generation when it started: another one cannot vouch
-	git  map[string]bool // git folders and git files created
-	dirs map[string]bool // folders created
+	gen       int             // the journal's generation when it started: another one cannot vouch
+	git       map[string]bool // git folders and git files created
+	dirs      map[string]bool // folders created
+	unwatched []string        // the folders not watched when it started
 }
 
-func (j *journal) follow() (git, unwatched []string, end func() ([]string, bool), ok bool) {
+func (j *journal) follow() (git []string, end func() ([]string, bool), ok bool) {
 	if j.settle() != nil {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	j.mu.Lock()
 	if j.broken != "" || j.w == nil {
 		j.mu.Unlock()
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
 	f := &follower{gen: j.gen, git: map[string]bool{}, dirs: map[string]bool{}}
 	j.followers[f] = struct{}{}
@@ -72,27 +72,29 @@ func (j *journal) follow() (git, unwatched []string, end func() ([]string, bool)
 	j.mu.Unlock()
 	found := j.lookInto(pending)
 	j.mu.Lock()
-	defer j.mu.Unlock()
 	for _, r := range found {
 		j.git[r] = true
 	}
 	if j.w == nil || j.gen != f.gen {
 		delete(j.followers, f)
-		return nil, nil, nil, false
+		j.mu.Unlock()
+		return nil, nil, false
 	}
-	for r := range j.git {
+	all := maps.Clone(j.git)
+	f.unwatched = sortedKeys(j.unwatched)
+	j.mu.Unlock()
+	for _, r := range j.gitIn(f.unwatched) {
+		all[r] = true
+	}
+	for _, r := range sortedKeys(all) {
 		git = append(git, j.abs(r))
 	}
-	for r := range j.unwatched {
-		unwatched = append(unwatched, j.abs(r))
-	}
-	sort.Strings(git)
-	sort.Strings(unwatched)
-	return git, unwatched, func() ([]string, bool) { return j.unfollow(f) }, true
+	return git, func() ([]string, bool) { return j.unfollow(f) }, true
 }
 
 // unfollow ends following f: once every event before it is read, the git folders and git
-// files created while f was followed, with those in the folders created meanwhile.
+// files created while f was followed, with those in the folders created meanwhile and those
+// in the folders not watched.
 func (j *journal) unfollow(f *follower) ([]string, bool) {
 	err := j.settle()
 	j.mu.Lock()
@@ -116,13 +118,29 @@ func (j *journal) unfollow(f *follower) ([]string, bool) {
 	if !ok {
 		return nil, false
 	}
-	out := make([]string, 0, len(git)+len(found))
-	for _, r := range append(git, found...) {
-		if a := j.abs(r); !slices.Contains(out, a) {
-			out = append(out, a)
-		}
+	all := map[string]bool{}
+	for _, r := range append(append(git, found...), j.gitIn(f.unwatched)...) {
+		all[r] = true
+	}
+	out := make([]string, 0, len(all))
+	for _, r := range sortedKeys(all) {
+		out = append(out, j.abs(r))
 	}
 	return out, true
+}
+
+// gitIn walks the folders rels (not watched) for the git folders and git files in them.
+func (j *journal) gitIn(rels []string) []string {
+	var mu sync.Mutex // guards out
+	var out []string
+	for _, r := range rels {
+		gitBelow(j.ws, r, func(g string) {
+			mu.Lock()
+			out = append(out, g)
+			mu.Unlock()
+		})
+	}
+	return out
 }
 
 // createdLocked notes an entry made in a watched folder (rel, workspace-relative). j.mu is

@@ -52,40 +52,37 @@ func (e *env) rels(abs []string) []string {
 }
 
 // TestFollowFindsWhatWasMade: the journal tells the sandbox the git folders and git files
-// there are and the folders it does not watch (the ignored one), and, after a command, every
-// git folder or git file it made where the journal watches: in a folder that was there, in
-// folders made at any depth, moved in from outside, as a git file; not the one it made in
-// the ignored folder (the sandbox walks that one). The next command sees the list kept
-// current, without a walk.
+// there are (those in the ignored folder, which it does not watch, by a walk of it), and,
+// after a command, every git folder or git file it made: in a folder that was there, in
+// folders made at any depth, moved in from outside, as a git file, with every one in the
+// ignored folder (walked again). The next command sees the list kept current, without a
+// walk of what the journal watches.
 func TestFollowFindsWhatWasMade(t *testing.T) {
 	e := newEnv(t, envOpts{files: followBase, journal: true})
-	git, unwatched, end, ok := e.tr.Follow()
+	git, end, ok := e.tr.Follow()
 	if !ok {
 		t.Fatal("the journal does not vouch after the first look")
 	}
-	if got := e.rels(git); !slices.Equal(got, []string{"sub/.git", "wt/.git"}) {
+	if got := e.rels(git); !slices.Equal(got, []string{"node_modules/pkg/.git", "sub/.git", "wt/.git"}) {
 		t.Errorf("git folders known: %v", got)
 	}
-	if got := e.rels(unwatched); !slices.Equal(got, []string{"node_modules"}) {
-		t.Errorf("folders not watched: %v", got)
-	}
 	e.run(`mkdir -p src/made/.git deep/a/b/c/.git node_modules/evil/.git "$TMP/m/.git" && echo 'gitdir: /x' > src/.git && mv "$TMP/m" moved`)
-	created, ok := end()
+	found, ok := end()
 	if !ok {
 		t.Fatal("the journal does not vouch for the command")
 	}
-	want := []string{"deep/a/b/c/.git", "moved/.git", "src/.git", "src/made/.git"}
-	if got := e.rels(created); !slices.Equal(got, want) {
-		t.Errorf("created: %v, want %v", got, want)
+	want := []string{"deep/a/b/c/.git", "moved/.git", "node_modules/evil/.git", "node_modules/pkg/.git", "src/.git", "src/made/.git"}
+	if got := e.rels(found); !slices.Equal(got, want) {
+		t.Errorf("found: %v, want %v", got, want)
 	}
 
 	e.run(`rm -rf src/made/.git`)
-	git, _, end, ok = e.tr.Follow()
+	git, end, ok = e.tr.Follow()
 	if !ok {
 		t.Fatal("the journal does not vouch for the next command")
 	}
 	defer end()
-	want = []string{"deep/a/b/c/.git", "moved/.git", "src/.git", "sub/.git", "wt/.git"}
+	want = []string{"deep/a/b/c/.git", "moved/.git", "node_modules/evil/.git", "node_modules/pkg/.git", "src/.git", "sub/.git", "wt/.git"}
 	if got := e.rels(git); !slices.Equal(got, want) {
 		t.Errorf("git folders known to the next command: %v, want %v", got, want)
 	}
@@ -98,7 +95,7 @@ func TestFollowFindsWhatWasMade(t *testing.T) {
 func TestFollowCannotVouch(t *testing.T) {
 	t.Run("no journal", func(t *testing.T) {
 		e := newEnv(t, envOpts{files: followBase})
-		if _, _, _, ok := e.tr.Follow(); ok {
+		if _, _, ok := e.tr.Follow(); ok {
 			t.Error("checkpoints without a journal vouch")
 		}
 	})
@@ -123,7 +120,7 @@ func TestFollowCannotVouch(t *testing.T) {
 	t.Run("too large", func(t *testing.T) {
 		tr := open(t, Options{MaxFiles: 3})
 		<-tr.Ready()
-		if _, _, _, ok := tr.Follow(); ok {
+		if _, _, ok := tr.Follow(); ok {
 			t.Error("a workspace too large to track vouches")
 		}
 	})
@@ -141,13 +138,13 @@ func TestFollowCannotVouch(t *testing.T) {
 		}}})
 		ready := tr.Ready()
 		<-held // the first look is walking
-		_, _, _, ok := tr.Follow()
+		_, _, ok := tr.Follow()
 		close(hold)
 		<-ready
 		if ok {
 			t.Error("the journal vouches before the first look is done")
 		}
-		if _, _, end, ok := tr.Follow(); !ok {
+		if _, end, ok := tr.Follow(); !ok {
 			t.Error("the journal does not vouch once the first look is done")
 		} else {
 			end()
@@ -162,7 +159,7 @@ func TestFollowCannotVouch(t *testing.T) {
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t, envOpts{files: followBase, journal: true})
-			_, _, end, ok := e.tr.Follow()
+			_, end, ok := e.tr.Follow()
 			if !ok {
 				t.Fatal("the journal does not vouch")
 			}
@@ -170,7 +167,7 @@ func TestFollowCannotVouch(t *testing.T) {
 			if _, ok := end(); ok {
 				t.Error("the journal vouches for a command during which it broke")
 			}
-			if _, _, _, ok := e.tr.Follow(); ok {
+			if _, _, ok := e.tr.Follow(); ok {
 				t.Error("a broken journal vouches before a walk")
 			}
 		})
@@ -181,7 +178,7 @@ func TestFollowCannotVouch(t *testing.T) {
 			k.opts(o)
 			o.faults = k.faults(o.Workspace)
 		}})
-		_, _, end, ok := e.tr.Follow()
+		_, end, ok := e.tr.Follow()
 		if !ok {
 			t.Fatal("the journal does not vouch")
 		}

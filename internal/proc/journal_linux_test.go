@@ -16,8 +16,8 @@ import (
 // created.
 type walkingJournal struct{ ws string }
 
-func (j walkingJournal) Follow() ([]string, []string, func() ([]string, bool), bool) {
-	return j.git(), nil, func() ([]string, bool) { return j.git(), true }, true
+func (j walkingJournal) Follow() ([]string, func() ([]string, bool), bool) {
+	return j.git(), func() ([]string, bool) { return j.git(), true }, true
 }
 
 func (j walkingJournal) git() []string {

@@ -35,8 +35,8 @@ import (
 // appeared, and a protected settings entry that appeared at the top level, is moved aside
 // (renamed, never deleted) and the command's output says so. The daemon takes both looks
 // when the checkpoints' change journal vouches for the workspace (Policy.Journal): it knows
-// the git folders there are and tells which were made, and only the folders it does not
-// watch are walked. Otherwise the guard walks the whole workspace, before and after.
+// the git folders there are and tells which were made, walking only the folders it does not
+// watch. Otherwise the guard walks the whole workspace, before and after.
 
 // protected returns the paths Build protects for workspace ws, and the ones outside it the
 // guard watches: the protected entries of the top level and the git folder (internal/
@@ -123,10 +123,8 @@ const Quarantine = ".toolsd-quarantine"
 type Watch struct {
 	p      *Policy
 	before map[string]fileID
-	// In the daemon: what the journal reports at the end, and the folders it does not
-	// watch (walked at both ends).
-	end       func() (created []string, ok bool)
-	unwatched []string
+	// In the daemon: what the journal reports at the end.
+	end func() (found []string, ok bool)
 	// In the guard of a command the daemon looks after (Policy.Checker): it looks only if
 	// the daemon is gone by the end.
 	deferred bool
@@ -140,12 +138,12 @@ type fileID struct{ dev, ino uint64 }
 // concurrent use.
 type Journal interface {
 	// Follow starts following what is created in the workspace. It returns the git folders
-	// and git files it knows in the workspace now and the folders it does not watch
-	// (whatever is below them it does not know), as absolute paths, and end, which returns
-	// every git folder or git file created (or replaced) since in the rest of the workspace,
-	// or false when it cannot vouch for that any more. ok is false when it cannot vouch now.
-	// end must be called once.
-	Follow() (git, unwatched []string, end func() (created []string, ok bool), ok bool)
+	// and git files in the workspace now (absolute paths), and end, which returns every git
+	// folder or git file created (or replaced) since, and every one in the folders the
+	// journal does not watch (it walks those, at both ends), or false when it cannot vouch
+	// for the time since any more. ok is false when it cannot vouch now. end must be called
+	// once.
+	Follow() (git []string, end func() (found []string, ok bool), ok bool)
 }
 
 // maxChecked bounds the policy a command the daemon looks after is started with (the guard's
@@ -156,8 +154,8 @@ const maxChecked = 64 << 10
 // policy to start it with: p, with the nested git folders and git files found made
 // read-only too. nil when p confines no workspace.
 //
-// In the daemon, with p.Journal: the journal says which git folders there are, and only the
-// folders it does not watch are walked; the policy returned says the daemon looks after the
+// In the daemon, with p.Journal: the journal says which git folders there are (walking only
+// the folders it does not watch); the policy returned says the daemon looks after the
 // command (Checker, Seen), and Finish, called by the daemon once the guard has ended, asks
 // the journal what was created. When the journal cannot vouch, it returns p and no Watch:
 // the guard looks, as without a journal. In the guard, with p.Checker, nothing is walked.
@@ -176,16 +174,13 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 		w := &Watch{p: p, before: gitEntries(p)}
 		return w.protect(), w
 	}
-	git, unwatched, end, ok := p.Journal.Follow()
+	git, end, ok := p.Journal.Follow()
 	if !ok {
 		return p, nil
 	}
-	w := &Watch{p: p, before: topEntries(p), end: end, unwatched: unwatched}
+	w := &Watch{p: p, before: topEntries(p), end: end}
 	for _, path := range git {
 		w.add(w.before, path)
-	}
-	for _, d := range unwatched {
-		walkGit(d, func(path string) { w.add(w.before, path) })
 	}
 	q := w.protect()
 	q.Journal, q.Checker, q.Seen = nil, os.Getpid(), make(map[string][2]uint64, len(w.before))
@@ -233,9 +228,9 @@ func (w *Watch) Same(o *Watch) bool {
 // top level or among the watched paths, is renamed aside (NAME.toolsd-quarantine), and out
 // (the command's stderr) says so, for the model and the person. It returns what it moved.
 //
-// What it looks at: with a journal, the entries the journal reports created, the folders
-// it does not watch, the top level and the watched paths; without one, or when the journal
-// cannot vouch for the command's time, the whole workspace. In the guard of a command the
+// What it looks at: with a journal, the entries the journal reports (created, or in the
+// folders it does not watch), the top level and the watched paths; without one, or when the
+// journal cannot vouch for the command's time, the whole workspace. In the guard of a command the
 // daemon looks after, nothing while the daemon is its parent (the daemon looks once the
 // guard has ended), and the whole workspace if the daemon died.
 func (w *Watch) Finish(out io.Writer) []string {
@@ -244,14 +239,11 @@ func (w *Watch) Finish(out io.Writer) []string {
 	}
 	var after map[string]fileID
 	if w.end != nil {
-		if created, ok := w.end(); ok {
+		if found, ok := w.end(); ok {
 			journaled.Add(1)
 			after = topEntries(w.p)
-			for _, path := range created {
+			for _, path := range found {
 				w.add(after, path)
-			}
-			for _, d := range w.unwatched {
-				walkGit(d, func(path string) { w.add(after, path) })
 			}
 		}
 	}

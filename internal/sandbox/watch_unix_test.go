@@ -13,21 +13,20 @@ import (
 
 // fakeJournal stands in for the checkpoints' change journal: it knows what the test says.
 type fakeJournal struct {
-	ok, endOK      bool     // it vouches before the command, and after it
-	git, unwatched []string // what it knows before
-	created        []string // what it reports created
-	ended          int
+	ok, endOK bool     // it vouches before the command, and after it
+	git       []string // what it knows before
+	found     []string // what it reports after
+	ended     int
 }
 
-func (j *fakeJournal) Follow() ([]string, []string, func() ([]string, bool), bool) {
+func (j *fakeJournal) Follow() ([]string, func() ([]string, bool), bool) {
 	if !j.ok {
-		return nil, nil, nil, false
+		return nil, nil, false
 	}
-	return j.git, j.unwatched, func() ([]string, bool) { j.ended++; return j.created, j.endOK }, true
+	return j.git, func() ([]string, bool) { j.ended++; return j.found, j.endOK }, true
 }
 
-// watchWorld is a workspace with a git folder, a nested repository, and an ignored
-// node_modules holding a repository of its own.
+// watchWorld is a workspace with a git folder and two nested repositories.
 func watchWorld(t *testing.T) (ws string, p *Policy) {
 	t.Helper()
 	ws = real(t.TempDir())
@@ -50,14 +49,13 @@ func mkdirs(t *testing.T, ws string, rel ...string) {
 }
 
 // TestWatchFromJournal: with a journal that vouches, nothing walks the whole workspace: the
-// git folders it knows and those in the folders it does not watch (walked) are read-only for
-// the command and given to its guard, which looks only if the daemon is gone; what the
-// journal reports created, what appeared in an unwatched folder, and a protected entry at
-// the top level are moved aside; a git folder the journal did not report is not looked for.
+// git folders it knows are read-only for the command and given to its guard, which looks
+// only if the daemon is gone; what the journal reports after the command that was not there
+// before, and a protected entry at the top level, are moved aside; one it reports that was
+// there is not; a git folder the journal did not report is not looked for.
 func TestWatchFromJournal(t *testing.T) {
 	ws, p := watchWorld(t)
-	j := &fakeJournal{ok: true, endOK: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git")},
-		unwatched: []string{filepath.Join(ws, "node_modules")}}
+	j := &fakeJournal{ok: true, endOK: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")}}
 	p.Journal = j
 	walked, journaled := Looks()
 	q, w := StartWatch(p)
@@ -78,7 +76,7 @@ func TestWatchFromJournal(t *testing.T) {
 	}
 	// The command:
 	mkdirs(t, ws, "src/new/.git", "node_modules/evil/.git", ".vscode", "unreported/.git")
-	j.created = []string{filepath.Join(ws, "src/new/.git")}
+	j.found = []string{filepath.Join(ws, "src/new/.git"), filepath.Join(ws, "node_modules/evil/.git"), filepath.Join(ws, "node_modules/pkg/.git")}
 	moved := w.Finish(io.Discard)
 	want := []string{filepath.Join(ws, ".vscode"), filepath.Join(ws, "node_modules/evil/.git"), filepath.Join(ws, "src/new/.git")}
 	if !slices.Equal(moved, want) {
@@ -97,8 +95,7 @@ func TestWatchFromJournal(t *testing.T) {
 // command: its guard walks, as without a journal.
 func TestWatchJournalFallback(t *testing.T) {
 	ws, p := watchWorld(t)
-	j := &fakeJournal{ok: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git")},
-		unwatched: []string{filepath.Join(ws, "node_modules")}}
+	j := &fakeJournal{ok: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")}}
 	p.Journal = j
 	walked, _ := Looks()
 	_, w := StartWatch(p)
@@ -121,8 +118,7 @@ func TestWatchJournalFallback(t *testing.T) {
 // what the daemon saw.
 func TestWatchInTheGuard(t *testing.T) {
 	ws, p := watchWorld(t)
-	p.Journal = &fakeJournal{ok: true, endOK: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git")},
-		unwatched: []string{filepath.Join(ws, "node_modules")}}
+	p.Journal = &fakeJournal{ok: true, endOK: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")}}
 	q, _ := StartWatch(p)
 	g, err := Decode(q.Encode())
 	if err != nil {
