@@ -26,6 +26,10 @@
 // workspace (stat calls only). When the kernel refuses the journal (inotify's watch or
 // instance limit), Options.OnJournal hears it at once, with the cost and the fix; the refused
 // journal is closed and tried again at the first walk after the limits change or a backoff.
+// The journal also tells the sandbox what a confined command made without a walk
+// (Tracker.Follow, follow.go): the git folders and git files there are, the folders it does
+// not watch, and those created while the command ran.
+//
 // The index is a B-tree in path order (what was below a path gone is one range). The store
 // keeps it as a base (the whole index, written at once) and the changes since, folded into
 // a new base when they are many.

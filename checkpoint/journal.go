@@ -44,6 +44,14 @@ type journal struct {
 	seq     int
 	done    chan struct{}
 	wg      sync.WaitGroup
+	// What the sandbox's look at a confined command learns instead of walking (follow.go):
+	// the git folders and git files seen (workspace-relative; some may be gone), the
+	// folders no walk watched (ignored ones), the folders created since they were last
+	// looked into, and the commands being followed.
+	git       map[string]bool
+	unwatched map[string]bool
+	pending   map[string]bool
+	followers map[*follower]struct{}
 }
 
 // faults make the kernel's refusals happen on purpose, in tests (nil: none).
@@ -58,7 +66,8 @@ func newJournal(ws string, log *slog.Logger, f *faults, onRefused func(error)) (
 	if err != nil {
 		return nil, err
 	}
-	j := &journal{ws: ws, log: log, private: private, faults: f, onRefused: onRefused, dirty: map[string]bool{}, barrier: map[string]chan struct{}{}}
+	j := &journal{ws: ws, log: log, private: private, faults: f, onRefused: onRefused, dirty: map[string]bool{}, barrier: map[string]chan struct{}{},
+		git: map[string]bool{}, unwatched: map[string]bool{}, pending: map[string]bool{}, followers: map[*follower]struct{}{}}
 	if err := j.restart(); err != nil {
 		_ = os.RemoveAll(private)
 		return nil, err
@@ -132,6 +141,15 @@ func (j *journal) loop(w *watcher.Inotify, done chan struct{}) {
 			if !ok {
 				return
 			}
+			// An error queued before this event (an overflow) counts first: the barrier's
+			// event must not vouch for a journal that lost events before it.
+			select {
+			case err, ok := <-w.Errors():
+				if ok {
+					j.fault(err)
+				}
+			default:
+			}
 			if err := j.event(w, ev); err != nil && j.onRefused != nil {
 				j.onRefused(err)
 			}
@@ -139,14 +157,19 @@ func (j *journal) loop(w *watcher.Inotify, done chan struct{}) {
 			if !ok {
 				return
 			}
-			j.mu.Lock()
-			if errors.Is(err, fsnotify.ErrEventOverflow) {
-				j.brokeLocked("the event queue overflowed")
-			} else {
-				j.brokeLocked("watch error: " + err.Error())
-			}
-			j.mu.Unlock()
+			j.fault(err)
 		}
+	}
+}
+
+// fault takes an error of the watcher: the journal cannot be trusted until the next walk.
+func (j *journal) fault(err error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if errors.Is(err, fsnotify.ErrEventOverflow) {
+		j.brokeLocked("the event queue overflowed")
+	} else {
+		j.brokeLocked("watch error: " + err.Error())
 	}
 }
 
@@ -175,11 +198,17 @@ func (j *journal) event(w *watcher.Inotify, ev fsnotify.Event) error {
 		// A folder moved away: the watches below it would report under its old name.
 		j.brokeLocked("a folder was renamed")
 	}
+	if ev.Has(fsnotify.Remove) || ev.Has(fsnotify.Rename) {
+		j.goneLocked(rel)
+	}
 	j.dirty[rel] = true
 	if ev.Has(fsnotify.Create) {
+		fi, err := os.Lstat(ev.Name)
+		isDir := err == nil && fi.IsDir()
+		j.createdLocked(rel, isDir)
 		// A new folder is watched at once; the look that drains this path walks it, so
 		// whatever was made in it before the watch is found too.
-		if fi, err := os.Lstat(ev.Name); err == nil && fi.IsDir() {
+		if isDir {
 			if err := j.add(w, ev.Name); err != nil {
 				return j.addFailedLocked(err)
 			}
@@ -226,8 +255,8 @@ func (j *journal) watch(rel string) {
 // means the journal cannot cover the workspace. It returns err when it is the first
 // refusal.
 func (j *journal) addFailedLocked(err error) error {
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) {
-		return nil
+	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, watcher.ErrLeft) {
+		return nil // gone; or the journal is closing
 	}
 	j.brokeLocked("a watch was refused: " + err.Error())
 	if j.refused != nil {
@@ -270,22 +299,29 @@ func (j *journal) beginWalk() (int, error) {
 }
 
 // endWalk trusts the journal again after a walk that added every folder, unless it broke
-// meanwhile.
-func (j *journal) endWalk(gen int) {
+// meanwhile. seen is what the walk found of git folders and of folders it left out.
+func (j *journal) endWalk(gen int, seen *walkSeen) {
 	j.mu.Lock()
+	for _, p := range seen.git {
+		j.git[p] = true
+	}
+	j.unwatched = make(map[string]bool, len(seen.unwatched))
+	for _, p := range seen.unwatched {
+		j.unwatched[p] = true
+	}
 	if j.gen == gen {
 		j.broken = ""
 	}
 	j.mu.Unlock()
 }
 
-// drain returns the paths touched since the last drain, once every event before the call is
-// read; false when the journal cannot be trusted (the caller walks instead).
-func (j *journal) drain() ([]string, bool) {
+// settle returns once every event of a change made before the call has been read: it
+// writes a file in the private folder and waits for its event.
+func (j *journal) settle() error {
 	j.mu.Lock()
-	if j.broken != "" || j.w == nil {
+	if j.w == nil {
 		j.mu.Unlock()
-		return nil, false
+		return errors.New("the journal is closed")
 	}
 	j.seq++
 	name := fmt.Sprintf("b%d", j.seq)
@@ -308,7 +344,22 @@ func (j *journal) drain() ([]string, bool) {
 	if err != nil {
 		j.brokeLocked("barrier: " + err.Error())
 	}
-	if j.broken != "" {
+	return err
+}
+
+// drain returns the paths touched since the last drain, once every event before the call is
+// read; false when the journal cannot be trusted (the caller walks instead).
+func (j *journal) drain() ([]string, bool) {
+	j.mu.Lock()
+	broken := j.broken != "" || j.w == nil
+	j.mu.Unlock()
+	if broken {
+		return nil, false
+	}
+	err := j.settle()
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if err != nil || j.broken != "" {
 		return nil, false
 	}
 	out := make([]string, 0, len(j.dirty))

@@ -230,11 +230,13 @@ func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 	var mu sync.Mutex // guards all
 	all := make([]walked, 0, hint+hint/8)
 	var count atomic.Int64
+	seen := &walkSeen{}
 	gen, walkStart := t.beginWalk()
-	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry}, func(e fswalk.Entry) {
+	err := fswalk.Walk(ctx, fswalk.Options{Root: t.ws, Workspace: t.ws, Dirs: true, Links: true, Skip: t.skipEntry, Left: seen.left}, func(e fswalk.Entry) {
 		if count.Add(1) > int64(t.opts.MaxFiles) {
 			return
 		}
+		seen.visit(e.Rel)
 		if e.Dir && t.jr != nil {
 			t.jr.watch(e.Rel)
 		}
@@ -255,7 +257,7 @@ func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 	if n := count.Load(); n > int64(t.opts.MaxFiles) {
 		return nil, t.tooLarge(n)
 	}
-	t.endWalk(gen, walkStart, count.Load())
+	t.endWalk(gen, walkStart, count.Load(), seen)
 	slices.SortFunc(all, func(a, b walked) int { return strings.Compare(a.rel, b.rel) })
 	return all, nil
 }
@@ -361,6 +363,7 @@ func (t *Tracker) tooLarge(n int64) error {
 		// Tracking is off for good: the watches the walk took go back to the person.
 		t.jr.close()
 		t.jr, t.own = nil, nil
+		t.followed.Store(nil)
 	}
 	return fmt.Errorf("checkpoint: %d files and folders: over the limit of %d", n, t.opts.MaxFiles)
 }
@@ -641,7 +644,7 @@ func (t *Tracker) beginWalk() (int, time.Time) {
 
 // endWalk trusts the journal again after a walk of n entries, unless the kernel refused it a
 // watch meanwhile: then the journal stops.
-func (t *Tracker) endWalk(gen int, start time.Time, n int64) {
+func (t *Tracker) endWalk(gen int, start time.Time, n int64, seen *walkSeen) {
 	t.statusMu.Lock()
 	t.walked, t.walkTook = n, t.opts.Now().Sub(start)
 	t.statusMu.Unlock()
@@ -652,7 +655,7 @@ func (t *Tracker) endWalk(gen int, start time.Time, n int64) {
 		t.dropJournal(err)
 		return
 	}
-	t.jr.endWalk(gen)
+	t.jr.endWalk(gen, seen)
 	t.journalServes()
 }
 

@@ -64,6 +64,7 @@ func (t *Tracker) dropJournal(err error) {
 		t.jr.close()
 		t.jr = nil
 		t.own = nil
+		t.followed.Store(nil)
 	}
 	t.backoff = min(max(2*t.backoff, minRetry), maxRetry)
 	t.retryAt = t.opts.Now().Add(t.backoff)
@@ -86,6 +87,7 @@ func (t *Tracker) retryJournal() {
 	}
 	t.jr = jr
 	t.own = []string{jr.private}
+	t.followed.Store(jr)
 }
 
 // journalServes is called after a walk that watched every folder without a refusal.

@@ -83,6 +83,9 @@ type Tracker struct {
 	jr   *journal // nil: every sync walks the workspace
 	own  []string // absolute paths never tracked (the journal's folder)
 
+	// followed is jr, for Follow, which does not wait for a sync (syncMu) to read it.
+	followed atomic.Pointer[journal]
+
 	// After the kernel refused the journal (guarded by syncMu): when to try again, the
 	// backoff, and the limits then (a change retries at once).
 	retryAt  time.Time

@@ -31,9 +31,20 @@ type sandboxer struct {
 	cacheDir string
 	private  []string // the daemon's own folders: hidden from tools
 
-	mu       sync.Mutex // guards settings and policies
+	mu       sync.Mutex // guards settings, policies and journal
 	settings config.Sandbox
 	policies map[string]*sandbox.Policy // built, by the options they were built with
+	// journal tells what a confined command made without walking the workspace: the
+	// checkpoints' change journal (nil: checkpoints are off, and each command's guard walks).
+	journal sandbox.Journal
+}
+
+// follow makes the checkpoints' change journal tell what a confined command made
+// (sandbox.Policy.Journal).
+func (s *sandboxer) follow(j sandbox.Journal) {
+	s.mu.Lock()
+	s.journal = j
+	s.mu.Unlock()
 }
 
 // kernelSupport is what the kernel offers without user namespaces, probed once per process at
@@ -193,7 +204,7 @@ func (s *sandboxer) diagnostics() []protocol.Diagnostic {
 // MCP server's) that replace the per-tool ones.
 func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Confinement {
 	s.mu.Lock()
-	c := s.settings
+	c, journal := s.settings, s.journal
 	s.mu.Unlock()
 	t, ok := c.Tools[tool]
 	if over != nil {
@@ -261,6 +272,7 @@ func (s *sandboxer) confine(tool string, over *config.SandboxTool) *sandbox.Conf
 		p.Net = *proxied // each process has a proxy of its own
 	}
 	p.LandlockOnly = c.Mode == "landlock"
+	p.Journal = journal
 	conf.Policy = &p
 	return conf
 }

@@ -302,3 +302,110 @@ func TestSandboxCachePerWorkspace(t *testing.T) {
 		t.Fatalf("caches %q and %q: want one per workspace", a.cacheDir, b.cacheDir)
 	}
 }
+
+// TestSandboxLooksFromTheJournal: with checkpoints on, what a confined command made is found
+// from the change journal, not by walking the workspace before and after it: a git folder
+// made in a folder that was there, one made by git init in new folders, one in the ignored
+// node_modules (walked: the journal does not watch it) are moved aside, and the nested
+// repository the journal knows is read-only for the command, with no walk of the whole
+// workspace. A command during which the journal cannot vouch (it renamed a folder) is looked
+// at by a walk.
+func TestSandboxLooksFromTheJournal(t *testing.T) {
+	if !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	if _, err := exec.LookPath("git"); err != nil {
+		t.Skip("no git")
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Setenv("GORACE", "atexit_sleep_ms=0")
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir())
+	proc.SetGuardPath(exe)
+	defer proc.SetGuardPath("")
+	ws := t.TempDir()
+	for name, content := range map[string]string{"src/main.go": "package main\n", ".gitignore": "node_modules/\n", "node_modules/pkg/index.js": "x\n"} {
+		if err := os.MkdirAll(filepath.Dir(filepath.Join(ws, name)), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(ws, name), []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for _, dir := range []string{ws, filepath.Join(ws, "sub")} {
+		if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
+			t.Fatalf("git init: %v %s", err, out)
+		}
+	}
+	w := openAnswering(t, ws, false)
+	bash := func(command string) string {
+		t.Helper()
+		args, _ := json.Marshal(map[string]any{"command": command})
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		res, err := w.Execute(ctx, protocol.ExecuteParams{SessionID: "s", MessageID: "m", CallID: fmt.Sprint("c", time.Now().UnixNano()), Tool: "bash", Args: args})
+		if err != nil || res.Status != protocol.StatusCompleted {
+			t.Fatalf("%s: %v %+v", command, err, res)
+		}
+		return res.Output
+	}
+	moved := func(out string, rels ...string) {
+		t.Helper()
+		for _, rel := range rels {
+			if _, err := os.Lstat(filepath.Join(ws, rel)); err == nil {
+				t.Errorf("%s is still there:\n%s", rel, out)
+			}
+			if _, err := os.Lstat(filepath.Join(ws, rel+sandbox.Quarantine)); err != nil || !strings.Contains(out, rel) {
+				t.Errorf("%s was not moved aside, or the output does not say so (%v):\n%s", rel, err, out)
+			}
+		}
+	}
+
+	walks, journaled := sandbox.Looks()
+	out := bash(`mkdir -p src/made/.git node_modules/evil/.git && git init -q deep/a/b && { echo x > sub/.git/planted; true; }`)
+	moved(out, "src/made/.git", "node_modules/evil/.git", "deep/a/b/.git")
+	if _, err := os.Lstat(filepath.Join(ws, "sub/.git/planted")); err == nil {
+		t.Errorf("the nested repository was written:\n%s", out)
+	}
+	if n, m := sandbox.Looks(); n != walks || m != journaled+1 {
+		t.Errorf("%d walks of the workspace, %d looks from the journal for a command the journal vouches for: want 0 and 1", n-walks, m-journaled)
+	}
+
+	walks, journaled = sandbox.Looks()
+	out = bash(`mv src src2 && mkdir -p src2/x/.git`)
+	moved(out, "src2/x/.git")
+	if n, m := sandbox.Looks(); n != walks+1 || m != journaled {
+		t.Errorf("%d walks of the workspace, %d looks from the journal for a command during which the journal broke: want 1 and 0", n-walks, m-journaled)
+	}
+
+	// Checkpoints off: no journal; the guard looks, walking, and the daemon takes no look.
+	w = openAnswering(t, t.TempDir(), true)
+	walks, journaled = sandbox.Looks()
+	out = bash(`mkdir -p src/x/.git`)
+	if !strings.Contains(out, "src/x/.git") || !strings.Contains(out, "moved it aside") {
+		t.Errorf("with checkpoints off, the git folder made was not moved aside:\n%s", out)
+	}
+	if n, m := sandbox.Looks(); n != walks || m != journaled {
+		t.Errorf("with checkpoints off the daemon took a look (%d walks, %d from a journal): the guard looks", n-walks, m-journaled)
+	}
+}
+
+// openAnswering opens the workspace ws (with checkpoints unless noCheckpoints) for a client
+// that allows every ask once.
+func openAnswering(t *testing.T, ws string, noCheckpoints bool) *Client {
+	t.Helper()
+	a := &answerer{}
+	w, err := Open(context.Background(), WorkspaceOptions{Folder: ws, StorePath: filepath.Join(t.TempDir(), "s.db"), NoCheckpoints: noCheckpoints},
+		ClientOptions{Name: "test", Kind: protocol.ClientEditor, CanAsk: true, Sink: a})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.w = w
+	t.Cleanup(func() {
+		a.wg.Wait()
+		_ = w.Close()
+	})
+	return w
+}

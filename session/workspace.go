@@ -212,6 +212,7 @@ func OpenWorkspace(ctx context.Context, o WorkspaceOptions) (*Workspace, error) 
 		}
 		w.closers = append(w.closers, cps.Close)
 		w.checkpoints = cps
+		w.sandbox.follow(cps)
 	}
 	if w.perms, err = permission.NewEngine(approvalStore{st}); err != nil {
 		return nil, fmt.Errorf("loading remembered permissions: %w", err)

@@ -1,6 +1,7 @@
 package watcher
 
 import (
+	"errors"
 	"sync"
 
 	"github.com/fsnotify/fsnotify"
@@ -73,10 +74,16 @@ func (n *inotify) leave(s *subscription) {
 	}
 }
 
+// ErrLeft is Inotify.Add's error once the share was closed.
+var ErrLeft = errors.New("watcher: the inotify share was closed")
+
 // add watches a folder for s.
 func (n *inotify) add(s *subscription, path string) error {
 	n.mu.Lock()
 	defer n.mu.Unlock()
+	if _, ok := n.subs[s]; !ok {
+		return ErrLeft // a user that reads events as it closes (the journal) may still add
+	}
 	// Added even when s has it: the folder may have been made anew, its old watch gone.
 	if err := n.fsw.Add(path); err != nil {
 		return err

@@ -2,6 +2,7 @@ package watcher_test
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -465,5 +466,26 @@ func TestWatchAgainAfterRefusal(t *testing.T) {
 	fr.waitFor(t, filepath.Join(dir, "c.json"))
 	if !f.Polling() {
 		t.Error("a watcher forced to poll stopped polling")
+	}
+}
+
+// TestInotifyAddAfterClose: a share of the inotify instance that was closed watches nothing
+// more (a user may still be reading its last events as it closes): Add says so, and does
+// not touch the instance, even when it was the last share and the instance is gone.
+func TestInotifyAddAfterClose(t *testing.T) {
+	i, err := watcher.JoinInotify()
+	if err != nil {
+		t.Skip("no inotify here:", err)
+	}
+	dir := t.TempDir()
+	if err := i.Add(dir); err != nil {
+		t.Fatal(err)
+	}
+	i.Close()
+	if err := i.Add(dir); !errors.Is(err, watcher.ErrLeft) {
+		t.Fatalf("Add after Close: %v, want ErrLeft", err)
+	}
+	if i.Watched(dir) {
+		t.Fatal("a closed share still watches its folder")
 	}
 }

@@ -158,6 +158,9 @@ func BenchmarkBashTrue(b *testing.B) {
 	}
 
 	ctx := harness.Deadline(b, 10*time.Minute)
+	// WORKSPACE: the daemons' workspace (a large tree: Go's src as a git repository, bigtree.sh's),
+	// else an empty folder each.
+	workspace := os.Getenv("WORKSPACE")
 	daemon := func(name, path string, sandboxOn bool) *peer {
 		d := harness.Start(b, path, harness.Options{
 			Args: []string{"--store", filepath.Join(b.TempDir(), "store.db")},
@@ -172,7 +175,11 @@ func BenchmarkBashTrue(b *testing.B) {
 			perm["bash"] = "allow"
 			opts["sandbox"] = map[string]any{"enabled": false}
 		}
-		if _, err := d.Initialize(ctx, b.TempDir(), false, opts); err != nil {
+		ws := workspace
+		if ws == "" {
+			ws = b.TempDir()
+		}
+		if _, err := d.Initialize(ctx, ws, false, opts); err != nil {
 			b.Fatal(err)
 		}
 		return &peer{name: name, call: func(n int) time.Duration {

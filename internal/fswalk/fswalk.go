@@ -388,6 +388,10 @@ type Options struct {
 	Dirs bool
 	// Links asks visit to be called for symbolic links too (never followed).
 	Links bool
+	// Left, if set, is called with each entry the walk leaves out by a rule (the ignore
+	// files, SkipDirs, .git, Skip): a folder left out is not entered. Called like visit,
+	// from several goroutines at once.
+	Left func(rel string, isDir bool)
 }
 
 // Entry is one file (or folder) the walk found.
@@ -534,19 +538,19 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 			rel = it.rel + "/" + name
 		}
 		if t&fs.ModeSymlink != 0 {
-			if o.Links && (rules == nil || !rules.ignored(rel, false)) && (o.Skip == nil || !o.Skip(rel, false)) {
+			if !o.Links && o.Left == nil {
+				continue
+			}
+			if (rules != nil && rules.ignored(rel, false)) || (o.Skip != nil && o.Skip(rel, false)) {
+				left(o, rel, false)
+			} else if o.Links {
 				visit(Entry{Rel: rel, Link: true, dirfd: fd, name: name, dirAbs: dirAbs})
 			}
 			continue
 		}
 		isDir := t.IsDir()
-		if isDir && (name == ".git" || o.SkipDirs[name]) {
-			continue
-		}
-		if rules != nil && rules.ignored(rel, isDir) {
-			continue
-		}
-		if o.Skip != nil && o.Skip(rel, isDir) {
+		if (isDir && (name == ".git" || o.SkipDirs[name])) || (rules != nil && rules.ignored(rel, isDir)) || (o.Skip != nil && o.Skip(rel, isDir)) {
+			left(o, rel, isDir)
 			continue
 		}
 		if isDir {
@@ -563,6 +567,13 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 		if ctx.Err() != nil {
 			return
 		}
+	}
+}
+
+// left tells o.Left of an entry left out.
+func left(o Options, rel string, isDir bool) {
+	if o.Left != nil {
+		o.Left(rel, isDir)
 	}
 }
 

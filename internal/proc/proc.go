@@ -35,6 +35,8 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -63,9 +65,10 @@ const guardSlack = 3 * time.Second
 
 // launch is what Command and Confine knew of a guarded command, for Run.
 type launch struct {
-	ctx   context.Context
-	grace time.Duration
-	ahead bool // a guard can start ahead for it: not confined with a proxy of its own
+	ctx    context.Context
+	grace  time.Duration
+	ahead  bool            // a guard can start ahead for it: not confined with a proxy of its own
+	policy *sandbox.Policy // what it is confined by (nil: unconfined)
 }
 
 // launches holds the launch of each guarded command from Command until Run or KillGroup.
@@ -138,6 +141,7 @@ func Confine(cmd *exec.Cmd, p *sandbox.Policy) error {
 	if l, ok := launches.Load(cmd); ok {
 		// A process with a proxy of its own is never started ahead (warm.go).
 		l.(*launch).ahead = p.Net.Mode != sandbox.NetProxy
+		l.(*launch).policy = p
 	}
 	return nil
 }
@@ -177,8 +181,22 @@ func KillGroup(cmd *exec.Cmd) {
 // command) does Run stop reading before the end, once that pipe has stayed empty for
 // drainIdle (or drainMax after the tree ended, if it keeps writing); then cut is true, and
 // whatever the pipe got after that point was not read.
+//
+// A confined command whose policy has a journal (sandbox.Policy.Journal) is looked after by
+// the daemon rather than its guard: Run takes the look before it starts (sandbox.StartWatch)
+// and, once the guard has ended, moves aside what the command made (Watch.Finish), saying so
+// on cmd.Stderr, before it returns.
 func Run(cmd *exec.Cmd) (cut bool, err error) {
 	l, _ := launches.LoadAndDelete(cmd)
+	stderr := cmd.Stderr
+	if watch := startWatch(cmd, l); watch != nil {
+		defer func() {
+			if stderr == nil {
+				stderr = io.Discard
+			}
+			watch.Finish(stderr)
+		}()
+	}
 	key := warmKey(cmd, l)
 	if key != "" {
 		if g := takeWarm(key); g != nil {
@@ -203,6 +221,24 @@ func Run(cmd *exec.Cmd) (cut bool, err error) {
 	}
 	KillGroup(cmd)
 	return out.drain(), err
+}
+
+// startWatch takes, in the daemon, the look before a confined command whose policy has a
+// journal (sandbox.StartWatch), and gives the guard the policy it returns, which says the
+// daemon looks after the command. nil: the guard looks itself.
+func startWatch(cmd *exec.Cmd, l any) *sandbox.Watch {
+	if l == nil || l.(*launch).policy == nil || l.(*launch).policy.Journal == nil {
+		return nil
+	}
+	i := slices.IndexFunc(cmd.Args, func(a string) bool { return strings.HasPrefix(a, sandboxFlag) })
+	if i < 0 {
+		return nil
+	}
+	p, w := sandbox.StartWatch(l.(*launch).policy)
+	if w != nil {
+		cmd.Args[i] = sandboxFlag + p.Encode()
+	}
+	return w
 }
 
 // outputs are the pipes through which Run reads a command's output.

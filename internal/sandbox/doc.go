@@ -14,9 +14,10 @@
 //     (the workspace's whole git folder, the settings internal/protect names, nested git
 //     repositories), which stay read-only;
 //   - leaves no git folder or git file anywhere in the workspace, and no protected entry at
-//     its top level, that was not there before it: once its tree has ended, the guard moves
-//     aside what appeared (StartWatch, Watch.Finish), so that no unconfined git — the
-//     editor's, the person's — runs a configuration or hook the command planted;
+//     its top level, that was not there before it: once its tree has ended, what appeared
+//     is moved aside (StartWatch, Watch.Finish: by the daemon, from its change journal
+//     where that vouches, else by the guard, walking the workspace), so that no unconfined
+//     git — the editor's, the person's — runs a configuration or hook the command planted;
 //   - reaches no network (NetNone): with a network namespace it has a loopback of its own,
 //     else it can open no IPv4 or IPv6 socket; or only the daemon's egress proxy (NetProxy),
 //     which lets through HTTP(S) to the allowed domains, never to a private address;

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"sort"
 	"strings"
+	"sync/atomic"
 
 	"github.com/toolsd/toolsd/internal/protect"
 )
@@ -28,11 +29,14 @@ import (
 // fetch) are refused, and the daemon offers to run them outside the sandbox.
 //
 // Neither Landlock nor mounts can forbid a name at any depth: a confined command can still
-// make a folder named .git somewhere below the workspace. The guard therefore looks for
-// git folders and git files before the command starts (nested ones that exist are made
-// read-only like the workspace's own) and again once the command's whole tree has ended:
-// one that appeared, and a protected settings entry that appeared at the top level, is
-// moved aside (renamed, never deleted) and the command's output says so.
+// make a folder named .git somewhere below the workspace. So there is a look for git folders
+// and git files before the command starts (nested ones that exist are made read-only like
+// the workspace's own) and again once the command's whole tree has ended: one that
+// appeared, and a protected settings entry that appeared at the top level, is moved aside
+// (renamed, never deleted) and the command's output says so. The daemon takes both looks
+// when the checkpoints' change journal vouches for the workspace (Policy.Journal): it knows
+// the git folders there are and tells which were made, walking only the folders it does not
+// watch. Otherwise the guard walks the whole workspace, before and after.
 
 // protected returns the paths Build protects for workspace ws, and the ones outside it the
 // guard watches: the protected entries of the top level and the git folder (internal/
@@ -113,26 +117,88 @@ func gitTargets(p string, write []string) []string {
 // Quarantine is the suffix of the name an entry gets when the guard moves it aside.
 const Quarantine = ".toolsd-quarantine"
 
-// A Watch is what the guard saw of a confined command's git folders and protected entries
-// before it started; Finish compares with what is there after it.
+// A Watch is what was seen of a confined command's git folders and protected entries before
+// it started; Finish compares with what is there after it. Taken by the guard, or, when the
+// policy has a Journal that vouches for the workspace, by the daemon (StartWatch).
 type Watch struct {
 	p      *Policy
 	before map[string]fileID
+	// In the daemon: what the journal reports at the end.
+	end func() (found []string, ok bool)
+	// In the guard of a command the daemon looks after (Policy.Checker): it looks only if
+	// the daemon is gone by the end.
+	deferred bool
 }
 
 // fileID is a file's identity: its device and inode.
 type fileID struct{ dev, ino uint64 }
 
+// A Journal tells the daemon what is in a workspace and what was created in it without
+// walking it: the checkpoints' change journal (checkpoint.Tracker.Follow). Safe for
+// concurrent use.
+type Journal interface {
+	// Follow starts following what is created in the workspace. It returns the git folders
+	// and git files in the workspace now (absolute paths), and end, which returns every git
+	// folder or git file created (or replaced) since, and every one in the folders the
+	// journal does not watch (it walks those, at both ends), or false when it cannot vouch
+	// for the time since any more. ok is false when it cannot vouch now. end must be called
+	// once.
+	Follow() (git []string, end func() (found []string, ok bool), ok bool)
+}
+
+// maxChecked bounds the policy a command the daemon looks after is started with (the guard's
+// argument): past it (thousands of nested repositories), the guard looks itself.
+const maxChecked = 64 << 10
+
 // StartWatch looks at the workspace of p before a confined command starts, and returns the
 // policy to start it with: p, with the nested git folders and git files found made
 // read-only too. nil when p confines no workspace.
+//
+// In the daemon, with p.Journal: the journal says which git folders there are (walking only
+// the folders it does not watch); the policy returned says the daemon looks after the
+// command (Checker, Seen), and Finish, called by the daemon once the guard has ended, asks
+// the journal what was created. When the journal cannot vouch, it returns p and no Watch:
+// the guard looks, as without a journal. In the guard, with p.Checker, nothing is walked.
 func StartWatch(p *Policy) (*Policy, *Watch) {
 	if p == nil || p.Workspace == "" {
 		return p, nil
 	}
-	w := &Watch{p: p, before: gitEntries(p)}
-	q := *p
-	q.Protect = slices.Clone(p.Protect)
+	if p.Checker != 0 {
+		w := &Watch{p: p, before: map[string]fileID{}, deferred: true}
+		for path, id := range p.Seen {
+			w.before[path] = fileID{id[0], id[1]}
+		}
+		return p, w
+	}
+	if p.Journal == nil {
+		w := &Watch{p: p, before: gitEntries(p)}
+		return w.protect(), w
+	}
+	git, end, ok := p.Journal.Follow()
+	if !ok {
+		return p, nil
+	}
+	w := &Watch{p: p, before: topEntries(p), end: end}
+	for _, path := range git {
+		w.add(w.before, path)
+	}
+	q := w.protect()
+	q.Journal, q.Checker, q.Seen = nil, os.Getpid(), make(map[string][2]uint64, len(w.before))
+	for path, id := range w.before {
+		q.Seen[path] = [2]uint64{id.dev, id.ino}
+	}
+	if len(q.Encode()) > maxChecked {
+		end()
+		return p, nil
+	}
+	return q, w
+}
+
+// protect is w's policy with the git folders and git files seen before the command made
+// read-only too.
+func (w *Watch) protect() *Policy {
+	q := *w.p
+	q.Protect = slices.Clone(w.p.Protect)
 	paths := make([]string, 0, len(w.before))
 	for path := range w.before {
 		paths = append(paths, path)
@@ -145,7 +211,7 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 		}
 	}
 	q.Protect = dedupe(q.Protect)
-	return &q, w
+	return &q
 }
 
 // Same reports whether w and o saw the same git folders, git files and protected entries
@@ -161,11 +227,29 @@ func (w *Watch) Same(o *Watch) bool {
 // appeared (or replaced one), and every protected entry that appeared at the workspace's
 // top level or among the watched paths, is renamed aside (NAME.toolsd-quarantine), and out
 // (the command's stderr) says so, for the model and the person. It returns what it moved.
+//
+// What it looks at: with a journal, the entries the journal reports (created, or in the
+// folders it does not watch), the top level and the watched paths; without one, or when the
+// journal cannot vouch for the command's time, the whole workspace. In the guard of a command the
+// daemon looks after, nothing while the daemon is its parent (the daemon looks once the
+// guard has ended), and the whole workspace if the daemon died.
 func (w *Watch) Finish(out io.Writer) []string {
-	if w == nil {
+	if w == nil || (w.deferred && os.Getppid() == w.p.Checker) {
 		return nil
 	}
-	after := gitEntries(w.p)
+	var after map[string]fileID
+	if w.end != nil {
+		if found, ok := w.end(); ok {
+			journaled.Add(1)
+			after = topEntries(w.p)
+			for _, path := range found {
+				w.add(after, path)
+			}
+		}
+	}
+	if after == nil {
+		after = gitEntries(w.p)
+	}
 	known := map[fileID]bool{}
 	for _, ino := range w.before {
 		known[ino] = true
@@ -192,6 +276,13 @@ func (w *Watch) Finish(out io.Writer) []string {
 		fmt.Fprintln(out, line)
 	}
 	return moved
+}
+
+// add adds path to m with its identity, if it exists.
+func (w *Watch) add(m map[string]fileID, path string) {
+	if id, ok := fileIDOf(path); ok {
+		m[path] = id
+	}
 }
 
 // quarantine renames p aside and says so.
@@ -226,6 +317,19 @@ func quarantineName(base string, n int) string {
 // watched paths, and every git folder or git file in the workspace (not below a git folder;
 // symlinks are not followed), each with its identity.
 func gitEntries(p *Policy) map[string]fileID {
+	out := topEntries(p)
+	walks.Add(1)
+	walkGit(p.Workspace, func(path string) {
+		if id, ok := fileIDOf(path); ok {
+			out[path] = id
+		}
+	})
+	return out
+}
+
+// topEntries are the protected entries of the workspace's top level and the watched paths
+// that exist, each with its identity.
+func topEntries(p *Policy) map[string]fileID {
 	out := map[string]fileID{}
 	add := func(path string) {
 		if id, ok := fileIDOf(path); ok {
@@ -238,9 +342,17 @@ func gitEntries(p *Policy) map[string]fileID {
 	for _, path := range p.Watch {
 		add(path)
 	}
-	walkGit(p.Workspace, add)
 	return out
 }
+
+// walks counts the walks of a whole workspace for git folders (gitEntries), and journaled
+// the looks after a command that took the journal's answer (Finish).
+var walks, journaled atomic.Int64
+
+// Looks is how many times this process walked a whole workspace for its git folders and git
+// files (before or after a command), and how many looks after a command took a journal's
+// answer instead.
+func Looks() (walked, fromJournal int64) { return walks.Load(), journaled.Load() }
 
 // walkGit calls found with every git folder or git file below root (not below a git folder),
 // following no symlink. It runs before and after each confined command, on every folder of

@@ -119,10 +119,17 @@ func TestGitRunsNothingPlanted(t *testing.T) {
 
 // runGitAttacks runs every git attack in w, each in a repository of its own, and after each
 // a real unconfined git status and git commit where an editor or the person would run them.
-func runGitAttacks(t *testing.T, w *world) {
+func runGitAttacks(t *testing.T, w *world) { runGitAttacksWith(t, w, nil) }
+
+// runGitAttacksWith is runGitAttacks with, when journal is set, the journal it gives for each
+// repository as the policy's (the daemon's look, not the guard's).
+func runGitAttacksWith(t *testing.T, w *world, journal func(t *testing.T, ws string) sandbox.Journal) {
 	for i, a := range gitAttacks {
 		t.Run(strings.ReplaceAll(a.name, " ", "_"), func(t *testing.T) {
 			ws, p := w.repo(t, fmt.Sprint(i))
+			if journal != nil {
+				p.Journal = journal(t, ws)
+			}
 			mark := filepath.Join(w.out, fmt.Sprintf("ran-%s-%d", w.mode, i))
 			out, _ := w.runIn(t, ws, p, a.script, "MARK="+mark)
 			if _, err := os.Stat(mark); err == nil {

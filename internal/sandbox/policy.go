@@ -35,11 +35,11 @@ type Policy struct {
 	// Protect are paths inside Write that stay read-only: the workspace's git folder (or git
 	// file) and the settings at its top level that internal/protect names (.toolsd, the
 	// editors' and agents' folders, .envrc, …), the git folder a git file leads to, and the
-	// nested git repositories the guard finds before the command starts (Watch).
+	// nested git repositories found before the command starts (StartWatch).
 	Protect []string `json:"protect"`
-	// Workspace is the workspace folder: after the command, the guard moves aside every git
-	// folder or git file that appeared in it, at any depth, and every protected settings
-	// entry that appeared at its top level (Watch).
+	// Workspace is the workspace folder: after the command, every git folder or git file
+	// that appeared in it, at any depth, and every protected settings entry that appeared
+	// at its top level, is moved aside (Watch).
 	Workspace string `json:"workspace,omitempty"`
 	// Watch are paths outside the workspace that the command may not create, checked the
 	// same way after it: a git folder in a writable folder above the workspace (git would
@@ -66,6 +66,17 @@ type Policy struct {
 	// Daemon is the daemon's pid: on kernels without Landlock's signal scoping, the seccomp
 	// filter refuses signals to it.
 	Daemon int `json:"daemon,omitempty"`
+	// Checker is the pid of the daemon that looks, once the command's guard has ended, at
+	// what the command made (StartWatch and Watch.Finish, with its Journal); 0: the guard
+	// looks, before and after the command. The guard also looks if that process is no
+	// longer its parent when the tree has ended (the daemon died), comparing with Seen.
+	Checker int `json:"checker,omitempty"`
+	// Seen is, with Checker, what the daemon saw before the command: the protected entries,
+	// watched paths, git folders and git files, each with its identity (device, inode).
+	Seen map[string][2]uint64 `json:"seen,omitempty"`
+	// Journal, in the daemon, is where StartWatch learns what is in the workspace and what
+	// a command created in it without walking it (nil: it walks). Never sent to the guard.
+	Journal Journal `json:"-"`
 }
 
 // Net is the network of a Policy.

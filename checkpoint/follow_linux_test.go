@@ -1,0 +1,191 @@
+package checkpoint
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/fsnotify/fsnotify"
+
+	"github.com/toolsd/toolsd/store"
+)
+
+// followBase is a workspace with a nested repository, a git file, and an ignored folder that
+// holds a repository of its own.
+var followBase = map[string]string{
+	"a.txt":                      "a\n",
+	"src/main.go":                "package main\n",
+	"sub/.git/HEAD":              "ref: refs/heads/main\n",
+	"wt/.git":                    "gitdir: /elsewhere\n",
+	".gitignore":                 "node_modules/\n",
+	"node_modules/pkg/.git/HEAD": "ref: refs/heads/main\n",
+	"node_modules/pkg/index.js":  "x\n",
+}
+
+// run runs a shell command in the workspace, as a confined command would.
+func (e *env) run(cmd string) {
+	e.t.Helper()
+	c := exec.Command("bash", "-c", cmd)
+	c.Dir = e.ws
+	c.Env = append(os.Environ(), "TMP="+e.t.TempDir())
+	if out, err := c.CombinedOutput(); err != nil {
+		e.t.Fatalf("%s: %v\n%s", cmd, err, out)
+	}
+}
+
+// rels are paths relative to the workspace, sorted.
+func (e *env) rels(abs []string) []string {
+	var out []string
+	for _, a := range abs {
+		r, err := filepath.Rel(e.ws, a)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		out = append(out, filepath.ToSlash(r))
+	}
+	sort.Strings(out)
+	return out
+}
+
+// TestFollowFindsWhatWasMade: the journal tells the sandbox the git folders and git files
+// there are (those in the ignored folder, which it does not watch, by a walk of it), and,
+// after a command, every git folder or git file it made: in a folder that was there, in
+// folders made at any depth, moved in from outside, as a git file, with every one in the
+// ignored folder (walked again). The next command sees the list kept current, without a
+// walk of what the journal watches.
+func TestFollowFindsWhatWasMade(t *testing.T) {
+	e := newEnv(t, envOpts{files: followBase, journal: true})
+	git, end, ok := e.tr.Follow()
+	if !ok {
+		t.Fatal("the journal does not vouch after the first look")
+	}
+	if got := e.rels(git); !slices.Equal(got, []string{"node_modules/pkg/.git", "sub/.git", "wt/.git"}) {
+		t.Errorf("git folders known: %v", got)
+	}
+	e.run(`mkdir -p src/made/.git deep/a/b/c/.git node_modules/evil/.git "$TMP/m/.git" && echo 'gitdir: /x' > src/.git && mv "$TMP/m" moved`)
+	found, ok := end()
+	if !ok {
+		t.Fatal("the journal does not vouch for the command")
+	}
+	want := []string{"deep/a/b/c/.git", "moved/.git", "node_modules/evil/.git", "node_modules/pkg/.git", "src/.git", "src/made/.git"}
+	if got := e.rels(found); !slices.Equal(got, want) {
+		t.Errorf("found: %v, want %v", got, want)
+	}
+
+	e.run(`rm -rf src/made/.git`)
+	git, end, ok = e.tr.Follow()
+	if !ok {
+		t.Fatal("the journal does not vouch for the next command")
+	}
+	defer end()
+	want = []string{"deep/a/b/c/.git", "moved/.git", "node_modules/evil/.git", "node_modules/pkg/.git", "src/.git", "sub/.git", "wt/.git"}
+	if got := e.rels(git); !slices.Equal(got, want) {
+		t.Errorf("git folders known to the next command: %v, want %v", got, want)
+	}
+}
+
+// TestFollowCannotVouch: the journal says it cannot vouch — so the sandbox walks — without a
+// journal, before the first look is done, for a workspace too large to track, when its
+// events overflowed or a folder was renamed during the command, and when the kernel
+// refused a watch.
+func TestFollowCannotVouch(t *testing.T) {
+	t.Run("no journal", func(t *testing.T) {
+		e := newEnv(t, envOpts{files: followBase})
+		if _, _, ok := e.tr.Follow(); ok {
+			t.Error("checkpoints without a journal vouch")
+		}
+	})
+	open := func(t *testing.T, o Options) *Tracker {
+		o.Workspace = t.TempDir()
+		for p, body := range followBase {
+			writeFile(t, filepath.Join(o.Workspace, p), body, 0o644)
+		}
+		st, err := store.Open(filepath.Join(t.TempDir(), "store.db"), &store.Options{Retention: -1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { st.Close() })
+		o.Store, o.Git = st, "none"
+		tr, err := Open(o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tr.Close() })
+		return tr
+	}
+	t.Run("too large", func(t *testing.T) {
+		tr := open(t, Options{MaxFiles: 3})
+		<-tr.Ready()
+		if _, _, ok := tr.Follow(); ok {
+			t.Error("a workspace too large to track vouches")
+		}
+	})
+	t.Run("first look not done", func(t *testing.T) {
+		hold, held := make(chan struct{}), make(chan struct{}, 1)
+		tr := open(t, Options{faults: &faults{addWatch: func(abs string) error {
+			if strings.HasSuffix(abs, "src") {
+				select {
+				case held <- struct{}{}:
+				default:
+				}
+				<-hold
+			}
+			return nil
+		}}})
+		ready := tr.Ready()
+		<-held // the first look is walking
+		_, _, ok := tr.Follow()
+		close(hold)
+		<-ready
+		if ok {
+			t.Error("the journal vouches before the first look is done")
+		}
+		if _, end, ok := tr.Follow(); !ok {
+			t.Error("the journal does not vouch once the first look is done")
+		} else {
+			end()
+		}
+	})
+	for _, c := range []struct {
+		name   string
+		break_ func(e *env)
+	}{
+		{"overflow", func(e *env) { e.tr.followed.Load().fault(fsnotify.ErrEventOverflow) }},
+		{"folder renamed", func(e *env) { e.run("mv src src2") }},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t, envOpts{files: followBase, journal: true})
+			_, end, ok := e.tr.Follow()
+			if !ok {
+				t.Fatal("the journal does not vouch")
+			}
+			c.break_(e)
+			if _, ok := end(); ok {
+				t.Error("the journal vouches for a command during which it broke")
+			}
+			if _, _, ok := e.tr.Follow(); ok {
+				t.Error("a broken journal vouches before a walk")
+			}
+		})
+	}
+	t.Run("watch refused", func(t *testing.T) {
+		k := &kernel{}
+		e := newEnv(t, envOpts{files: followBase, journal: true, opts: func(o *Options) {
+			k.opts(o)
+			o.faults = k.faults(o.Workspace)
+		}})
+		_, end, ok := e.tr.Follow()
+		if !ok {
+			t.Fatal("the journal does not vouch")
+		}
+		k.refuseWatches.Store(true)
+		e.run("mkdir -p new/.git")
+		if _, ok := end(); ok {
+			t.Error("the journal vouches for a folder it could not watch")
+		}
+	})
+}
