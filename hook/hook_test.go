@@ -195,17 +195,20 @@ func TestBefore(t *testing.T) {
 		}
 	})
 	t.Run("failures follow the policy", func(t *testing.T) {
+		// Only the hook that sleeps is meant to run out of time: the others get long enough
+		// for the interpreter to start on a loaded machine.
 		for _, c := range []struct {
-			cmd    []string
-			closed bool
-			words  string
+			cmd     []string
+			closed  bool
+			words   string
+			timeout time.Duration
 		}{
-			{[]string{"/nonexistent/hook"}, false, "could not start"},
-			{py(t, "sys.exit(3)\n"), true, "exited with code 3"},
-			{py(t, "print('{not json')\n"), true, "not a JSON object"},
-			{py(t, "time.sleep(30)\n"), true, "did not answer within"},
+			{[]string{"/nonexistent/hook"}, false, "could not start", time.Minute},
+			{py(t, "sys.exit(3)\n"), true, "exited with code 3", time.Minute},
+			{py(t, "print('{not json')\n"), true, "not a JSON object", time.Minute},
+			{py(t, "time.sleep(30)\n"), true, "did not answer within", 500 * time.Millisecond},
 		} {
-			r := newRunner(t, Spec{Name: "f", Point: "before", Layer: LayerUser, Command: c.cmd, FailClosed: c.closed, Timeout: 500 * time.Millisecond})
+			r := newRunner(t, Spec{Name: "f", Point: "before", Layer: LayerUser, Command: c.cmd, FailClosed: c.closed, Timeout: c.timeout})
 			res := r.Before(ctx, bashCall("ls"))
 			if len(res.Runs) != 1 || res.Runs[0].Outcome != protocol.HookFailed || !strings.Contains(res.Runs[0].Error, c.words) {
 				t.Fatalf("%v: runs %+v", c.cmd, res.Runs)
