@@ -2,6 +2,7 @@ package fspath
 
 import (
 	"runtime"
+	"slices"
 	"strings"
 )
 
@@ -143,4 +144,16 @@ func (s syntax) split(p string) []string {
 		p = strings.ReplaceAll(p, `\`, "/")
 	}
 	return strings.Split(p, "/")
+}
+
+// beneath refuses (ErrNotBeneath) a path that does not stay below the folder it is read from:
+// empty, rooted, with a volume (on Windows `C:x` too), or with a ".." component.
+func (s syntax) beneath(rel string) error {
+	if rel == "" || s.isSep(rel[0]) || s.volume(rel) > 0 {
+		return ErrNotBeneath
+	}
+	if slices.Contains(s.split(rel), "..") {
+		return ErrNotBeneath
+	}
+	return nil
 }

@@ -105,3 +105,30 @@ func TestResolveUnixSyntax(t *testing.T) {
 		}
 	}
 }
+
+func TestBeneath(t *testing.T) {
+	for _, c := range []struct {
+		rel           string
+		unix, windows bool // stays beneath
+	}{
+		{"a/b", true, true},
+		{".", true, true},
+		{"a/../b", false, false},
+		{"", false, false},
+		{"/a", false, false},
+		{`a\..\b`, true, false},
+		{`\a`, true, false},
+		{`C:a`, true, false},
+		{`C:\a`, true, false},
+		{`\\server\share\a`, true, false},
+		{"a:x", true, false}, // a drive, not a stream
+		{"ab:stream", true, true},
+	} {
+		if got := (syntax{}).beneath(c.rel) == nil; got != c.unix {
+			t.Errorf("unix: beneath(%q) = %v", c.rel, got)
+		}
+		if got := windows.beneath(c.rel) == nil; got != c.windows {
+			t.Errorf("windows: beneath(%q) = %v", c.rel, got)
+		}
+	}
+}
