@@ -12,6 +12,13 @@
 # in a private wine prefix under a temporary folder, removed at the end (never ~/.wine); the
 # stand-in bcryptprimitives.dll that Go 1.24+ programs need (internal/wine) goes into its
 # system32. Each package's log is kept in $WINE_TEST_LOGS when that is set.
+#
+# One line per package: ok, FAIL and the tests that failed, or UNSURE and the tests that
+# failed in t.TempDir's cleanup after saying something else (often a skip for a reason of
+# Windows'; the log tells). Every test with a t.TempDir fails its cleanup under wine 8 (Go's
+# RemoveAll deletes with FileDispositionInformationEx, which wine does not implement): those
+# failures alone are counted as wine's, not the test's. cmd/toolsd's TestScripts needs a go
+# command, which wine has not. The exit status is 1 when a line is not ok.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
