@@ -19,6 +19,7 @@ import (
 	"github.com/sourcegraph/jsonrpc2"
 	"go.uber.org/goleak"
 
+	"github.com/toolsd/toolsd/internal/wine"
 	"github.com/toolsd/toolsd/protocol"
 )
 
@@ -69,6 +70,7 @@ type testOwner struct {
 }
 
 func startOwner(t testing.TB) *testOwner {
+	wine.Skip(t, "it connects clients to go-winio's held-back first pipe instance, so no dial reaches the owner")
 	t.Helper()
 	rt, err := os.MkdirTemp("", "rt")
 	if err != nil {

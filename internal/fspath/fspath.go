@@ -35,10 +35,8 @@ func Real(abs string) (string, error) {
 			return "", err
 		}
 		if target, lerr := os.Readlink(cur); lerr == nil {
-			if !filepath.IsAbs(target) {
-				target = filepath.Join(filepath.Dir(cur), target)
-			}
-			cur = filepath.Clean(target)
+			from, rest := host.start(filepath.Dir(cur), target)
+			cur = filepath.Join(from, rest)
 			continue
 		}
 		parent := filepath.Dir(cur)

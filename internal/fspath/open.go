@@ -110,7 +110,7 @@ var afterMkdir func(dirfd int, name string)
 func mkdirBeneath(dirfd int, names []string, perm uint32) (int, error) {
 	cur := dirfd
 	for i, name := range names {
-		if err := checkBeneath(name); err != nil || strings.Contains(name, "/") {
+		if err := checkBeneath(name); err != nil || len(host.split(name)) > 1 {
 			closeUnless(cur, dirfd)
 			return -1, ErrNotBeneath
 		}
@@ -142,17 +142,7 @@ func closeUnless(fd, keep int) {
 }
 
 // checkBeneath refuses a path that is absolute, empty or has a ".." component.
-func checkBeneath(rel string) error {
-	if rel == "" || strings.HasPrefix(rel, "/") {
-		return ErrNotBeneath
-	}
-	for c := range strings.SplitSeq(rel, "/") {
-		if c == ".." {
-			return ErrNotBeneath
-		}
-	}
-	return nil
-}
+func checkBeneath(rel string) error { return host.beneath(rel) }
 
 // openByComponents opens rel from dirfd one component at a time, each with O_NOFOLLOW: the
 // folders with O_PATH, the last with flags.

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/wine"
 )
 
 // bothWays runs f with the one-call open (openat2 on Linux where the kernel has it,
@@ -58,8 +59,8 @@ func TestOpenRefusesSymlinks(t *testing.T) {
 		must(t, os.MkdirAll(filepath.Join(dir, "a", "b"), 0o755))
 		must(t, os.WriteFile(filepath.Join(dir, "a", "b", "f"), []byte("in"), 0o644))
 		must(t, os.WriteFile(filepath.Join(out, "f"), []byte("out"), 0o644))
-		must(t, os.Symlink(out, filepath.Join(dir, "a", "link")))
-		must(t, os.Symlink(filepath.Join(out, "f"), filepath.Join(dir, "a", "flink")))
+		wine.Symlink(t, out, filepath.Join(dir, "a", "link"))
+		wine.Symlink(t, filepath.Join(out, "f"), filepath.Join(dir, "a", "flink"))
 
 		fd, err := Open(filepath.Join(dir, "a", "b", "f"), unix.O_RDONLY)
 		must(t, err)
@@ -113,7 +114,7 @@ func TestMkdirAll(t *testing.T) {
 	bothWays(t, func(t *testing.T) {
 		dir, out := realTemp(t), realTemp(t)
 		must(t, os.Mkdir(filepath.Join(dir, "a"), 0o755))
-		must(t, os.Symlink(out, filepath.Join(dir, "link")))
+		wine.Symlink(t, out, filepath.Join(dir, "link"))
 
 		fd, err := MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755)
 		must(t, err)

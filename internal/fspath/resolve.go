@@ -3,8 +3,6 @@ package fspath
 import (
 	"errors"
 	"os"
-	"path/filepath"
-	"strings"
 )
 
 // maxHops bounds the symlinks followed in one resolution, as the kernel's ELOOP does.
@@ -22,11 +20,13 @@ var ErrLoop = errors.New("fspath: too many levels of symbolic links")
 // absolute location → target as written, a relative target being relative to the link's
 // folder.
 func Resolve(dir, p string, links map[string]string) (string, error) {
-	cur := dir
-	if filepath.IsAbs(p) {
-		cur = string(filepath.Separator)
-	}
-	todo := split(p)
+	return host.resolve(dir, p, links)
+}
+
+// resolve is Resolve with the path syntax s (host's; the tests give Windows' on every system).
+func (s syntax) resolve(dir, p string, links map[string]string) (string, error) {
+	cur, rest := s.start(dir, p)
+	todo := s.split(rest)
 	hops := 0
 	for len(todo) > 0 {
 		c := todo[0]
@@ -35,10 +35,10 @@ func Resolve(dir, p string, links map[string]string) (string, error) {
 		case "", ".":
 			continue
 		case "..":
-			cur = filepath.Dir(cur)
+			cur = s.parent(cur)
 			continue
 		}
-		next := filepath.Join(cur, c)
+		next := s.join(cur, c)
 		target, isLink := links[next]
 		if !isLink {
 			fi, err := os.Lstat(next)
@@ -56,14 +56,9 @@ func Resolve(dir, p string, links map[string]string) (string, error) {
 		if hops++; hops > maxHops {
 			return "", ErrLoop
 		}
-		if filepath.IsAbs(target) {
-			cur = string(filepath.Separator)
-		}
-		todo = append(split(target), todo...)
+		// A target is read from the link's folder, cur (on Windows it may name a volume).
+		cur, rest = s.start(cur, target)
+		todo = append(s.split(rest), todo...)
 	}
 	return cur, nil
-}
-
-func split(p string) []string {
-	return strings.Split(filepath.ToSlash(p), "/")
 }

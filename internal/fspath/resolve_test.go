@@ -5,6 +5,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/toolsd/toolsd/internal/wine"
 )
 
 func TestResolve(t *testing.T) {
@@ -24,10 +26,10 @@ func TestResolve(t *testing.T) {
 	}
 	must(os.MkdirAll(filepath.Join(out, "deep", "er"), 0o755))
 	must(os.Mkdir(filepath.Join(dir, "sub"), 0o755))
-	must(os.Symlink(filepath.Join(out, "deep", "er"), filepath.Join(dir, "link"))) // absolute, outside
-	must(os.Symlink("sub", filepath.Join(dir, "rel")))                             // relative, inside
-	must(os.Symlink("../..", filepath.Join(dir, "sub", "up2")))                    // relative to its own folder
-	must(os.Symlink("loop", filepath.Join(dir, "loop")))
+	wine.Symlink(t, filepath.Join(out, "deep", "er"), filepath.Join(dir, "link")) // absolute, outside
+	wine.Symlink(t, "sub", filepath.Join(dir, "rel"))                             // relative, inside
+	wine.Symlink(t, "../..", filepath.Join(dir, "sub", "up2"))                    // relative to its own folder
+	wine.Symlink(t, "loop", filepath.Join(dir, "loop"))
 	cases := []struct {
 		from, p string
 		links   map[string]string

@@ -6,6 +6,7 @@ package protect
 
 import (
 	"path/filepath"
+	"runtime"
 	"strings"
 )
 
@@ -69,21 +70,26 @@ func Check(workspace, path string) (why string, protected bool) {
 
 // Rel is Check for a slash-separated path relative to the workspace.
 func Rel(rel string) (why string, protected bool) {
+	return check(rel, runtime.GOOS == "windows")
+}
+
+// check is Rel, with Windows' reading of names (win32) or not.
+func check(rel string, win32 bool) (why string, protected bool) {
 	parts := strings.Split(strings.Trim(rel, "/"), "/")
 	for _, e := range Top {
-		if strings.EqualFold(parts[0], e.Name) {
+		if opens(parts[0], e.Name, win32) {
 			return e.Name + ": " + e.Why, true
 		}
 	}
 	for i, p := range parts {
-		if !strings.EqualFold(p, Git) {
+		if !opens(p, Git, win32) {
 			continue
 		}
 		where := strings.Join(parts[:i+1], "/")
 		rest := parts[i+1:]
 		for _, e := range GitControl {
 			n := strings.Split(e.Name, "/")
-			if len(rest) >= len(n) && equalFold(rest[:len(n)], n) {
+			if len(rest) >= len(n) && allOpen(rest[:len(n)], n, win32) {
 				return where + "/" + e.Name + ": " + e.Why, true
 			}
 		}
@@ -95,11 +101,57 @@ func Rel(rel string) (why string, protected bool) {
 	return "", false
 }
 
-func equalFold(a, b []string) bool {
-	for i := range a {
-		if !strings.EqualFold(a[i], b[i]) {
+func allOpen(names, entries []string, win32 bool) bool {
+	for i := range names {
+		if !opens(names[i], entries[i], win32) {
 			return false
 		}
 	}
 	return true
+}
+
+// opens reports whether the name in a path opens the protected name entry: the same name
+// without regard to case and, on Windows (win32), also as Windows reads a name: with trailing
+// dots and spaces dropped (".git." is .git), a stream after a colon (".git::$INDEX_ALLOCATION"
+// is the folder), or an 8.3 short name NTFS may have given it (GIT~1 for .git).
+func opens(name, entry string, win32 bool) bool {
+	if strings.EqualFold(name, entry) {
+		return true
+	}
+	if !win32 {
+		return false
+	}
+	if i := strings.IndexByte(name, ':'); i >= 0 {
+		name = name[:i]
+	}
+	name = strings.TrimRight(name, ". ")
+	return strings.EqualFold(name, entry) || shortName(name, entry)
+}
+
+// shortName reports whether name may be an 8.3 short name of entry: NTFS spells one as up to
+// six of the name's first letters (leading dots, inner dots and spaces left out), "~" and a
+// number, then up to three letters of the extension; after four of one stem, as two letters
+// and four hex digits of a hash before the "~". The extension is not compared: a name that
+// may be a short name of a protected one is protected.
+func shortName(name, entry string) bool {
+	if i := strings.LastIndexByte(name, '.'); i > 0 {
+		name = name[:i]
+	}
+	stem, num, ok := strings.Cut(name, "~")
+	if !ok || num == "" || strings.Trim(num, "0123456789") != "" || stem == "" || len(stem) > 6 {
+		return false
+	}
+	e := strings.TrimLeft(entry, ".")
+	if i := strings.LastIndexByte(e, '.'); i > 0 {
+		e = e[:i]
+	}
+	e = strings.NewReplacer(".", "", " ", "").Replace(e)
+	if len(e) > 6 {
+		e = e[:6]
+	}
+	if strings.EqualFold(stem, e) {
+		return true
+	}
+	hashed := len(stem) == 6 && strings.Trim(strings.ToLower(stem[2:]), "0123456789abcdef") == ""
+	return hashed && len(e) >= 2 && strings.EqualFold(stem[:2], e[:2])
 }

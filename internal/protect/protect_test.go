@@ -49,3 +49,42 @@ func TestCheck(t *testing.T) {
 		}
 	}
 }
+
+// TestWindowsNames: on Windows a name opens a protected one also as Win32 reads it; elsewhere
+// those are names of their own.
+func TestWindowsNames(t *testing.T) {
+	for _, c := range []struct {
+		rel  string
+		want string // a word of the reason on Windows; "" for not protected
+	}{
+		{".git./config", "configuration"},
+		{".git /hooks/pre-commit", "hooks"},
+		{".git::$INDEX_ALLOCATION/config", "configuration"},
+		{".git/config:stream", "configuration"},
+		{".git/hooks. /x", "hooks"},
+		{"GIT~1/config", "configuration"},
+		{"git~12/hooks/x", "hooks"},
+		{"GI1A2B~1/config", "configuration"},
+		{"TOOLSD~1/config.json", ".toolsd"},
+		{"vscode~1/settings.json", "editor"},
+		{"MCP~1.JSO", "MCP"},
+		{".toolsd...", ".toolsd"},
+		{"sub/GIT~1", "nested git repository"},
+		{".git/COMMON~1", "commondir"},
+		{".git/WORKTR~1/x/config", "worktrees"},
+		{"src/GOT~1/x", ""},
+		{"src/git~/x", ""},
+		{"src/git~x/x", ""},
+		{"src/.gitx/x", ""},
+		{"src/ZZ1A2B~1", ""},
+		{"README~1.MD", ""},
+	} {
+		why, ok := check(c.rel, true)
+		if ok != (c.want != "") || !strings.Contains(why, c.want) {
+			t.Errorf("windows: check(%q) = %q, %v; want a reason with %q", c.rel, why, ok, c.want)
+		}
+		if why, _ := check(c.rel, false); c.want != "" && strings.Contains(why, c.want) {
+			t.Errorf("unix: check(%q) = %q; want no reason with %q (the name is a name of its own)", c.rel, why, c.want)
+		}
+	}
+}
