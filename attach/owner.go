@@ -403,15 +403,20 @@ func (w *owner) serve(c net.Conn, internal bool) {
 			code = 1
 		}
 	}
+	// An owner that is stopping goes away without a word, as one that crashed: its clients
+	// say the daemon went away (Conn.Wait's ok is false), whichever ends first.
+	stopping := w.ctx.Err() != nil
 	switch {
 	case h.Relay:
 		_ = closeIO()
-		if b, err := json.Marshal(End{Exit: code}); err == nil {
+		if b, err := json.Marshal(End{Exit: code}); err == nil && !stopping {
 			_ = relayed.end(b)
 		}
 	case h.Streams:
 		_ = closeIO()
-		_ = writeLine(c, End{Exit: code})
+		if !stopping {
+			_ = writeLine(c, End{Exit: code})
+		}
 	}
 	log.Debug("client disconnected", "exit", code)
 }
