@@ -720,10 +720,11 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			if inc != nil && !inc(e.Rel, e.Name()) {
 				return
 			}
-			var st unix.Stat_t
-			if fd, ok := e.Open(&st); ok {
-				search(fd, &st, &e, "")
+			st := statPool.Get().(*unix.Stat_t)
+			if fd, ok := e.Open(st); ok {
+				search(fd, st, &e, "")
 			}
+			statPool.Put(st)
 		})
 		if err != nil {
 			if ctx.Err() != nil {
