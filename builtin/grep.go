@@ -70,6 +70,10 @@ type matcher struct {
 	fold  bool           // lit is matched ASCII case-insensitively
 	whole bool           // the regex is exactly lit: a literal hit is a match
 	also  []literal      // other literals every match contains (at most maxAlso)
+	// odd, with fold, holds the UTF-8 of the non-ASCII runes that letters of lit also
+	// fold to (the Kelvin sign for k, the long s for s): a line holding one is given to
+	// the regex, as lit's ASCII compare cannot find a match spelled with it.
+	odd [][]byte
 	// rare is the byte of lit least common in source text (byteFreq; with fold, its two
 	// cases together), rareUp its upper case with fold (else rare again), and rareAt its
 	// offset in lit: the search looks for it with IndexByte, then checks lit around it.
@@ -122,10 +126,18 @@ func newMatcher(pattern string) (*matcher, error) {
 			}
 		}
 		m.lit, m.fold = lits[best].b, lits[best].fold
-		m.also = append(lits[:best:best], lits[best+1:]...)
-		m.also = m.also[:min(len(m.also), maxAlso)]
-		// With fold, lit may be only the part of the literal whose letters fold within
-		// ASCII: then a hit still needs the regex.
+		for i, l := range lits {
+			// A line is searched for the others with an ASCII compare, which a match
+			// spelled with a non-ASCII fold (odd) would fail.
+			if i != best && len(m.also) < maxAlso && (!l.fold || oddFolds(l.b) == nil) {
+				m.also = append(m.also, l)
+			}
+		}
+		if m.fold {
+			m.odd = oddFolds(m.lit)
+		}
+		// With fold, lit may be only the part of the literal that is ASCII: then a hit
+		// still needs the regex.
 		m.whole = simp.Op == syntax.OpLiteral && len(m.lit) == len(simp.Rune)
 		best64 := uint64(math.MaxUint64)
 		for i, c := range m.lit {
@@ -187,14 +199,13 @@ func requiredLiterals(re *syntax.Regexp, lits []literal) []literal {
 	return lits
 }
 
-// foldLiteral returns, in lower case, the longest run of a case-insensitive literal whose
-// every rune is ASCII and folds only to ASCII: any match of the literal holds it in some
-// mix of cases. (K and S fold to the Kelvin sign and the long s as well, so a match of
-// (?i)k may not hold an ASCII k.)
+// foldLiteral returns, in lower case, the longest run of ASCII runes of a
+// case-insensitive literal: any match of the literal holds it in some mix of cases, or
+// spells one of its letters with a non-ASCII rune that letter folds to (oddFolds).
 func foldLiteral(runes []rune) []byte {
 	var best, cur []byte
 	for _, r := range runes {
-		if !asciiFold(r) {
+		if r >= utf8.RuneSelf {
 			cur = nil
 			continue
 		}
@@ -206,17 +217,23 @@ func foldLiteral(runes []rune) []byte {
 	return bytes.Clone(best)
 }
 
-// asciiFold reports whether r is ASCII and every rune it folds to is too.
-func asciiFold(r rune) bool {
-	if r >= utf8.RuneSelf {
-		return false
-	}
-	for f := unicode.SimpleFold(r); f != r; f = unicode.SimpleFold(f) {
-		if f >= utf8.RuneSelf {
-			return false
+// oddFolds returns the UTF-8 of the non-ASCII runes that the ASCII bytes of lit fold to
+// (K to the Kelvin sign, S to the long s), or nil.
+func oddFolds(lit []byte) [][]byte {
+	var odd [][]byte
+	var seen [256]bool
+	for _, c := range lit {
+		if seen[c] {
+			continue
+		}
+		seen[c] = true
+		for f := unicode.SimpleFold(rune(c)); f != rune(c); f = unicode.SimpleFold(f) {
+			if f >= utf8.RuneSelf {
+				odd = append(odd, []byte(string(f)))
+			}
 		}
 	}
-	return true
+	return odd
 }
 
 func lowerASCII(c byte) byte {
@@ -244,9 +261,9 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 		return m.scanPieces(chunk, line, emit)
 	}
 	pos := 0 // line is the number of the line holding chunk[pos]
-	f := litFinder{m: m, chunk: chunk, next: [2]int{-1, -1}}
+	f := newLitFinder(m, chunk)
 	for i := 0; i < len(chunk); {
-		start := f.index(i)
+		start, exact := f.index(i)
 		if start < 0 {
 			break
 		}
@@ -258,7 +275,7 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 			le += start
 		}
 		text := chunk[ls:le]
-		if m.whole || m.alsoIn(text) && m.re.Match(text) {
+		if exact && m.whole || m.alsoIn(text) && m.re.Match(text) {
 			line += bytes.Count(chunk[pos:ls], []byte{'\n'})
 			pos = ls
 			if !emit(line, text) {
@@ -271,19 +288,47 @@ func (m *matcher) scan(chunk []byte, line int, emit func(n int, text []byte) boo
 }
 
 // litFinder finds a matcher's literal in a chunk, from left to right. With fold it looks
-// for both cases of the rare byte, and remembers where each is next so that no byte is
-// looked at twice.
+// for both cases of the rare byte and for the odd runes, and remembers where each is next
+// so that no byte is looked at twice.
 type litFinder struct {
 	m     *matcher
 	chunk []byte
 	// next is where rare and rareUp are next at or after the last place looked from
 	// (len(chunk): nowhere); below that place, not yet looked for (-1 at first).
 	next [2]int
+	// odd is the same for each of m.odd (only k and s fold to a non-ASCII rune).
+	odd [2]int
 }
 
-// index returns the index of the literal in the chunk at or after from, or -1. Calls are
-// made with from never decreasing.
-func (f *litFinder) index(from int) int {
+func newLitFinder(m *matcher, chunk []byte) litFinder {
+	return litFinder{m: m, chunk: chunk, next: [2]int{-1, -1}, odd: [2]int{-1, -1}}
+}
+
+// index returns the index of the literal in the chunk at or after from (exact), or of the
+// first odd rune there if that comes first (not exact: its line needs the regex), or -1.
+// Calls are made with from never decreasing.
+func (f *litFinder) index(from int) (int, bool) {
+	o := len(f.chunk)
+	for k, enc := range f.m.odd {
+		if f.odd[k] < from {
+			f.odd[k] = len(f.chunk)
+			if j := bytes.Index(f.chunk[from:], enc); j >= 0 {
+				f.odd[k] = from + j
+			}
+		}
+		o = min(o, f.odd[k])
+	}
+	if a := f.ascii(from); a >= 0 && a < o {
+		return a, true
+	}
+	if o < len(f.chunk) {
+		return o, false
+	}
+	return -1, false
+}
+
+// ascii returns the index of the literal, as ASCII, in the chunk at or after from, or -1.
+func (f *litFinder) ascii(from int) int {
 	m, chunk := f.m, f.chunk
 	for p := from + m.rareAt; p < len(chunk); { // where the rare byte of a match at from would be
 		c := f.look(0, m.rare, p)
@@ -675,10 +720,11 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			if inc != nil && !inc(e.Rel, e.Name()) {
 				return
 			}
-			var st unix.Stat_t
-			if fd, ok := e.Open(&st); ok {
-				search(fd, &st, &e, "")
+			st := statPool.Get().(*unix.Stat_t)
+			if fd, ok := e.Open(st); ok {
+				search(fd, st, &e, "")
 			}
+			statPool.Put(st)
 		})
 		if err != nil {
 			if ctx.Err() != nil {

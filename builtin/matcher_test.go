@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"fmt"
 	"regexp"
 	"strings"
@@ -55,7 +56,7 @@ var matcherText = "package main\n\nfunc (r *Reader) Read(p []byte) (int, error) 
 var matcherPatterns = []string{
 	`func \(`, `errors\.New\("[a-z]+ closed`, `\bRead\b`, `[A-Z]{12}`, `(?i)reader`, `^\t`, `\)$`,
 	`a`, `x*`, `[0-9]+`, `Ω\w+`, `ç`, `(?i)ÜNÏCODE`, `newline$`, `^$`, `int|error`, `[^a-z ]{3}`, `e.r`,
-	`(?i)mutex_lock`, `(?i)mutex_lock\(`, `(?i)MUTEX_LOC`, `(?i)skip`, `(?i)straße`, `(?i)k\(`, `(?i)x`,
+	`(?i)mutex_lock`, `(?i)mutex_lock\(`, `(?i)MUTEX_LOC`, `(?i)skip`, `(?i)skip strasse`, `(?i)lock\(&m\)`, `(?i)straße`, `(?i)k\(`, `(?i)x`,
 	`(?i)errors\.new\("[a-z]+ CLOSED`, `mutex(?i)_lock`, `(?i)lock\b`, `(?i:m)utex`,
 	`Read\(p \[\]byte\)`, `e.*(?i)READER CLOSED`, `(?i)ret.*(?-i)closed`, `[a-z]+\(&m\).*Kelvin`,
 }
@@ -64,19 +65,22 @@ func TestRequiredLiteral(t *testing.T) {
 	for _, tc := range []struct {
 		pattern, lit string
 		fold, whole  bool
+		odd          string // m.odd, joined
 	}{
-		{`func \(`, "func (", false, true},
-		{`errors\.New\("[a-z]+ closed`, `errors.New("`, false, false},
-		{`(?i)ReadFull`, "readfull", true, true},
-		{`(?i)mutex_lock`, "mutex_loc", true, false},               // k also folds to the Kelvin sign
-		{`(?i)straße`, "tra", true, false},                         // s to the long s, ß is not ASCII
-		{`(?i)errors\.new\("[a-z]+ closed`, `.new("`, true, false}, // not "errors": it has an s
-		{`abc(?i)xyz`, "abc", false, false},                        // as long: the exact one
-		{`ab(?i)wxyz`, "wxyz", true, false},                        // the longest
-		{`(?i)k`, "", false, false},
-		{`(?i)été`, "t", true, false},
-		{`(?i)_+`, "_", true, false},
-		{`[A-Z]{12}`, "", false, false},
+		{`func \(`, "func (", false, true, ""},
+		{`errors\.New\("[a-z]+ closed`, `errors.New("`, false, false, ""},
+		{`(?i)ReadFull`, "readfull", true, true, ""},
+		{`(?i)mutex_lock`, "mutex_lock", true, true, "\u212a"}, // k also folds to the Kelvin sign
+		{`(?i)straße`, "stra", true, false, "\u017f"},          // s to the long s, ß is not ASCII
+		{`(?i)errors\.new\("[a-z]+ closed`, `errors.new("`, true, false, "\u017f"},
+		{`(?i)Spin_Lock`, "spin_lock", true, true, "\u017f\u212a"},
+		{`abc(?i)xyz`, "abc", false, false, ""}, // as long: the exact one
+		{`ab(?i)wxyz`, "wxyz", true, false, ""}, // the longest
+		{`kk(?i)k`, "kk", false, false, ""},
+		{`(?i)k`, "k", true, true, "\u212a"},
+		{`(?i)été`, "t", true, false, ""},
+		{`(?i)_+`, "_", true, false, ""},
+		{`[A-Z]{12}`, "", false, false, ""},
 	} {
 		m, err := newMatcher(tc.pattern)
 		if err != nil {
@@ -84,6 +88,9 @@ func TestRequiredLiteral(t *testing.T) {
 		}
 		if string(m.lit) != tc.lit || m.lit != nil && (m.fold != tc.fold || m.whole != tc.whole) {
 			t.Errorf("%s: literal %q fold %v whole %v, want %q %v %v", tc.pattern, m.lit, m.fold, m.whole, tc.lit, tc.fold, tc.whole)
+		}
+		if odd := string(bytes.Join(m.odd, nil)); odd != tc.odd {
+			t.Errorf("%s: odd %q, want %q", tc.pattern, odd, tc.odd)
 		}
 	}
 }
@@ -98,6 +105,8 @@ func TestAlsoLiterals(t *testing.T) {
 		{`#define [A-Z_]+_H\b`, "#define ", []string{"_H"}},
 		{`spin_lock\(&[a-z_]+->lock\)`, "spin_lock(&", []string{"->lock)"}},
 		{`(?i)foo\d+barbaz`, "barbaz", []string{"foo (fold)"}},
+		{`(?i)desk\d+barbazfoo`, "barbazfoo", nil}, // s and k: desk can be spelled with odd runes
+		{`desk\d+barbazfoo`, "barbazfoo", []string{"desk"}},
 		{`a(b|c)d+(ef)?g{2,}`, "a", []string{"d", "g", "g"}}, // g{2,} is gg+
 		{`x*abc`, "abc", nil},
 		{`a.b.c.d.e.f`, "a", []string{"b", "c", "d", "e"}}, // at most maxAlso
