@@ -51,10 +51,13 @@
 //
 // # Durability
 //
-// Every write is on record before the method returns: each is its own committed bbolt
+// Every write is on record before the method returns: it is in a committed bbolt
 // transaction (CreateCall, UpdateCall, each chunk of an OutputWriter and its Close,
 // SessionPut, AddApprovals, SetTrusted, checkpoints). bbolt runs one write transaction at a
-// time; concurrent writers wait their turn. A committed transaction is in the kernel's page
+// time; concurrent writers wait their turn. The call records of concurrent callers share
+// transactions (a group commit, group.go): CreateCall and UpdateCall queue their write
+// while a commit runs, the next commit takes all that queued, and each returns after the
+// transaction holding its write has committed. A lone writer commits at once. A committed transaction is in the kernel's page
 // cache, and survives the daemon crashing or being killed with SIGKILL. That is the promise:
 // a call whose result the daemon delivered, and every outputID it handed out, survive
 // kill -9. Without Options.Sync there is no fsync (neither per commit nor when the file

@@ -97,6 +97,10 @@ type Store struct {
 	// contentMu is held for reading while content is stored, and for writing while unused
 	// content is collected.
 	contentMu sync.RWMutex
+
+	groupMu    sync.Mutex // guards queue and committing (group.go)
+	queue      []*groupWrite
+	committing bool
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
