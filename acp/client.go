@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"syscall"
 	"unicode/utf8"
 
 	"github.com/toolsd/toolsd/agenthook"
@@ -179,7 +180,9 @@ const maxRead = 64 << 20
 // readLines is the text of the file at real (a real path: no link is followed), from line
 // (1-based) for limit lines.
 func readLines(real string, line, limit *int) (string, error) {
-	fd, err := fspath.Open(real, os.O_RDONLY)
+	// Without blocking: a FIFO opened for reading would wait for a writer (it is refused
+	// below, as is every file that is not a regular one).
+	fd, err := fspath.Open(real, os.O_RDONLY|syscall.O_NONBLOCK)
 	if err != nil {
 		return "", fmt.Errorf("cannot open %s: %v", real, err)
 	}
@@ -190,9 +193,12 @@ func readLines(real string, line, limit *int) (string, error) {
 	} else if fi.Size() > maxRead {
 		return "", fmt.Errorf("%s is larger than %d MiB", real, maxRead>>20)
 	}
-	b, err := io.ReadAll(f)
+	b, err := io.ReadAll(io.LimitReader(f, maxRead+1))
 	if err != nil {
 		return "", fmt.Errorf("cannot read %s: %v", real, err)
+	}
+	if len(b) > maxRead {
+		return "", fmt.Errorf("%s is larger than %d MiB", real, maxRead>>20)
 	}
 	if !utf8.Valid(b) {
 		return "", fmt.Errorf("%s is not UTF-8 text", real)

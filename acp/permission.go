@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -255,6 +256,11 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 		params = map[string]any{}
 	}
 	params["options"] = askOptions
+	if len(a.Always) == 0 {
+		// Nothing this ask may remember (a protected path, a line toolsd cannot read): no
+		// "always" is offered, as in every editor.
+		params["options"] = []option{askOptions[0], askOptions[3]}
+	}
 	resp, ok := p.ask(ctx, "session/request_permission", params)
 	if !ok {
 		return
@@ -277,7 +283,7 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 	case r.Outcome.OptionID == "once":
 		reply.Reply = protocol.ReplyOnce
 		if pd != nil {
-			p.addGrant(session, a)
+			p.addGrant(pd, a)
 		}
 	case r.Outcome.OptionID == "always":
 		reply.Reply, reply.Scope = protocol.ReplyAlways, protocol.ScopeSession
@@ -291,10 +297,13 @@ func (p *proxy) showAsk(a protocol.AskedParams) {
 }
 
 // A grant is a person's "once" for an agent's permission request: ACP agents then carry the
-// call out through the client methods toolsd serves (fs/write_text_file, terminal/create),
-// whose own request is the same (permission and patterns) and is not asked twice. Each
-// grant is used once, in its session.
-type grant struct{ session, key string }
+// call out through the client methods toolsd serves (fs/write_text_file, terminal/create) or
+// toolsd's MCP tools, whose own request is the same (permission and patterns) and is not
+// asked twice. Each grant is used once, in its session, and only while the agent's tool call
+// it was given for runs: once the agent says it ended (an agent that ran the call itself, as
+// claude-agent-acp runs its Bash), or its session is cancelled, the grant is gone, and
+// "once" did not become "once more, later".
+type grant struct{ session, callID, key string }
 
 // maxGrants bounds the grants not yet used; the oldest go first.
 const maxGrants = 64
@@ -303,13 +312,13 @@ func grantKey(a protocol.AskedParams) string {
 	return a.Permission + "\x00" + strings.Join(a.Patterns, "\x00")
 }
 
-func (p *proxy) addGrant(session string, a protocol.AskedParams) {
+func (p *proxy) addGrant(pd *pend, a protocol.AskedParams) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	if len(p.grants) >= maxGrants {
 		p.grants = p.grants[1:]
 	}
-	p.grants = append(p.grants, grant{session, grantKey(a)})
+	p.grants = append(p.grants, grant{pd.session, pd.callID, grantKey(a)})
 }
 
 func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
@@ -323,6 +332,16 @@ func (p *proxy) takeGrant(session string, a protocol.AskedParams) bool {
 		}
 	}
 	return false
+}
+
+// dropGrants forgets the grants given for the agent's tool call callID in session (every
+// grant of the session when callID is "").
+func (p *proxy) dropGrants(session, callID string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.grants = slices.DeleteFunc(p.grants, func(g grant) bool {
+		return g.session == session && (callID == "" || g.callID == callID)
+	})
 }
 
 // reject answers an ask that cannot be shown.
@@ -357,6 +376,7 @@ func (p *proxy) cancelSession(params json.RawMessage) {
 		}
 	}
 	p.mu.Unlock()
+	p.dropGrants(c.SessionID, "")
 	for _, pd := range cancelled {
 		p.answer(pd, map[string]any{"outcome": outcome{Outcome: "cancelled"}})
 		pd.cancel()

@@ -88,6 +88,7 @@ func (p *proxy) record(raw json.RawMessage) {
 	if !done {
 		return
 	}
+	p.dropGrants(t.session, tc.ToolCallID)
 	ap := protocol.AgentAfterParams{Agent: p.o.AgentID, AgentName: p.o.AgentName, SessionID: t.session, CallID: tc.ToolCallID, Tool: tool,
 		Input: tc.RawInput, Output: output(&tc)}
 	if tc.Status == "failed" {

@@ -12,8 +12,8 @@ import (
 	"time"
 )
 
-// ReadyFDEnv names, in an owner's environment, the file descriptor on which it tells its
-// starter that it is ready (see OwnerOptions.Ready).
+// ReadyFDEnv names, in an owner's environment, the file descriptor (on Windows, the
+// inherited handle) on which it tells its starter that it is ready (see OwnerOptions.Ready).
 const ReadyFDEnv = "TOOLSD_READY_FD"
 
 // DefaultDialTimeout bounds how long a client tries to attach, starting an owner if needed.
@@ -31,25 +31,35 @@ type DialOptions struct {
 	Timeout time.Duration
 	// Streams, when set, are the client's standard input and output: they are handed to
 	// the owner with the hello, which then serves the protocol on them directly (no copy
-	// through this process); Prefix is input already read from the first of them.
+	// through this process); where the system cannot hand them over (Windows), Conn.Wait
+	// copies them over the connection instead (Hello.Relay). Prefix is input already read
+	// from the first of them.
 	Streams [2]*os.File
 	Prefix  []byte
+
+	// relay relays Streams even where they could be handed over (tests of the relay).
+	relay bool
 }
 
 // Conn is a connection to a workspace's owner, after the hello.
 type Conn struct {
-	*net.UnixConn
+	net.Conn
 	r       *bufio.Reader
 	Welcome Welcome
+	relayed [2]*os.File // the client's streams, when Wait copies them
 }
 
 // Read reads what the owner sent (through what the welcome's reader buffered).
 func (c *Conn) Read(p []byte) (int, error) { return c.r.Read(p) }
 
-// Wait, for a client that handed its streams to the owner, waits until the owner has
+// Wait, for a client that gave its streams to the owner, waits until the owner has
 // finished serving them and returns the exit code it names; ok is false when the owner went
-// away without saying (it crashed or was killed).
+// away without saying (it crashed or was killed). Relayed streams it copies meanwhile (see
+// relay).
 func (c *Conn) Wait() (code int, ok bool) {
+	if c.relayed[0] != nil {
+		return relay(c.Conn, c.r, c.relayed[0], c.relayed[1])
+	}
 	var e End
 	if err := readLine(c.r, &e); err != nil {
 		return 1, false
@@ -90,25 +100,33 @@ func Dial(o DialOptions) (*Conn, error) {
 
 // try connects and says hello once.
 func try(o DialOptions, deadline time.Time) (*Conn, error) {
-	d := net.Dialer{Deadline: deadline}
-	nc, err := d.Dial("unix", o.Paths.Socket)
+	uc, err := dialOwner(deadline, o.Paths.Socket)
 	if err != nil {
 		return nil, err
 	}
-	uc := nc.(*net.UnixConn)
 	_ = uc.SetDeadline(deadline)
 	h := o.Hello
-	var rights []byte
+	var relayed [2]*os.File
 	if o.Streams[0] != nil {
-		h.Streams, h.Prefix = true, len(o.Prefix)
-		rights = unixRights(o.Streams[0], o.Streams[1])
+		h.Prefix = len(o.Prefix)
+		if canHandOver && !o.relay {
+			h.Streams = true
+		} else {
+			h.Relay, relayed = true, o.Streams
+		}
 	}
 	line, err := json.Marshal(h)
 	if err != nil {
 		_ = uc.Close()
 		return nil, err
 	}
-	if _, _, err := uc.WriteMsgUnix(append(line, '\n'), rights, nil); err != nil {
+	line = append(line, '\n')
+	if h.Streams {
+		err = handOver(uc, line, o.Streams[0], o.Streams[1])
+	} else {
+		_, err = uc.Write(line)
+	}
+	if err != nil {
 		_ = uc.Close()
 		return nil, err
 	}
@@ -129,7 +147,7 @@ func try(o DialOptions, deadline time.Time) (*Conn, error) {
 		return nil, fmt.Errorf("%w: %s", errRefused, w.Error)
 	}
 	_ = uc.SetDeadline(time.Time{})
-	return &Conn{UnixConn: uc, r: br, Welcome: w}, nil
+	return &Conn{Conn: uc, r: br, Welcome: w, relayed: relayed}, nil
 }
 
 // start starts an owner and waits until it is ready, lost the election, or failed (its
@@ -140,10 +158,8 @@ func start(cmd *exec.Cmd, deadline time.Time) error {
 		return err
 	}
 	defer pr.Close()
-	cmd.ExtraFiles = []*os.File{pw}
-	cmd.Env = append(cmd.Environ(), ReadyFDEnv+"=3")
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = nil, nil, nil
-	cmd.SysProcAttr = detachAttr()
+	detach(cmd, pw)
 	if cmd.Dir == "" {
 		cmd.Dir = "/"
 	}
@@ -153,6 +169,7 @@ func start(cmd *exec.Cmd, deadline time.Time) error {
 		return fmt.Errorf("attach: starting the workspace's owner: %w", err)
 	}
 	go func() { _ = cmd.Wait() }() // reap it if it exits while we live
+	// Until the deadline (on Windows, whose anonymous pipes have none, until the owner's word).
 	_ = pr.SetReadDeadline(deadline)
 	line, _ := bufio.NewReader(pr).ReadString('\n')
 	if msg, ok := strings.CutPrefix(strings.TrimSpace(line), "error: "); ok {

@@ -33,16 +33,20 @@ type Hello struct {
 	// Streams: the hello came with two file descriptors (SCM_RIGHTS), the client's standard
 	// input and output, and the owner serves the protocol on them; the socket then only
 	// tells each side that the other is alive, and carries the session's end (an End line).
-	// Without them the protocol runs on the socket itself.
+	// Without them (and without Relay) the protocol runs on the socket itself.
 	Streams bool `json:"streams,omitempty"`
+	// Relay: the client copies its standard streams over the socket itself, in frames
+	// (relay.go), where they cannot be handed over (Windows); the owner ends the session
+	// with an end frame carrying the End line.
+	Relay bool `json:"relay,omitempty"`
 	// Prefix is how many bytes of the client's input follow the hello on the socket: what a
 	// forwarder read before it knew where to attach (the initialize frame).
 	Prefix int `json:"prefix,omitempty"`
 }
 
 // End is the line an owner sends on the socket when it has finished serving a client's
-// streams: the exit code the client process should exit with (as a standalone daemon
-// would). A client whose socket ends without it lost its owner.
+// streams (handed over or relayed): the exit code the client process should exit with (as
+// a standalone daemon would). A client whose socket ends without it lost its owner.
 type End struct {
 	Exit int `json:"exit"`
 }

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -66,8 +67,9 @@ type owner struct {
 	o     OwnerOptions
 	log   *slog.Logger
 	ws    *session.Workspace
-	ln    *net.UnixListener
+	ln    net.Listener
 	paths Paths
+	me    string          // who we run as (currentUser): only the same user may attach
 	ctx   context.Context // cancelled when the owner exits: ends every connection
 
 	mu      sync.Mutex // guards active, exiting and conns
@@ -103,6 +105,10 @@ func RunOwner(ctx context.Context, o OwnerOptions) int {
 	if err != nil {
 		return fail(err)
 	}
+	me, err := currentUser()
+	if err != nil {
+		return fail(err)
+	}
 	lock, won, err := elect(ctx, paths)
 	if err != nil {
 		return fail(err)
@@ -124,25 +130,15 @@ func RunOwner(ctx context.Context, o OwnerOptions) int {
 	if err != nil {
 		return fail(err)
 	}
-	// Only the flock holder binds: a socket file left here is stale (its owner died).
-	if err := os.Remove(paths.Socket); err != nil && !errors.Is(err, os.ErrNotExist) {
-		_ = ws.Close()
-		return fail(err)
-	}
-	ln, err := net.ListenUnix("unix", &net.UnixAddr{Name: paths.Socket, Net: "unix"})
+	// Only the lock holder listens.
+	ln, err := listen(paths)
 	if err != nil {
-		_ = ws.Close()
-		return fail(err)
-	}
-	ln.SetUnlinkOnClose(false) // removed below, while the flock is still held
-	if err := os.Chmod(paths.Socket, 0o600); err != nil {
-		_ = ln.Close()
 		_ = ws.Close()
 		return fail(err)
 	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
-	w := &owner{o: o, log: log, ws: ws, ln: ln, paths: paths, ctx: ctx, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
+	w := &owner{o: o, log: log, ws: ws, ln: ln, paths: paths, me: me, ctx: ctx, conns: map[net.Conn]struct{}{}, done: make(chan struct{})}
 	w.idle = time.AfterFunc(o.Grace, w.idleExpired) // a starter that never connects
 	log.Info("owning the workspace", "folder", real, "socket", paths.Socket, "grace", o.Grace, "store", ws.StorePath())
 	if o.Ready != nil {
@@ -162,9 +158,8 @@ func RunOwner(ctx context.Context, o OwnerOptions) int {
 	w.exiting = true
 	w.idle.Stop()
 	w.mu.Unlock()
-	_ = ln.Close()
-	_ = os.Remove(paths.Socket)
-	cancel() // every connection tears down: its calls are cancelled and recorded
+	_ = ln.Close() // (a socket file goes with it, while the lock is still held)
+	cancel()       // every connection tears down: its calls are cancelled and recorded
 	joined := make(chan struct{})
 	go func() { w.wg.Wait(); close(joined) }()
 	select {
@@ -181,7 +176,7 @@ func RunOwner(ctx context.Context, o OwnerOptions) int {
 // closeTimeout bounds one connection's teardown (rpc's own bound is 5 s).
 const closeTimeout = 5 * time.Second
 
-// elect takes the owner's flock. When another process holds it, it waits until that owner's
+// elect takes the owner's lock. When another process holds it, it waits until that owner's
 // socket answers (then won is false) or the lock is released (an exiting owner: then it wins),
 // within lockWait.
 func elect(ctx context.Context, p Paths) (*os.File, bool, error) {
@@ -202,7 +197,7 @@ func elect(ctx context.Context, p Paths) (*os.File, bool, error) {
 			_ = f.Close()
 			return nil, false, fmt.Errorf("locking %s: %w", p.Lock, err)
 		}
-		if c, err := net.DialTimeout("unix", p.Socket, time.Second); err == nil {
+		if c, err := dialOwner(time.Now().Add(time.Second), p.Socket); err == nil {
 			_ = c.Close()
 			_ = f.Close()
 			return nil, false, nil
@@ -237,7 +232,7 @@ func (w *owner) idleExpired() {
 func (w *owner) accept() {
 	defer w.wg.Done()
 	for {
-		c, err := w.ln.AcceptUnix()
+		c, err := w.ln.Accept()
 		if err != nil {
 			if !errors.Is(err, net.ErrClosed) {
 				w.log.Error("accepting a client failed", "err", err)
@@ -247,10 +242,10 @@ func (w *owner) accept() {
 			}
 			return
 		}
-		// Before a byte is read: only our own uid may attach.
-		uid, pid, err := peerCred(c)
-		if err != nil || uid != os.Getuid() {
-			w.log.Warn("refused a connection from another user", "uid", uid, "err", err)
+		// Before a byte is read: only our own user may attach.
+		user, pid, err := peerUser(c)
+		if err != nil || !sameUser(w.me, user) {
+			w.log.Warn("refused a connection from another user", userKey, user, "err", err)
 			_ = c.Close()
 			continue
 		}
@@ -267,6 +262,11 @@ func (w *owner) accept() {
 	}
 }
 
+// sameUser admits a peer that runs as we do: peer and me are users as peerUser and
+// currentUser name them (a uid in decimal on Unix, a SID string on Windows, both canonical,
+// so equal strings are the same user); an unknown peer ("") is refused.
+func sameUser(me, peer string) bool { return peer != "" && peer == me }
+
 // isTemporary reports accept errors worth retrying (out of file descriptors, say).
 func isTemporary(err error) bool {
 	return errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED)
@@ -275,7 +275,7 @@ func isTemporary(err error) bool {
 // serve runs one connection: the hello, then the protocol it names. An internal client (a
 // process the owner started itself: a tool, an MCP server that is toolsd mcp of this very
 // folder) does not keep the owner alive; the owner kills it when it exits.
-func (w *owner) serve(c *net.UnixConn, internal bool) {
+func (w *owner) serve(c net.Conn, internal bool) {
 	defer w.wg.Done()
 	defer func() {
 		_ = c.Close()
@@ -288,10 +288,7 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	_ = c.SetReadDeadline(time.Now().Add(helloTimeout))
 	// The first read takes the descriptors a forwarder sends with its hello.
 	first := make([]byte, maxLine)
-	oob := make([]byte, oobSpace)
-	n, oobn, _, _, err := c.ReadMsgUnix(first, oob)
-	n, oobn = max(n, 0), max(oobn, 0)
-	files := receivedFiles(oob[:oobn])
+	n, files, err := readFirst(c, first)
 	defer func() {
 		for _, f := range files {
 			_ = f.Close()
@@ -316,8 +313,8 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 		_ = writeLine(c, Welcome{Error: fmt.Sprintf("unknown protocol %q: say %q or %q", h.Proto, ProtoToolsd, ProtoMCP)})
 		return
 	}
-	if h.Streams != (len(files) == 2) || h.Prefix < 0 || h.Prefix > maxPrefix {
-		_ = writeLine(c, Welcome{Error: fmt.Sprintf("a hello with streams must come with exactly two file descriptors and a prefix of at most %d bytes", maxPrefix)})
+	if h.Streams != (len(files) == 2) || (h.Streams && h.Relay) || h.Prefix < 0 || h.Prefix > maxPrefix {
+		_ = writeLine(c, Welcome{Error: fmt.Sprintf("a hello with streams must come with exactly two file descriptors (and without relay), and a prefix of at most %d bytes", maxPrefix)})
 		return
 	}
 	prefix := make([]byte, h.Prefix)
@@ -357,12 +354,20 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 	}
 	log.Debug("client connected", "streams", h.Streams)
 
-	// Where the protocol runs: the client's own streams, or the socket.
+	// Where the protocol runs: the client's own streams, relayed ones, or the socket.
 	var in io.Reader = br
 	var out io.Writer = c
 	closeIO := c.Close
 	ctx := w.ctx
-	if h.Streams {
+	var relayed *frameWriter
+	switch {
+	case h.Relay:
+		relayed = &frameWriter{w: c}
+		in, out = io.MultiReader(bytes.NewReader(prefix), &frameReader{r: br}), relayed
+		// Closing stops the reads only: the end frame still has to go out on c. The
+		// client's own end (its input ended, or it died) ends the reads as well.
+		closeIO = func() error { return c.SetReadDeadline(time.Now()) }
+	case h.Streams:
 		stdin, stdout := files[0], files[1]
 		in, out = io.MultiReader(bytes.NewReader(prefix), stdin), stdout
 		closeIO = func() error { return errors.Join(stdin.Close(), stdout.Close()) }
@@ -398,7 +403,13 @@ func (w *owner) serve(c *net.UnixConn, internal bool) {
 			code = 1
 		}
 	}
-	if h.Streams {
+	switch {
+	case h.Relay:
+		_ = closeIO()
+		if b, err := json.Marshal(End{Exit: code}); err == nil {
+			_ = relayed.end(b)
+		}
+	case h.Streams:
 		_ = closeIO()
 		_ = writeLine(c, End{Exit: code})
 	}

@@ -3,41 +3,17 @@ package attach
 import (
 	"crypto/sha256"
 	"encoding/hex"
-	"errors"
-	"fmt"
-	"os"
 	"path/filepath"
-	"strconv"
 )
-
-// maxSocketPath is the longest path a Unix socket address holds (sun_path less its NUL).
-const maxSocketPath = 107
 
 // Paths are the files of one workspace's owner in the runtime folder.
 type Paths struct {
-	Dir    string // the private runtime folder
-	Socket string // the owner's socket, user-only
-	Lock   string // the owner holds an exclusive flock on it for its whole life
+	Dir string // the private runtime folder
+	// Socket is where the owner listens, user-only: a socket file in Dir on Unix, a named
+	// pipe (pipeName) on Windows.
+	Socket string
+	Lock   string // the owner holds an exclusive lock on it for its whole life
 	Log    string // the owner's log when no --log-file names one
-}
-
-// RuntimeDir returns the private folder of sockets and locks: $XDG_RUNTIME_DIR/toolsd, or
-// /tmp/toolsd-<uid> when XDG_RUNTIME_DIR is unset, created with mode 0700. It refuses a
-// folder that is a symlink, is not ours, or that others may enter.
-func RuntimeDir() (string, error) {
-	dir := ""
-	if base := os.Getenv("XDG_RUNTIME_DIR"); base != "" && filepath.IsAbs(base) {
-		dir = filepath.Join(base, "toolsd")
-	} else {
-		dir = filepath.Join(os.TempDir(), "toolsd-"+strconv.Itoa(os.Getuid()))
-	}
-	if err := os.Mkdir(dir, 0o700); err != nil && !errors.Is(err, os.ErrExist) {
-		return "", fmt.Errorf("attach: creating the runtime folder: %w", err)
-	}
-	if err := checkPrivate(dir); err != nil {
-		return "", err
-	}
-	return dir, nil
 }
 
 // PathsFor returns the paths of the owner of folder (its real path), in dir. store is the
@@ -46,16 +22,22 @@ func RuntimeDir() (string, error) {
 func PathsFor(dir, folder, store string) (Paths, error) {
 	sum := sha256.Sum256([]byte(folder + "\x00" + store))
 	name := hex.EncodeToString(sum[:10])
+	socket, err := endpoint(dir, name)
 	p := Paths{
 		Dir:    dir,
-		Socket: filepath.Join(dir, name+".sock"),
+		Socket: socket,
 		Lock:   filepath.Join(dir, name+".lock"),
 		Log:    filepath.Join(dir, name+".log"),
 	}
-	if len(p.Socket) > maxSocketPath {
-		return p, fmt.Errorf("attach: the socket path %s is longer than a Unix socket address can be (%d bytes); set XDG_RUNTIME_DIR to a shorter folder", p.Socket, maxSocketPath)
-	}
-	return p, nil
+	return p, err
+}
+
+// pipeName is the named pipe of the owner called name (PathsFor) for user (a SID string).
+// Named pipes share one namespace on the machine, unlike a runtime folder of one's own:
+// the user is in the name so that two users' owners of one folder path never meet.
+func pipeName(user, name string) string {
+	sum := sha256.Sum256([]byte(user + "\x00" + name))
+	return `\\.\pipe\toolsd-` + hex.EncodeToString(sum[:16])
 }
 
 // Locate returns the paths of the owner of folder, creating the runtime folder if needed.

@@ -129,3 +129,46 @@ func TestShellCommandNamingAProtectedPathIsExactOnly(t *testing.T) {
 		}
 	}
 }
+
+// Remembered answers across agents and routes (an "always" given through toolsd acp or on
+// an ask of toolsd hook's call): a workspace answer is the person's for every agent, so it
+// settles another agent's ask, also one that agent's own rules make (docs/security.md,
+// Remembered answers), but never that agent's deny; a session answer covers its session
+// alone, whichever agent or editor asks in another.
+func TestRememberedAnswersAcrossAgents(t *testing.T) {
+	e, _ := NewEngine(nil)
+	if err := e.SetLayer(LayerAgentPrefix+"codex", Ruleset{{Permission: KeyBash, Pattern: "git push *", Action: Ask}, {Permission: KeyBash, Pattern: "rm *", Action: Deny}}); err != nil {
+		t.Fatal(err)
+	}
+	// Given on claude's calls: "always in this workspace" for a push and a removal, "always in
+	// this session" for a build.
+	if err := e.Remember("", KeyBash, []string{"git push origin main", "rm -rf build"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	if err := e.Remember("claude-session", KeyBash, []string{"make release"}, ""); err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range []struct {
+		session, agent, pattern string
+		want                    Action
+	}{
+		{"codex-session", "codex", "git push origin main", Allow}, // the person's answer, for every agent
+		{"codex-session", "codex", "git push origin dev", Ask},    // not what was answered
+		{"codex-session", "codex", "rm -rf build", Deny},          // a deny holds
+		{"codex-session", "codex", "make release", Ask},           // another session's answer
+		{"claude-session", "codex", "make release", Allow},        // the session's answer, whoever asks in it
+		{"claude-session", "claude", "rm -rf build", Allow},
+	} {
+		q := Query{SessionID: c.session, Agent: c.agent, Permission: KeyBash, Patterns: []string{c.pattern}}
+		if d := e.Decide(q); d.Action != c.want {
+			t.Errorf("%s in %s by %s: %s, want %s (%+v)", c.pattern, c.session, c.agent, d.Action, c.want, d.Rule)
+		}
+	}
+	// The managed floor is not settled by a remembered answer.
+	if err := e.SetLayer(LayerManaged, Ruleset{{Permission: KeyBash, Pattern: "git push *", Action: Ask}}); err != nil {
+		t.Fatal(err)
+	}
+	if d := e.Decide(Query{SessionID: "codex-session", Agent: "codex", Permission: KeyBash, Patterns: []string{"git push origin main"}}); d.Action != Ask {
+		t.Errorf("a remembered answer settled the managed floor's ask: %+v", d)
+	}
+}

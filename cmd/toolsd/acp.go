@@ -13,12 +13,12 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"github.com/toolsd/toolsd/acp"
 	"github.com/toolsd/toolsd/attach"
 	"github.com/toolsd/toolsd/internal/cli"
+	"github.com/toolsd/toolsd/internal/proc"
 )
 
 // agentGrace is how long the agent has to exit after the editor left, and then after SIGTERM.
@@ -111,7 +111,11 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		}
 	}
 
-	cmd := exec.Command(command[0], command[1:]...)
+	// The agent's whole process group is stopped (proc.Command): SIGTERM when stopAgent is
+	// called, SIGKILL agentGrace later, and what is left of it once the agent was waited for.
+	agentCtx, stopAgent := context.WithCancel(context.Background())
+	defer stopAgent()
+	cmd := proc.Command(agentCtx, agentGrace, command[0], command[1:]...)
 	cmd.Stderr = stderr
 	agentIn, err := cmd.StdinPipe()
 	if err != nil {
@@ -127,8 +131,11 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		fmt.Fprintf(stderr, "toolsd acp: starting the agent %s failed: %v\n", command[0], err)
 		return 1
 	}
+	defer proc.KillGroup(cmd)
 	// When the editor leaves, the agent's stdin ends; an agent that does not exit of itself
-	// then (one whose own children keep it alive) is stopped, as the editor would stop it.
+	// then, or whose children hold its stdout (a background process it started), is stopped
+	// with its process group, as the editor would stop it. A process that left the group and
+	// still holds the agent's stdout is not waited for.
 	editorGone, agentDone := make(chan struct{}), make(chan struct{})
 	defer close(agentDone)
 	go func() {
@@ -137,13 +144,20 @@ func runACP(args []string, stdin io.Reader, stdout io.Writer, stderr io.Writer) 
 		case <-agentDone:
 			return
 		}
-		for _, sig := range []os.Signal{syscall.SIGTERM, os.Kill} {
+		grace := func() bool {
 			select {
 			case <-time.After(agentGrace):
-				_ = cmd.Process.Signal(sig)
+				return true
 			case <-agentDone:
-				return
+				return false
 			}
+		}
+		if !grace() {
+			return
+		}
+		stopAgent() // SIGTERM to the group, and SIGKILL agentGrace later
+		if grace() && grace() {
+			_ = agentOut.Close()
 		}
 	}()
 	err = acp.Run(context.Background(), acp.Options{

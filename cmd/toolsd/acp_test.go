@@ -14,6 +14,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync/atomic"
+	"syscall"
 	"testing"
 	"time"
 
@@ -144,6 +145,48 @@ func startRelayACP(t *testing.T, e *env) (ed *acpPeer, stdin io.WriteCloser, exi
 	}
 	t.Cleanup(func() { conn.Close() })
 	return ed, stdin, exited, newACPPeer(t, "the agent", conn, conn), conn
+}
+
+// mcpCommand is the toolsd mcp command toolsd acp adds to a session.
+type mcpCommand struct {
+	Command string   `json:"command"`
+	Args    []string `json:"args"`
+}
+
+// connect starts the toolsd mcp as the agent starts it, as an MCP client; it ends with the test.
+func (server mcpCommand) connect(t *testing.T, e *env) *sdk.ClientSession {
+	t.Helper()
+	cmd := exec.Command(server.Command, server.Args...)
+	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
+	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(e.ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
+	if err != nil {
+		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
+	}
+	t.Cleanup(func() { _ = cs.Close() })
+	return cs
+}
+
+// openRelaySession starts toolsd acp with the test as its editor and its agent, both at ACP
+// v1, and opens the session sess1 in the workspace: the agent sees toolsd mcp alone among
+// its servers, which it returns.
+func openRelaySession(t *testing.T, e *env) (ed, ag *acpPeer, server mcpCommand) {
+	t.Helper()
+	ed, _, _, ag, _ = startRelayACP(t, e)
+	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
+	ag.next()
+	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
+	ed.next()
+	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
+	_, m := ag.next()
+	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
+	if len(servers) != 1 {
+		t.Fatalf("session/new as the agent sees it: %v", m)
+	}
+	b, _ := json.Marshal(servers[0])
+	_ = json.Unmarshal(b, &server)
+	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
+	ed.next()
+	return ed, ag, server
 }
 
 // acpExit is toolsd acp's exit: done closes when it has exited, with err.
@@ -465,25 +508,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 	e := newEnv(t, envOpts{options: agentRules})
 	ctx := e.ctx
 	mark := e.d.Mark()
-	ed, _, _, ag, _ := startRelayACP(t, e)
-	ed.send(rpcReq(1, "initialize", map[string]any{"protocolVersion": 1, "clientCapabilities": map[string]any{}}))
-	ag.next()
-	ag.send(rpcResult(1, map[string]any{"protocolVersion": 1, "agentCapabilities": map[string]any{}}))
-	ed.next()
-	ed.send(rpcReq(2, "session/new", map[string]any{"cwd": e.ws, "mcpServers": []any{}}))
-	_, m := ag.next()
-	var server struct {
-		Command string   `json:"command"`
-		Args    []string `json:"args"`
-	}
-	servers, _ := m["params"].(map[string]any)["mcpServers"].([]any)
-	if len(servers) != 1 {
-		t.Fatalf("session/new as the agent sees it: %v", m)
-	}
-	b, _ := json.Marshal(servers[0])
-	_ = json.Unmarshal(b, &server)
-	ag.send(rpcResult(2, map[string]any{"sessionId": "sess1"}))
-	ed.next()
+	ed, ag, server := openRelaySession(t, e)
 	// seen: what the VS Code window shows.
 	seenAsks := func() []string {
 		var list protocol.ListAsksResult
@@ -498,13 +523,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 	}
 
 	// The toolsd mcp, started as the agent starts it, makes a call that asks.
-	cmd := exec.Command(server.Command, server.Args...)
-	cmd.Env = append(os.Environ(), "XDG_RUNTIME_DIR="+harness.RuntimeDir(e.t), "GORACE=atexit_sleep_ms=0")
-	cs, err := sdk.NewClient(&sdk.Implementation{Name: "zed-agent", Version: "1"}, nil).Connect(ctx, &sdk.CommandTransport{Command: cmd, TerminateDuration: 5 * time.Second}, nil)
-	if err != nil {
-		t.Fatalf("starting the session's toolsd mcp (%v): %v", server, err)
-	}
-	defer cs.Close()
+	cs := server.connect(t, e)
 	done := make(chan string, 1)
 	go func() {
 		r, err := cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "make from-mcp"}})
@@ -514,7 +533,7 @@ func TestACPAsksStayWithTheirEditor(t *testing.T) {
 		}
 		done <- text(r)
 	}()
-	_, m = ed.next()
+	_, m := ed.next()
 	p, _ := m["params"].(map[string]any)
 	tc, _ := p["toolCall"].(map[string]any)
 	id, _ := tc["toolCallId"].(string)
@@ -644,5 +663,247 @@ func TestACPCallsRecordedAsTheyHappen(t *testing.T) {
 			_ = conn.Close() // the relay, orphaned, holds toolsd acp's stderr until then
 			<-exited.done
 		})
+	}
+}
+
+// A person's "once" on an agent's permission request allows one call: an agent that carried
+// the call out itself (claude-agent-acp runs its Bash itself) cannot later run the same
+// command unasked, neither through toolsd's MCP tools (what its model can do alone) nor
+// through toolsd's terminal. The grant that spares the person a second ask lasts only while
+// the tool call it was given for runs.
+func TestACPOnceIsOnce(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	ctx := e.ctx
+	ed, ag, server := openRelaySession(t, e)
+	update := func(v map[string]any) {
+		t.Helper()
+		ag.send(map[string]any{"jsonrpc": "2.0", "method": "session/update", "params": map[string]any{"sessionId": "sess1", "update": v}})
+		ed.next()
+	}
+
+	// The person allows the agent's mkdir once; the agent runs it itself and says it ended.
+	mark := e.d.Mark()
+	ag.send(askPermission(100, "tc-1", "mkdir made"))
+	_, m := ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "once"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "yes" {
+			t.Fatalf("the request allowed once: %s %s", k, opt)
+		}
+	}
+	update(map[string]any{"sessionUpdate": "tool_call", "toolCallId": "tc-1", "title": "mkdir made", "kind": "execute", "status": "in_progress", "rawInput": map[string]any{"command": "mkdir made"}})
+	update(map[string]any{"sessionUpdate": "tool_call_update", "toolCallId": "tc-1", "status": "completed"})
+	if _, _, err := e.d.WaitFor(ctx, mark, "tools/progress", func(raw json.RawMessage) bool {
+		var p protocol.ProgressParams
+		return json.Unmarshal(raw, &p) == nil && p.CallID == "tc-1" && p.Status == protocol.StatusCompleted
+	}); err != nil {
+		t.Fatalf("the agent's call did not end in the record: %v", err)
+	}
+
+	// askedUntil answers reject to every permission request the editor gets until done
+	// closes, and reports whether there was one.
+	askedUntil := func(done <-chan struct{}) bool {
+		t.Helper()
+		asked := false
+		for {
+			select {
+			case line, ok := <-ed.in:
+				if !ok {
+					t.Fatal("the editor's stream ended")
+				}
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["method"] == "session/request_permission" {
+					asked = true
+					ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+				}
+			case <-done:
+				return asked
+			case <-ctx.Done():
+				t.Fatal("the call did not end")
+			}
+		}
+	}
+
+	// Later, the model runs the same command through toolsd's MCP bash: asked again.
+	cs := server.connect(t, e)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_, _ = cs.CallTool(ctx, &sdk.CallToolParams{Name: "bash", Arguments: map[string]any{"command": "mkdir made"}})
+	}()
+	if !askedUntil(done) {
+		t.Error("toolsd mcp ran the command the person allowed once, for a call that had ended, without asking")
+	}
+
+	// And through toolsd's terminal: asked again.
+	ag.send(rpcReq(200, "terminal/create", map[string]any{"sessionId": "sess1", "command": "mkdir", "args": []string{"made"}}))
+	_, m = ag.next()
+	tid, _ := m["result"].(map[string]any)["terminalId"].(string)
+	if tid == "" {
+		t.Fatalf("terminal/create: %v", m)
+	}
+	ag.send(rpcReq(201, "terminal/wait_for_exit", map[string]any{"sessionId": "sess1", "terminalId": tid}))
+	exited := make(chan struct{})
+	go func() {
+		defer close(exited)
+		for line := range ag.in {
+			var m map[string]any
+			if json.Unmarshal(line, &m) == nil && m["id"] == float64(201) {
+				return
+			}
+		}
+	}()
+	if !askedUntil(exited) {
+		t.Error("the terminal ran the command the person allowed once, for a call that had ended, without asking")
+	}
+	if _, err := os.Stat(filepath.Join(e.ws, "made")); err == nil {
+		t.Error("the command ran a second time on one \"once\"")
+	}
+}
+
+// An agent's whole process tree is stopped when the editor leaves: a child the agent left
+// behind (holding the agent's stdout, as a background process does) neither outlives toolsd
+// acp nor keeps it from exiting.
+func TestACPStopsTheAgentsTree(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: agentRules})
+	pidFile := filepath.Join(t.TempDir(), "child.pid")
+	_, stdin, exited := startACP(t, e, nil, "sh", "-c", `sleep 600 & echo $! > "$0"; exec cat >/dev/null`, pidFile)
+	var pid int
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		b, err := os.ReadFile(pidFile)
+		if _, serr := fmt.Sscan(string(b), &pid); err == nil && serr == nil && pid > 0 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the agent did not start its child")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	alive := func() bool {
+		// A zombie (killed, its parent gone, not yet reaped by init) counts as ended.
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			return syscall.Kill(pid, 0) == nil
+		}
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		return len(f) > 0 && f[0] != "Z"
+	}
+	t.Cleanup(func() {
+		if alive() {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+	})
+	_ = stdin.Close()
+	select {
+	case <-exited.done:
+	case <-time.After(15 * time.Second):
+		t.Fatal("toolsd acp did not exit after its editor left: the agent's child holds its stdout")
+	}
+	for end := time.Now().Add(5 * time.Second); alive(); time.Sleep(20 * time.Millisecond) {
+		if time.Now().After(end) {
+			t.Fatal("the agent's child outlived toolsd acp")
+		}
+	}
+}
+
+// fs/read_text_file is decided where the path really leads: a link in the workspace to a
+// file outside, a path through "..", /proc/self/root and /proc/self/cwd all ask about the
+// file outside (the person refuses here), and its text never reaches the agent.
+func TestACPReadsDecidedWhereTheyLead(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{"permission": map[string]any{"read": "allow"}}, files: map[string]string{"in.txt": "inside\n"}})
+	outside := t.TempDir()
+	const secret = "SECRET-0a7e"
+	if err := os.WriteFile(filepath.Join(outside, "key"), []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(filepath.Join(outside, "key"), filepath.Join(e.ws, "link")); err != nil {
+		t.Fatal(err)
+	}
+	ed, ag, _ := openRelaySession(t, e)
+	rel, err := filepath.Rel(e.ws, filepath.Join(outside, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cwd, err := os.Getwd() // toolsd acp's (startACP)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fromCwd, err := filepath.Rel(cwd, filepath.Join(outside, "key"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	read := func(id int, path string) (content string, asked bool) {
+		t.Helper()
+		ag.send(rpcReq(id, "fs/read_text_file", map[string]any{"sessionId": "sess1", "path": path}))
+		for {
+			select {
+			case line := <-ed.in:
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["method"] == "session/request_permission" {
+					asked = true
+					ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+				}
+			case line := <-ag.in:
+				var m map[string]any
+				_ = json.Unmarshal(line, &m)
+				if m["id"] != float64(id) {
+					continue
+				}
+				r, _ := m["result"].(map[string]any)
+				c, _ := r["content"].(string)
+				return c, asked
+			case <-e.ctx.Done():
+				t.Fatalf("no answer to the read of %s", path)
+			}
+		}
+	}
+	if c, asked := read(10, filepath.Join(e.ws, "in.txt")); c != "inside\n" || asked {
+		t.Fatalf("a read in the workspace: %q asked %v", c, asked)
+	}
+	for i, p := range []string{
+		filepath.Join(e.ws, "link"),
+		filepath.Join(e.ws, rel),
+		"/proc/self/root" + filepath.Join(outside, "key"),
+		"/proc/self/cwd/" + fromCwd,
+	} {
+		c, asked := read(20+i, p)
+		if strings.Contains(c, secret) {
+			t.Errorf("%s: the agent read the file outside the workspace", p)
+		}
+		if !asked {
+			t.Errorf("%s: the person was not asked about the file outside", p)
+		}
+	}
+}
+
+// An ask about a protected path offers no "always" in an ACP editor either (docs/security.md,
+// invariant 4): the agent's request to write .vscode/settings.json is shown with toolsd's
+// once and reject alone.
+func TestACPProtectedAskOffersNoAlways(t *testing.T) {
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{"permission": map[string]any{"edit": "allow"}}})
+	ed, ag, _ := openRelaySession(t, e)
+	ag.send(rpcReq(100, "session/request_permission", map[string]any{"sessionId": "sess1",
+		"toolCall": map[string]any{"toolCallId": "tc-w", "title": "Write settings", "kind": "edit", "status": "pending",
+			"rawInput": map[string]any{"file_path": filepath.Join(e.ws, ".vscode", "settings.json"), "content": "{}"}},
+		"options": acpOptions}))
+	_, m := ed.next()
+	if m["method"] != "session/request_permission" {
+		t.Fatalf("the editor should be asked, got %v", m)
+	}
+	opts, _ := json.Marshal(m["params"].(map[string]any)["options"])
+	if strings.Contains(string(opts), "allow_always") || !strings.Contains(string(opts), `"optionId":"once"`) {
+		t.Errorf("the ask about a protected path offers %s", opts)
+	}
+	ed.send(rpcResult(m["id"], map[string]any{"outcome": map[string]any{"outcome": "selected", "optionId": "reject"}}))
+	if _, m := ag.next(); true {
+		if k, opt := outcomeOf(t, m, 100); k != "selected" || opt != "no" {
+			t.Fatalf("rejected: %s %s", k, opt)
+		}
 	}
 }

@@ -2,7 +2,7 @@
 // protocol (JSON-RPC 2.0, LSP framing) on stdin and stdout; "toolsd mcp" serves MCP the
 // same way for agents. By default both attach to the one daemon that owns the workspace
 // folder ("toolsd __owner", started on demand; see the attach package and
-// docs/architecture.md), and only copy bytes between it and their standard streams.
+// docs/architecture.md), and hand it their standard streams (on Windows, relay them).
 //
 // Package main only parses flags and calls into the packages; see docs/architecture.md.
 package main
@@ -232,7 +232,8 @@ func (d *daemonFlags) forward(folder string, h attach.Hello, stdin, stdout any, 
 	if c.Welcome.Version != version {
 		logger.Warn("the workspace's daemon is another version of toolsd; it serves this client until it exits", "daemon", c.Welcome.Version, "this", version, "pid", c.Welcome.PID)
 	}
-	// The owner reads and writes our streams itself; we only wait for its word.
+	// The owner reads and writes our streams itself (on Windows, Wait relays them); we wait
+	// for its word.
 	code, ok := c.Wait()
 	if !ok {
 		fmt.Fprintf(stderr, "%s: the daemon that owns the workspace (pid %d) went away (crashed or was killed); %s\n", name, c.Welcome.PID, hint)

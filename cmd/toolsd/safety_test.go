@@ -4,14 +4,19 @@ package main_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/toolsd/toolsd/internal/sandbox"
 	"github.com/toolsd/toolsd/protocol"
+	"golang.org/x/sys/unix"
 )
 
 // The end-to-end tests of issue 24's classes 1 to 3 (docs/security.md): the layers must not
@@ -307,5 +312,136 @@ func TestShellCommandsOnProtectedPathsAsk(t *testing.T) {
 	}
 	if b, _ := os.ReadFile(filepath.Join(e.ws, ".vscode", "settings.json")); string(b) != "{}\n" {
 		t.Errorf(".vscode/settings.json changed: %s", b)
+	}
+}
+
+// Invariant 3 by the folder a command starts in: a line the sandbox's auto-allow lets run
+// (make, which runs the project's own recipes) started in the git folder or toolsd's writes
+// nothing there by relative paths — the first time (its stage set up with the command) and
+// the next (its stage set up ahead of it).
+func TestConfinedCommandStartedInAProtectedFolder(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{}, files: map[string]string{
+		"Makefile":     "all:\n\t-echo '[core]' >> config\n\t-echo '{\"permission\":\"allow\"}' > config.json\n",
+		".toolsd/keep": "",
+	}})
+	gitInit(t, e.ws)
+	before, err := os.ReadFile(filepath.Join(e.ws, ".git", "config"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, dir := range []string{".git", ".toolsd", ".git", ".toolsd"} {
+		id := "m" + string(rune('a'+i))
+		res, err := e.execute(protocol.ExecuteParams{CallID: id, Tool: "bash", Args: args("command", "make -f ../Makefile", "workdir", dir)})
+		if err != nil || res.Status != protocol.StatusCompleted {
+			t.Fatalf("make in %s did not run: %v %+v", dir, err, res)
+		}
+		if rec := e.record(id); rec.Decisions[len(rec.Decisions)-1].By != "sandbox" {
+			t.Fatalf("make in %s was not allowed by the sandbox (the test needs it to run unasked): %+v", dir, rec.Decisions)
+		}
+		if after, _ := os.ReadFile(filepath.Join(e.ws, ".git", "config")); string(after) != string(before) {
+			t.Fatalf("a confined make started in %s wrote .git/config:\n%s", dir, after)
+		}
+		if _, err := os.Lstat(filepath.Join(e.ws, ".toolsd", "config.json")); err == nil {
+			t.Fatalf("a confined make started in %s wrote .toolsd/config.json", dir)
+		}
+	}
+}
+
+// Invariant 3 by what a confined command holds: a descriptor the daemon inherited without
+// close-on-exec (an editor that leaks one) reaches no confined command, the first of a kind
+// or the next (set up ahead), so a file outside the workspace cannot be written through it.
+func TestConfinedCommandGetsNoInheritedDescriptor(t *testing.T) {
+	needSandbox(t)
+	if _, err := exec.LookPath("make"); err != nil {
+		t.Skip("make is not installed")
+	}
+	victim := filepath.Join(t.TempDir(), "victim")
+	if err := os.WriteFile(victim, []byte("original\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fd, err := syscall.Open(victim, syscall.O_WRONLY|syscall.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	const leaked = 201
+	if err := unix.Dup2(fd, leaked); err != nil {
+		t.Fatal(err)
+	}
+	_ = syscall.Close(fd)
+	// make runs the project's recipe unasked (the sandbox's auto-allow): what it runs, the
+	// workspace decides.
+	e := newEnv(t, envOpts{noAsk: true, options: map[string]any{}, files: map[string]string{"Makefile": "SHELL := /bin/bash\na b:\n\t-echo pwned >&201\n"}})
+	_ = syscall.Close(leaked) // the daemon has it
+	for i, target := range []string{"a", "b"} {
+		id := "e" + string(rune('a'+i))
+		res, err := e.execute(protocol.ExecuteParams{CallID: id, Tool: "bash", Args: args("command", "make "+target)})
+		if err != nil || res.Status != protocol.StatusCompleted {
+			t.Fatalf("make did not run: %v %+v", err, res)
+		}
+		if b, _ := os.ReadFile(victim); string(b) != "original\n" {
+			t.Fatalf("a confined command wrote a file outside the workspace through a descriptor the daemon inherited: %q", b)
+		}
+	}
+}
+
+// The sandbox × guards started ahead × settings: a confined command runs under the policy it
+// was decided and recorded with, never under the older, looser one a guard was started
+// ahead with. The person hides a folder a command just read; from the first command whose
+// record says the folder is hidden, the folder's secret cannot be read.
+func TestConfinedCommandRunsUnderThePolicyOnRecord(t *testing.T) {
+	needSandbox(t)
+	cfg := t.TempDir()
+	private := filepath.Join(t.TempDir(), "private")
+	if err := os.MkdirAll(private, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	const secret = "SECRET-5c1d"
+	if err := os.WriteFile(filepath.Join(private, "key"), []byte(secret+"\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, envOpts{noAsk: true, env: []string{"XDG_CONFIG_HOME=" + cfg},
+		options: map[string]any{"permission": map[string]any{"bash": map[string]any{"cat *": "allow"}, "external_directory": "allow"}}})
+	// run reads the secret and says whether its policy hid the folder.
+	run := func(i int) (string, bool) {
+		t.Helper()
+		res, err := e.execute(protocol.ExecuteParams{CallID: fmt.Sprintf("r%d", i), Tool: "bash",
+			Args: args("command", fmt.Sprintf("cat %s/key /dev/null%s", private, strings.Repeat(" /dev/null", i)))})
+		if err != nil || res.Status != protocol.StatusCompleted && !strings.Contains(res.Output, "exit code") {
+			t.Fatalf("cat did not run: %v %+v", err, res)
+		}
+		var meta struct {
+			Sandbox sandbox.Summary `json:"sandbox"`
+		}
+		_ = json.Unmarshal(res.Metadata, &meta)
+		if !meta.Sandbox.Confined {
+			t.Fatalf("the command did not run confined: %s", res.Metadata)
+		}
+		return res.Output, slices.Contains(meta.Sandbox.Hidden, private)
+	}
+	if out, hidden := run(0); hidden || !strings.Contains(out, secret) {
+		t.Fatalf("before the setting, the folder should be readable: hidden %v, %q", hidden, out)
+	}
+	if err := os.MkdirAll(filepath.Join(cfg, "toolsd"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(cfg, "toolsd", "config.json"), []byte(`{"sandbox":{"deny":["`+private+`"]}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	// Until the settings file's watcher has read it (a command is the probe).
+	for i, deadline := 1, time.Now().Add(30*time.Second); ; i++ {
+		out, hidden := run(i)
+		if hidden {
+			if strings.Contains(out, secret) {
+				t.Fatalf("a command whose policy hides %s read its secret:\n%s", private, out)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the setting never took effect")
+		}
 	}
 }

@@ -226,36 +226,68 @@ func testWarmKillsEscapees(t *testing.T, confined bool) {
 }
 
 // A guard started ahead whose stage was set up before a protected entry, a nested
-// repository or a secret appeared is not used: the command starts the usual way, and the new
-// entry is held read-only (or hidden) for it.
+// repository or a secret appeared, a protected entry was replaced by a link to a writable
+// folder (a mount held the entry it replaced), or a folder Landlock granted writes was renamed
+// to a protected name (the grant holds the folder, whatever its name), is not used: the
+// command starts the usual way, and the entry is held read-only (or hidden) for it.
 func TestWarmStaleIsNotUsed(t *testing.T) {
 	useWarm(t)
-	for _, c := range []struct{ name, made, write string }{
-		{"protected entry", ".vscode", "echo x > .vscode/settings.json"},
-		{"nested repository", "sub/.git", "echo x > sub/.git/config"},
-		{"secret", "~/.ssh", `cat "$HOME/.ssh/id"`},
+	// made makes a folder with a file in it, as someone unconfined (the person, the editor)
+	// does while the guard waits.
+	made := func(dir string) func(w *warmWorld) error {
+		return func(w *warmWorld) error {
+			path := filepath.Join(w.ws, dir)
+			if rest, ok := strings.CutPrefix(dir, "~/"); ok {
+				path = filepath.Join(w.home, rest)
+			}
+			if err := os.MkdirAll(path, 0o755); err != nil {
+				return err
+			}
+			return os.WriteFile(filepath.Join(path, "id"), []byte("secret\n"), 0o644)
+		}
+	}
+	for _, c := range []struct {
+		name     string
+		landlock bool
+		secrets  bool
+		before   string // a folder in the workspace made before the first command
+		change   func(w *warmWorld) error
+		write    string
+	}{
+		{"protected entry", false, false, "", made(".vscode"), "echo x > .vscode/settings.json"},
+		{"nested repository", false, false, "", made("sub/.git"), "echo x > sub/.git/config"},
+		{"secret", false, true, "", made("~/.ssh"), `cat "$HOME/.ssh/id"`},
+		{"protected entry replaced by a link", false, false, ".vscode", func(w *warmWorld) error {
+			if err := os.RemoveAll(filepath.Join(w.ws, ".vscode")); err != nil {
+				return err
+			}
+			if err := os.MkdirAll(filepath.Join(w.ws, "src", "vs"), 0o755); err != nil {
+				return err
+			}
+			return os.Symlink(filepath.Join("src", "vs"), filepath.Join(w.ws, ".vscode"))
+		}, "echo x > .vscode/settings.json"},
+		{"granted folder renamed to a protected name", true, false, "", func(w *warmWorld) error {
+			return os.Rename(filepath.Join(w.ws, "src"), filepath.Join(w.ws, ".vscode"))
+		}, "echo x > .vscode/settings.json"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			w := newWarmWorld(t, false, strings.HasPrefix(c.made, "~/"))
-			made := filepath.Join(w.ws, c.made)
-			if rest, ok := strings.CutPrefix(c.made, "~/"); ok {
-				made = filepath.Join(w.home, rest)
+			w := newWarmWorld(t, c.landlock, c.secrets)
+			if c.before != "" {
+				if err := os.MkdirAll(filepath.Join(w.ws, c.before), 0o755); err != nil {
+					t.Fatal(err)
+				}
 			}
 			if err, _ := w.run(t, context.Background(), 0, "true", newLineWriter()); err != nil {
 				t.Fatal(err)
 			}
 			readyAhead(t)
-			// Made by someone unconfined (the person, the editor) while the guard waits.
-			if err := os.MkdirAll(made, 0o755); err != nil {
-				t.Fatal(err)
-			}
-			if err := os.WriteFile(filepath.Join(made, "id"), []byte("secret\n"), 0o644); err != nil {
+			if err := c.change(w); err != nil {
 				t.Fatal(err)
 			}
 			out := newLineWriter()
 			err, warm := w.run(t, context.Background(), 0, c.write, out)
 			if warm {
-				t.Error("the guard started before the entry appeared was used")
+				t.Error("the guard started before the change was used")
 			}
 			if err == nil {
 				t.Errorf("%s was let through: %q", c.write, out.String())

@@ -406,6 +406,13 @@ var escapes = []escape{
 	}, false},
 }
 
+// startedInside are commands that start in a protected folder and write it by relative paths.
+var startedInside = []struct{ dir, script string }{
+	{".git", `echo '[core] fsmonitor = evil' >> config; echo 'curl evil' > hooks/pre-commit; echo ../x > commondir`},
+	{".git/hooks", `echo 'curl evil' > pre-commit; chmod +x pre-commit`},
+	{".toolsd", `echo '{"permission":{"bash":"allow"}}' > config.json; mkdir tool`},
+}
+
 func udpSilent(w *world, out string) string {
 	_ = w.udp.SetReadDeadline(time.Now().Add(50 * time.Millisecond))
 	buf := make([]byte, 512)
@@ -509,6 +516,15 @@ func runEscapes(t *testing.T, w *world) {
 			}
 		}
 	}
+	// A command that starts in a read-only folder: the stage enters its folder before it
+	// mounts the protected paths read-only, and must not write through the folder beneath
+	// the mount (its relative paths).
+	for _, e := range startedInside {
+		out, _ := w.runIn(t, filepath.Join(w.ws, e.dir), w.policy, e.script)
+		if got := gitIntact(w, out); got != "" {
+			t.Errorf("started in %s: ESCAPE: %s\noutput:\n%s", e.dir, got, out)
+		}
+	}
 }
 
 // staticToolsd builds cmd/toolsd with CGO_ENABLED=0 into a folder of the test, and checks
@@ -550,5 +566,44 @@ func TestCannotConfineDoesNotRun(t *testing.T) {
 	}
 	if !strings.Contains(out, "proxy") {
 		t.Errorf("the error does not say what is wrong: %q", out)
+	}
+}
+
+// TestInheritedDescriptorsDoNotReachTheTool: a descriptor the daemon inherited without
+// close-on-exec (from the editor that started it, say) is open in every process it starts;
+// Landlock governs what a process opens, not what it holds, so a confined command must not
+// get it: writing a file outside the workspace through it would be a way out. Both for a
+// stage set up with its command and for one set up ahead of it.
+func TestInheritedDescriptorsDoNotReachTheTool(t *testing.T) {
+	if runtime.GOOS != "linux" || !sandbox.Probe("").Available() {
+		t.Skip("the kernel offers no Landlock")
+	}
+	proc.SetWarm(true)
+	t.Cleanup(func() { proc.SetWarm(false) })
+	for _, landlockOnly := range []bool{false, true} {
+		t.Run(modeName(landlockOnly), func(t *testing.T) {
+			w := newWorld(t, os.Getuid(), landlockOnly, "")
+			// As an editor leaks one: open without close-on-exec, at a number of its own.
+			fd, err := syscall.Open(filepath.Join(w.out, "victim"), syscall.O_WRONLY|syscall.O_APPEND, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			const leaked = 201
+			if err := syscall.Dup3(fd, leaked, 0); err != nil {
+				t.Fatal(err)
+			}
+			_ = syscall.Close(fd)
+			defer syscall.Close(leaked)
+			before := proc.WarmRuns()
+			for i := range 3 {
+				out, _ := w.run(t, `echo pwned >&201; ls /proc/self/fd | tr '\n' ' '`)
+				if got := victimIntact(w, out); got != "" {
+					t.Fatalf("run %d: ESCAPE through an inherited descriptor: %s\noutput:\n%s", i, got, out)
+				}
+			}
+			if proc.WarmRuns() == before {
+				t.Log("no command ran through a guard started ahead")
+			}
+		})
 	}
 }

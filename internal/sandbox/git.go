@@ -207,25 +207,19 @@ func (w *Watch) quarantine(p string) string {
 	} else if !strings.EqualFold(filepath.Base(p), protect.Git) {
 		what = "git's user configuration"
 	}
-	dst := ""
-	for i := 1; i < 100; i++ {
-		c := p + Quarantine
-		if i > 1 {
-			c = fmt.Sprintf("%s-%d", c, i)
-		}
-		if _, err := os.Lstat(c); os.IsNotExist(err) {
-			dst = c
-			break
-		}
-	}
-	err := os.ErrExist
-	if dst != "" {
-		err = os.Rename(p, dst)
-	}
+	dst, err := renameAside(p)
 	if err != nil {
 		return fmt.Sprintf("toolsd: this command made %s at %s, which the sandbox could not move aside (%v): %s. Remove it before git or the editor runs there.", what, name, err, why)
 	}
 	return fmt.Sprintf("toolsd: this command made %s at %s; the sandbox moved it aside to %s (its contents are kept): %s. A confined command cannot make one; if it is wanted, ask the person to run the command outside the sandbox.", what, name, filepath.Base(dst), why)
+}
+
+// quarantineName is the name of the n-th candidate (from 1) an entry named base is renamed to.
+func quarantineName(base string, n int) string {
+	if n == 1 {
+		return base + Quarantine
+	}
+	return fmt.Sprintf("%s%s-%d", base, Quarantine, n)
 }
 
 // gitEntries finds what a Watch compares: the protected entries of the workspace's top level, the

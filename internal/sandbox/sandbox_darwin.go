@@ -67,6 +67,9 @@ func Start(p *Policy, argv []string, stdin, stdout, stderr *os.File) (pid int, m
 	}
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = stdin, stdout, stderr
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := closeOnExecFrom(3); err != nil {
+		return 0, "", fmt.Errorf("sandbox: %w", err)
+	}
 	if err := cmd.Start(); err != nil {
 		return 0, "", fmt.Errorf("sandbox: starting %s: %w", SeatbeltExec, err)
 	}

@@ -3,6 +3,7 @@ package sandbox
 import (
 	"fmt"
 	"net"
+	"slices"
 	"strings"
 )
 
@@ -25,7 +26,8 @@ var seatbeltDevices = []string{"/dev/null", "/dev/zero", "/dev/random", "/dev/ur
 // Node's os.cpus() reads, preferences, user lookups, certificate trust, POSIX semaphores and
 // shared memory, pseudo-terminals), reading p.Read and writing p.Write. Then, later in the
 // profile so that they win over those allows, the denials: /dev but the usual devices,
-// writes to p.Protect, reads and writes of p.Deny. The network: none (NetNone), only the
+// writes to p.Protect and p.Watch (which Linux can only move aside after the command),
+// reads and writes of p.Deny. The network: none (NetNone), only the
 // proxy's loopback port (NetProxy), or all (NetDirect); Unix sockets only with
 // p.UnixSockets. What Seatbelt cannot express (a bound on the processes) the guard does.
 func SeatbeltProfile(p *Policy) (string, error) {
@@ -72,10 +74,12 @@ func SeatbeltProfile(p *Policy) (string, error) {
 	w("; devices: only the usual ones (a disk's device would give every file's bytes)")
 	w(`(deny file-read* file-write* (subpath "/dev"))`)
 	w(`(allow file-read* file-write* file-ioctl %s (regex #"^/dev/ttys[0-9]+$"))`, paths("subpath", seatbeltDevices))
-	if len(p.Protect) > 0 {
+	if len(p.Protect) > 0 || len(p.Watch) > 0 {
 		w("")
-		w("; read-only: the git folders and the protected settings")
-		w("(deny file-write* %s)", paths("subpath", p.Protect))
+		w("; read-only: the git folders and the protected settings, and what git would take")
+		w("; for the workspace's repository or configuration where a command may write (a .git")
+		w("; above the workspace, ~/.gitconfig): Seatbelt holds a name, so these cannot be made")
+		w("(deny file-write* %s)", paths("subpath", append(slices.Clone(p.Protect), p.Watch...)))
 	}
 	if len(p.Deny) > 0 {
 		w("")

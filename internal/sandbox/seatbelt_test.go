@@ -30,7 +30,12 @@ func goldenPolicies() map[string]*Policy {
 	direct.UnixSockets = true
 	quoted := base()
 	quoted.Write = append(quoted.Write, `/Users/ada/odd "name" \ here`)
-	return map[string]*Policy{"none": base(), "proxy": proxy, "direct-unix": direct, "quoted": quoted}
+	// A workspace in a writable folder, and a writable home: git's folder above it and git's
+	// user configuration are watched.
+	above := base()
+	above.Write = append(above.Write, "/Users/ada")
+	above.Watch = []string{"/Users/ada/src/.git", "/Users/ada/.git", "/Users/ada/.gitconfig", "/Users/ada/.config/git"}
+	return map[string]*Policy{"none": base(), "proxy": proxy, "direct-unix": direct, "quoted": quoted, "watch": above}
 }
 
 // TestSeatbeltGolden: the profile of each policy is the one in testdata/seatbelt (go test
@@ -166,8 +171,13 @@ func TestSeatbeltDeniesWhatLinuxDenies(t *testing.T) {
 	}
 	for _, net := range []Net{{Mode: NetNone}, {Mode: NetProxy, Proxy: "127.0.0.1:40001"}} {
 		t.Run(net.Mode, func(t *testing.T) {
+			// A writable folder above the workspace (and the home): git's folder there and
+			// git's user configuration are watched.
 			p := Build(Options{Workspace: ws, Home: home, TempDir: filepath.Join(root, "tmp"), CacheDir: filepath.Join(root, "cache"),
-				Private: []string{filepath.Join(root, "store")}, Net: net})
+				Private: []string{filepath.Join(root, "store")}, Net: net, Write: []string{root}})
+			if !slices.Contains(p.Watch, filepath.Join(root, ".git")) || !slices.Contains(p.Watch, filepath.Join(home, ".gitconfig")) {
+				t.Fatalf("Build watches %v", p.Watch)
+			}
 			text, err := SeatbeltProfile(p)
 			if err != nil {
 				t.Fatal(err)
@@ -195,9 +205,9 @@ func TestSeatbeltDeniesWhatLinuxDenies(t *testing.T) {
 			if len(p.Protect) == 0 || len(p.Deny) == 0 {
 				t.Fatalf("Build made no protected or hidden paths: %+v", p)
 			}
-			for _, x := range p.Protect {
+			for _, x := range append(slices.Clone(p.Protect), p.Watch...) {
 				if i := lastRule(forms, "deny", "file-write-data", "(subpath "+q(x)+")"); i < 0 || i < lastAllow("file-write-data") {
-					t.Errorf("writes to the protected %s are not denied after every allow", x)
+					t.Errorf("writes to the protected (or watched) %s are not denied after every allow", x)
 				}
 			}
 			for _, x := range p.Deny {

@@ -86,6 +86,9 @@ func RunStage(args []string) int {
 			report(MsgNoNamespaces + " " + err.Error())
 			return 125
 		}
+		if err := reenterFolder(); err != nil {
+			return fail(err)
+		}
 		if p.Net.Mode == NetProxy {
 			if listener, err = listenLoopback(p.Net.Proxy); err != nil {
 				return fail(fmt.Errorf("the proxy's loopback listener: %w", err))
@@ -119,6 +122,9 @@ func RunStage(args []string) int {
 			fmt.Fprintf(os.Stderr, "toolsd: %v\n", err)
 			return 127
 		}
+	}
+	if err := closeInherited(); err != nil {
+		return fail(err)
 	}
 	env := os.Environ()
 	env = append(env, p.Env...)
@@ -184,6 +190,31 @@ func setupNamespaces(p *Policy, netns bool) error {
 		}
 	}
 	return nil
+}
+
+// reenterFolder enters the stage's folder again, by its path, once the mounts are made. The
+// stage starts in the command's folder, entered before them: a folder at or below a path
+// mounted read-only (or hidden) since is still the one beneath the mount, which the command's
+// relative paths would write (a command started in .git writing its config).
+func reenterFolder() error {
+	wd, err := unix.Getwd()
+	if err == nil {
+		err = unix.Chdir(wd)
+	}
+	if err != nil {
+		return fmt.Errorf("entering the command's folder through the sandbox's mounts: %w", err)
+	}
+	return nil
+}
+
+// closeInherited marks every descriptor but the standard streams and the handshake (which
+// the stage closes itself) close-on-exec: the tool gets nothing the daemon or the guard
+// inherited without the flag (closeOnExecFrom says why).
+func closeInherited() error {
+	if unix.CloseRange(handshakeFD+1, ^uint(0), unix.CLOSE_RANGE_CLOEXEC) == nil {
+		return nil
+	}
+	return closeOnExecFrom(handshakeFD + 1) // before Linux 5.11
 }
 
 // readOnlyBind mounts path over itself, read-only, keeping the flags of the mount it is on
