@@ -61,7 +61,7 @@ func (s *Store) CreateCall(rec *protocol.CallRecord) error {
 	if err != nil {
 		return fmt.Errorf("store: encode call %s: %w", r.CallID, err)
 	}
-	err = s.update(func(tx *bolt.Tx) error {
+	err = s.updateCall(func(tx *bolt.Tx) error {
 		if tx.Bucket(bucketCallIndex).Get(callKey(r.SessionID, r.CallID)) != nil {
 			return fmt.Errorf("%w: call %q already exists in session %q", ErrDuplicate, r.CallID, r.SessionID)
 		}
@@ -114,8 +114,10 @@ func putNewCall(tx *bolt.Tx, r *protocol.CallRecord, val []byte, seq uint64) (ui
 
 // UpdateCall changes a call in place: fn gets the stored record and changes it; the change is
 // durable (against a crash of the process) when UpdateCall returns. Unknown call ->
-// ErrNotFound. fn runs once, inside the write transaction: it must be quick and must not
-// call the store. Its changes to SessionID and CallID are ignored.
+// ErrNotFound. fn runs inside the write transaction, which concurrent callers' writes may
+// share (updateCall): it must be quick, must not call the store, and must only set fields of
+// the record it is given, since it may run again on a fresh copy. Its changes to SessionID
+// and CallID are ignored.
 func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecord)) error {
 	if err := checkID("sessionID", sessionID); err != nil {
 		return err
@@ -123,7 +125,7 @@ func (s *Store) UpdateCall(sessionID, callID string, fn func(*protocol.CallRecor
 	if err := checkID("callID", callID); err != nil {
 		return err
 	}
-	return s.update(func(tx *bolt.Tx) error {
+	return s.updateCall(func(tx *bolt.Tx) error {
 		k := tx.Bucket(bucketCallIndex).Get(callKey(sessionID, callID))
 		if k == nil {
 			return fmt.Errorf("%w: no call %q in session %q", ErrNotFound, callID, sessionID)

@@ -504,3 +504,69 @@ func TestCreateCallRefusesInvalidJSON(t *testing.T) {
 		t.Errorf("calls on record: %q, want none", got)
 	}
 }
+
+// TestBatchedCallWritesFailAlone makes call writes while another is under way, so that they
+// share DB.Batch's commits: each write that fails (a duplicate, an unknown call, a panicking
+// fn) gets its own error and leaves nothing, and every other write is on record.
+func TestBatchedCallWritesFailAlone(t *testing.T) {
+	s := openTest(t, nil)
+	if err := s.CreateCall(newRec("s", "old")); err != nil {
+		t.Fatal(err)
+	}
+	s.callWriters.Add(1) // as if a write were under way: the writes below join batches
+	defer s.callWriters.Add(-1)
+
+	writes := map[string]func() error{
+		"duplicate": func() error { return s.CreateCall(newRec("s", "old")) },
+		"unknown":   func() error { return s.UpdateCall("s", "nope", func(r *protocol.CallRecord) { r.Title = "x" }) },
+		"panicking": func() error {
+			return s.UpdateCall("s", "old", func(r *protocol.CallRecord) { r.Title = "bad"; panic("a broken fn") })
+		},
+		"update": func() error {
+			return s.UpdateCall("s", "old", func(r *protocol.CallRecord) { r.Status = protocol.StatusCompleted })
+		},
+	}
+	for i := range 8 {
+		id := fmt.Sprintf("new-%d", i)
+		writes[id] = func() error { return s.CreateCall(newRec("s", id)) }
+	}
+	errs := make(map[string]error)
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	for name, w := range writes {
+		wg.Go(func() {
+			err := w()
+			mu.Lock()
+			errs[name] = err
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+
+	if !errors.Is(errs["duplicate"], ErrDuplicate) {
+		t.Errorf("duplicate: %v, want ErrDuplicate", errs["duplicate"])
+	}
+	if !errors.Is(errs["unknown"], ErrNotFound) {
+		t.Errorf("unknown call: %v, want ErrNotFound", errs["unknown"])
+	}
+	if errs["panicking"] == nil {
+		t.Error("panicking fn: no error")
+	}
+	for name, err := range errs {
+		if name != "duplicate" && name != "unknown" && name != "panicking" && err != nil {
+			t.Errorf("%s: %v", name, err)
+		}
+	}
+	for i := range 8 {
+		if _, err := s.GetCall("s", fmt.Sprintf("new-%d", i)); err != nil {
+			t.Errorf("new-%d is not on record: %v", i, err)
+		}
+	}
+	old, err := s.GetCall("s", "old")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if old.Status != protocol.StatusCompleted || old.Title != "" {
+		t.Errorf("old: status %q, title %q; want the update's status and no title from the failed writes", old.Status, old.Title)
+	}
+}

@@ -51,13 +51,15 @@
 //
 // # Durability
 //
-// Every write is on record before the method returns: each is its own committed bbolt
+// Every write is on record before the method returns: it is in a committed bbolt
 // transaction (CreateCall, UpdateCall, each chunk of an OutputWriter and its Close,
 // SessionPut, AddApprovals, SetTrusted, checkpoints). bbolt runs one write transaction at a
-// time; concurrent writers wait their turn. A committed transaction is in the kernel's page
-// cache, and survives the daemon crashing or being killed with SIGKILL. That is the promise:
-// a call whose result the daemon delivered, and every outputID it handed out, survive
-// kill -9. Without Options.Sync there is no fsync (neither per commit nor when the file
+// time; concurrent writers wait their turn. CreateCall and UpdateCall of concurrent callers
+// share commits through DB.Batch (a lone writer commits at once, see updateCall), and each
+// returns after the transaction holding its write has committed. A committed transaction is
+// in the kernel's page cache, and survives the daemon crashing or being killed with SIGKILL.
+// That is the promise: a call whose result the daemon delivered, and every outputID it
+// handed out, survive kill -9. Without Options.Sync there is no fsync (neither per commit nor when the file
 // grows), so a power loss or kernel crash can lose the last writes (bbolt's two meta pages
 // keep the file consistent, never half written); with Sync every commit is fsynced. On Open,
 // calls found pending or running are marked interrupted (with EndedAt and an error text) and

@@ -10,6 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -48,6 +49,9 @@ const (
 	DefaultRetention     = 7 * 24 * time.Hour
 	DefaultPruneInterval = time.Hour
 )
+
+// batchDelay is bbolt's MaxBatchDelay for the call records' batches (updateCall).
+const batchDelay = time.Millisecond
 
 // Options configure Open. A nil *Options means all defaults.
 type Options struct {
@@ -97,6 +101,8 @@ type Store struct {
 	// contentMu is held for reading while content is stored, and for writing while unused
 	// content is collected.
 	contentMu sync.RWMutex
+	// callWriters counts the CreateCall and UpdateCall writes under way (updateCall).
+	callWriters atomic.Int32
 }
 
 // Open opens (creating if needed) the store at path. Parent folders are made with mode 0700
@@ -149,6 +155,7 @@ func Open(path string, opts *Options) (*Store, error) {
 		return nil, err
 	}
 	s.db, s.path = db, path
+	s.db.MaxBatchDelay = batchDelay
 
 	// A store of the current schema is only read: a write transaction would commit (and
 	// write pages) at every start of the daemon.
@@ -284,6 +291,24 @@ func (s *Store) update(fn func(*bolt.Tx) error) error {
 		return ErrClosed
 	}
 	return mapBoltErr(s.db.Update(func(tx *bolt.Tx) error { return safeCall(fn, tx) }))
+}
+
+// updateCall runs a CreateCall or UpdateCall write. A lone writer commits at once
+// (DB.Update); a writer that comes while another is under way joins a batch (DB.Batch),
+// whose writes share one commit, since most of a small commit's cost is per transaction,
+// not per write. Either way it returns after the transaction holding its write has
+// committed, or with its own error: a batch runs a write that fails again alone. fn may
+// therefore run more than once, each time in a fresh transaction.
+func (s *Store) updateCall(fn func(*bolt.Tx) error) error {
+	if s.isClosed() {
+		return ErrClosed
+	}
+	safe := func(tx *bolt.Tx) error { return safeCall(fn, tx) }
+	defer s.callWriters.Add(-1)
+	if s.callWriters.Add(1) == 1 {
+		return mapBoltErr(s.db.Update(safe))
+	}
+	return mapBoltErr(s.db.Batch(safe))
 }
 
 func mapBoltErr(err error) error {
