@@ -17,7 +17,9 @@ import (
 // change journal instead of walking the workspace before and after the command: the git
 // folders and git files there are (from every walk of the whole workspace, and from the
 // journal's events since) and what was created while the command ran (Follow). The folders
-// no walk watched (the ignored ones) are walked for them, at both ends.
+// no walk watched (the ignored ones) are looked into for them at both ends, from listings
+// kept while each folder's ctime stays (ignored.go): a read of the folders that changed and
+// an lstat of the others.
 //
 // The journal vouches for a folder it watched the whole time: a git folder or git file
 // made or moved into it is an event. A folder created meanwhile is looked into once its
@@ -129,19 +131,9 @@ func (j *journal) unfollow(f *follower) ([]string, bool) {
 	return out, true
 }
 
-// gitIn walks the folders rels (not watched) for the git folders and git files in them.
-func (j *journal) gitIn(rels []string) []string {
-	var mu sync.Mutex // guards out
-	var out []string
-	for _, r := range rels {
-		gitBelow(j.ws, r, func(g string) {
-			mu.Lock()
-			out = append(out, g)
-			mu.Unlock()
-		})
-	}
-	return out
-}
+// gitIn looks into the folders rels (not watched) for the git folders and git files in
+// them, from their listings (ignored.go).
+func (j *journal) gitIn(rels []string) []string { return j.listed.gitIn(j.ws, rels) }
 
 // createdLocked notes an entry made in a watched folder (rel, workspace-relative). j.mu is
 // held.
@@ -202,7 +194,7 @@ func (j *journal) lookIn(rel string) []string {
 		j.mu.Lock()
 		j.unwatched[r] = true
 		j.mu.Unlock()
-		gitBelow(j.ws, r, add)
+		j.listed.gitBelow(j.ws, r, add)
 	}
 	if fi, err := os.Lstat(j.abs(rel)); err != nil || !fi.IsDir() {
 		return nil
@@ -230,21 +222,6 @@ func (j *journal) lookIn(rel string) []string {
 		}
 	})
 	return found
-}
-
-// gitBelow calls add with every git folder or git file below the workspace folder rel (not
-// below a git folder, ignore files or not, following no symlink).
-func gitBelow(ws, rel string, add func(string)) {
-	_ = fswalk.Walk(context.Background(), fswalk.Options{Root: filepath.Join(ws, filepath.FromSlash(rel)), NoIgnoreFiles: true, Dirs: true, Links: true,
-		Left: func(r string, _ bool) {
-			if isGit(path.Base(r)) {
-				add(rel + "/" + r)
-			}
-		}}, func(e fswalk.Entry) {
-		if isGit(e.Name()) {
-			add(rel + "/" + e.Rel)
-		}
-	})
 }
 
 func (j *journal) abs(rel string) string { return filepath.Join(j.ws, filepath.FromSlash(rel)) }
