@@ -37,22 +37,23 @@ const racyMargin = 2 * time.Second
 type listings struct {
 	now func() time.Time // the clock a listing's time is read from (time.Now; tests move it)
 
-	mu    sync.Mutex                     // guards trees and reads
-	trees map[string]map[string]*listing // by unwatched folder, then by folder in it (workspace-relative)
-	reads int                            // folders read (listed) so far
+	mu    sync.Mutex          // guards trees and reads
+	trees map[string]*listing // by unwatched folder (workspace-relative)
+	reads int                 // folders read (listed) so far
 }
 
-// listing is what a look saw of one folder.
+// listing is what a look saw of one folder: a tree, one listing per folder.
 type listing struct {
+	name     string
 	dev, ino uint64
-	ctime    int64    // ns
-	kept     bool     // taken long enough after ctime to be trusted while ctime stays
-	dirs     []string // names of the sub-folders (not git folders; no symlinks)
-	git      []string // names of the git folders and git files
+	ctime    int64      // ns
+	kept     bool       // taken long enough after ctime to be trusted while ctime stays
+	dirs     []*listing // the sub-folders (not git folders; no symlinks)
+	git      []string   // names of the git folders and git files
 }
 
 func newListings() *listings {
-	return &listings{now: time.Now, trees: map[string]map[string]*listing{}}
+	return &listings{now: time.Now, trees: map[string]*listing{}}
 }
 
 // gitIn looks into the unwatched folders rels of the workspace ws and returns the git folders
@@ -80,54 +81,92 @@ func (l *listings) gitIn(ws string, rels []string) []string {
 func (l *listings) gitBelow(ws, rel string, add func(string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	abs := func(r string) string { return filepath.Join(ws, filepath.FromSlash(r)) }
-	old, next := l.trees[rel], map[string]*listing{}
+	abs := filepath.Join(ws, filepath.FromSlash(rel))
 	var st unix.Stat_t
-	if unix.Fstatat(unix.AT_FDCWD, abs(rel), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	if unix.Fstatat(unix.AT_FDCWD, abs, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
 		delete(l.trees, rel)
 		return
 	}
-	steady, dev := steadyCtime(abs(rel)), st.Dev
-	stack := []string{rel}
-	for len(stack) > 0 {
-		d := stack[len(stack)-1]
-		stack = stack[:len(stack)-1]
-		if unix.Fstatat(unix.AT_FDCWD, abs(d), &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
-			continue
-		}
-		ls := old[d]
-		if ls == nil || !ls.kept || ls.dev != st.Dev || ls.ino != st.Ino || ls.ctime != st.Ctim.Nano() {
-			if ls = l.read(abs(d), steady && st.Dev == dev); ls == nil {
-				continue
-			}
-		}
-		next[d] = ls
-		for _, g := range ls.git {
-			add(d + "/" + g)
-		}
-		for _, s := range ls.dirs {
-			stack = append(stack, d+"/"+s)
-		}
+	lk := &treeLook{l: l, root: abs, rel: rel, steady: steadyCtime(abs), dev: st.Dev, add: add}
+	if t := lk.folder(abs, l.trees[rel]); t != nil {
+		l.trees[rel] = t
+	} else {
+		delete(l.trees, rel)
 	}
-	l.trees[rel] = next
 }
 
-// read lists the folder at abs (not a symlink); nil if it cannot. With steady, the listing is
-// kept if it was taken racyMargin after the folder's ctime. l.mu is held.
-func (l *listings) read(abs string, steady bool) *listing {
+// look is one look into an unwatched folder's tree.
+type treeLook struct {
+	l      *listings
+	root   string // the unwatched folder's path
+	rel    string // and its workspace-relative one
+	steady bool   // the tree's file system keeps ctime by the kernel's clock
+	dev    uint64 // the tree's device: a folder on another is read every time
+	add    func(string)
+}
+
+// folder looks into the folder at abs, whose listing was old (nil: none), and returns its
+// listing now, or nil if it is not a folder any more.
+func (lk *treeLook) folder(abs string, old *listing) *listing {
+	var st unix.Stat_t
+	if unix.Fstatat(unix.AT_FDCWD, abs, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+		return nil
+	}
+	ls, subs := old, []*listing(nil) // subs: the sub-folders' listings to check (nil: none yet)
+	if old != nil {
+		subs = old.dirs
+	}
+	if ls == nil || !ls.kept || ls.dev != st.Dev || ls.ino != st.Ino || ls.ctime != st.Ctim.Nano() {
+		var names []string
+		if ls, names = lk.l.read(abs, lk.steady && st.Dev == lk.dev); ls == nil {
+			return nil
+		}
+		byName := make(map[string]*listing, len(subs))
+		for _, d := range subs {
+			byName[d.name] = d
+		}
+		subs = make([]*listing, len(names))
+		for i, n := range names {
+			if subs[i] = byName[n]; subs[i] == nil {
+				subs[i] = &listing{name: n} // not listed yet (not kept): read below
+			}
+		}
+	}
+	for _, g := range ls.git {
+		lk.add(lk.rel + filepath.ToSlash(abs[len(lk.root):]) + "/" + g)
+	}
+	dirs := subs[:0] // in place: each is read before its slot is written
+	for _, d := range subs {
+		if c := lk.folder(abs+string(filepath.Separator)+d.name, d); c != nil {
+			c.name = d.name
+			dirs = append(dirs, c)
+		} else {
+			ls.kept = false // gone since the folder was read: read it again next time
+		}
+	}
+	clear(subs[len(dirs):])
+	ls.dirs = dirs
+	return ls
+}
+
+// read lists the folder at abs (not a symlink), returning its listing without sub-folders and
+// their names; nil if it cannot. With steady, the listing is kept if it was taken racyMargin
+// after the folder's ctime. l.mu is held.
+func (l *listings) read(abs string, steady bool) (*listing, []string) {
 	l.reads++
 	start := l.now()
 	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
 	if err != nil {
-		return nil
+		return nil, nil
 	}
 	var st unix.Stat_t
 	if err := unix.Fstat(fd, &st); err != nil {
 		_ = unix.Close(fd)
-		return nil
+		return nil, nil
 	}
 	f := os.NewFile(uintptr(fd), abs)
 	defer f.Close()
+	var dirs []string
 	ls := &listing{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano(), kept: steady && st.Ctim.Nano() < start.Add(-racyMargin).UnixNano()}
 	for {
 		entries, err := f.ReadDir(256)
@@ -136,7 +175,7 @@ func (l *listings) read(abs string, steady bool) *listing {
 			case isGit(name):
 				ls.git = append(ls.git, name)
 			case e.Type().IsDir():
-				ls.dirs = append(ls.dirs, name)
+				dirs = append(dirs, name)
 			}
 		}
 		if err != nil {
@@ -144,5 +183,5 @@ func (l *listings) read(abs string, steady bool) *listing {
 			break
 		}
 	}
-	return ls
+	return ls, dirs
 }
