@@ -29,7 +29,7 @@ import (
 
 // Follow starts following what is created in the workspace, for the sandbox (it is
 // sandbox.Journal's method): the git folders and git files there are, and end, which returns
-// those created since and every one in the folders the journal does not watch (walked at
+// those created since and every one in the folders the journal does not watch (looked into at
 // both ends). ok is false when the journal cannot vouch: the first look is not done, there is no journal
 // (checkpoints without one, the kernel refused it, the workspace is too large to track),
 // or it is broken until the next walk. end is false when it broke meanwhile. Only inotify's
@@ -180,7 +180,7 @@ func (j *journal) lookInto(dirs []string) []string {
 // lookIn looks into the folder rel, created since its parent was watched: each folder in it
 // is watched before it is listed (as a walk of the whole workspace does), and the git
 // folders and git files in it are returned. A folder the ignore files leave out is not
-// watched: it is noted as unwatched (the sandbox walks it), and looked into for git folders
+// watched: it is noted as unwatched (looked into at every look since), and looked into for git folders
 // here, since it is new.
 func (j *journal) lookIn(rel string) []string {
 	var mu sync.Mutex // guards found

@@ -25,7 +25,9 @@ import (
 // same tick of the file system's clock as the one before would leave ctime as it was. And
 // only a file system whose ctime is kept by the kernel's clock is trusted (ext4, XFS,
 // Btrfs, tmpfs: steadyCtime); elsewhere (a network or FUSE file system, a folder on another
-// device than its tree's) every folder is read at every look, as a walk does.
+// device than its tree's) every folder is read at every look, as a walk does. The clock
+// stepping back (not a confined process's doing) could give a change the exact ctime of a
+// listing kept, and hide it.
 
 // racyMargin is how long after a folder's ctime a listing of it must be taken to be kept: the
 // file system's timestamp granularity (a second at worst among those trusted) and the
