@@ -89,7 +89,7 @@ func (l *listings) gitBelow(ws, rel string, add func(string)) {
 		delete(l.trees, rel)
 		return
 	}
-	lk := &treeLook{l: l, root: abs, rel: rel, steady: steadyCtime(abs), dev: st.Dev, add: add}
+	lk := &treeLook{l: l, root: abs, rel: rel, steady: steadyCtime(abs), dev: uint64(st.Dev), add: add}
 	if t := lk.folder(abs, l.trees[rel]); t != nil {
 		l.trees[rel] = t
 	} else {
@@ -118,9 +118,9 @@ func (lk *treeLook) folder(abs string, old *listing) *listing {
 	if old != nil {
 		subs = old.dirs
 	}
-	if ls == nil || !ls.kept || ls.dev != st.Dev || ls.ino != st.Ino || ls.ctime != st.Ctim.Nano() {
+	if ls == nil || !ls.kept || ls.dev != uint64(st.Dev) || ls.ino != uint64(st.Ino) || ls.ctime != st.Ctim.Nano() {
 		var names []string
-		if ls, names = lk.l.read(abs, lk.steady && st.Dev == lk.dev); ls == nil {
+		if ls, names = lk.l.read(abs, lk.steady && uint64(st.Dev) == lk.dev); ls == nil {
 			return nil
 		}
 		byName := make(map[string]*listing, len(subs))
@@ -169,7 +169,7 @@ func (l *listings) read(abs string, steady bool) (*listing, []string) {
 	f := os.NewFile(uintptr(fd), abs)
 	defer f.Close()
 	var dirs []string
-	ls := &listing{dev: st.Dev, ino: st.Ino, ctime: st.Ctim.Nano(), kept: steady && st.Ctim.Nano() < start.Add(-racyMargin).UnixNano()}
+	ls := &listing{dev: uint64(st.Dev), ino: uint64(st.Ino), ctime: st.Ctim.Nano(), kept: steady && st.Ctim.Nano() < start.Add(-racyMargin).UnixNano()}
 	for {
 		entries, err := f.ReadDir(256)
 		for _, e := range entries {
