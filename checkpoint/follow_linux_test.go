@@ -242,8 +242,10 @@ func TestFollowIgnoredFromListings(t *testing.T) {
 	if found := look(""); !slices.Equal(found, []string{"node_modules/pkg/.git"}) {
 		t.Errorf("found %v in the untouched workspace", found)
 	}
-	if r := reads() - n; r != 0 {
+	if r := reads() - n; r != 0 && steadyCtime(e.ws) {
 		t.Errorf("%d folders read again in an ignored tree nothing changed", r)
+	} else if r != 0 {
+		t.Logf("the temp folder's file system is not one whose folders' listings are kept: %d folders read again", r)
 	}
 	for _, c := range []struct{ name, cmd, want string }{
 		{"deep", `mkdir node_modules/pkg/lib/a/b/.git`, "node_modules/pkg/lib/a/b/.git"},
