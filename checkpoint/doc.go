@@ -28,7 +28,8 @@
 // journal is closed and tried again at the first walk after the limits change or a backoff.
 // The journal also tells the sandbox what a confined command made without a walk
 // (Tracker.Follow, follow.go): the git folders and git files there are, the folders it does
-// not watch, and those created while the command ran.
+// not watch, and those created while the command ran. The folders it does not watch are
+// looked into from listings kept while each folder's identity and ctime stay (ignored.go).
 //
 // The index is a B-tree in path order (what was below a path gone is one range). The store
 // keeps it as a base (the whole index, written at once) and the changes since, folded into

@@ -17,7 +17,9 @@ import (
 // change journal instead of walking the workspace before and after the command: the git
 // folders and git files there are (from every walk of the whole workspace, and from the
 // journal's events since) and what was created while the command ran (Follow). The folders
-// no walk watched (the ignored ones) are walked for them, at both ends.
+// no walk watched (the ignored ones) are looked into for them at both ends, from listings
+// kept while each folder's ctime stays (ignored.go): a read of the folders that changed and
+// an lstat of the others.
 //
 // The journal vouches for a folder it watched the whole time: a git folder or git file
 // made or moved into it is an event. A folder created meanwhile is looked into once its
@@ -27,7 +29,7 @@ import (
 
 // Follow starts following what is created in the workspace, for the sandbox (it is
 // sandbox.Journal's method): the git folders and git files there are, and end, which returns
-// those created since and every one in the folders the journal does not watch (walked at
+// those created since and every one in the folders the journal does not watch (looked into at
 // both ends). ok is false when the journal cannot vouch: the first look is not done, there is no journal
 // (checkpoints without one, the kernel refused it, the workspace is too large to track),
 // or it is broken until the next walk. end is false when it broke meanwhile. Only inotify's
@@ -129,19 +131,9 @@ func (j *journal) unfollow(f *follower) ([]string, bool) {
 	return out, true
 }
 
-// gitIn walks the folders rels (not watched) for the git folders and git files in them.
-func (j *journal) gitIn(rels []string) []string {
-	var mu sync.Mutex // guards out
-	var out []string
-	for _, r := range rels {
-		gitBelow(j.ws, r, func(g string) {
-			mu.Lock()
-			out = append(out, g)
-			mu.Unlock()
-		})
-	}
-	return out
-}
+// gitIn looks into the folders rels (not watched) for the git folders and git files in
+// them, from their listings (ignored.go).
+func (j *journal) gitIn(rels []string) []string { return j.listed.gitIn(j.ws, rels) }
 
 // createdLocked notes an entry made in a watched folder (rel, workspace-relative). j.mu is
 // held.
@@ -188,7 +180,7 @@ func (j *journal) lookInto(dirs []string) []string {
 // lookIn looks into the folder rel, created since its parent was watched: each folder in it
 // is watched before it is listed (as a walk of the whole workspace does), and the git
 // folders and git files in it are returned. A folder the ignore files leave out is not
-// watched: it is noted as unwatched (the sandbox walks it), and looked into for git folders
+// watched: it is noted as unwatched (looked into at every look since), and looked into for git folders
 // here, since it is new.
 func (j *journal) lookIn(rel string) []string {
 	var mu sync.Mutex // guards found
@@ -202,7 +194,7 @@ func (j *journal) lookIn(rel string) []string {
 		j.mu.Lock()
 		j.unwatched[r] = true
 		j.mu.Unlock()
-		gitBelow(j.ws, r, add)
+		j.listed.gitBelow(j.ws, r, add)
 	}
 	if fi, err := os.Lstat(j.abs(rel)); err != nil || !fi.IsDir() {
 		return nil
@@ -230,21 +222,6 @@ func (j *journal) lookIn(rel string) []string {
 		}
 	})
 	return found
-}
-
-// gitBelow calls add with every git folder or git file below the workspace folder rel (not
-// below a git folder, ignore files or not, following no symlink).
-func gitBelow(ws, rel string, add func(string)) {
-	_ = fswalk.Walk(context.Background(), fswalk.Options{Root: filepath.Join(ws, filepath.FromSlash(rel)), NoIgnoreFiles: true, Dirs: true, Links: true,
-		Left: func(r string, _ bool) {
-			if isGit(path.Base(r)) {
-				add(rel + "/" + r)
-			}
-		}}, func(e fswalk.Entry) {
-		if isGit(e.Name()) {
-			add(rel + "/" + e.Rel)
-		}
-	})
 }
 
 func (j *journal) abs(rel string) string { return filepath.Join(j.ws, filepath.FromSlash(rel)) }

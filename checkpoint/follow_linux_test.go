@@ -1,6 +1,7 @@
 package checkpoint
 
 import (
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -8,6 +9,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/fsnotify/fsnotify"
 
@@ -188,4 +190,73 @@ func TestFollowCannotVouch(t *testing.T) {
 			t.Error("the journal vouches for a folder it could not watch")
 		}
 	})
+}
+
+// TestFollowIgnoredFromListings: in the ignored folder, which the journal does not watch, the
+// looks before and after a command read only the folders whose ctime or identity changed
+// (ignored.go), and still find every git folder and git file a command makes there: deep in
+// a folder that was there, with the folder's times set back after (touch -d), in a folder
+// moved in from outside or from elsewhere in the tree, as a git file, and in a folder
+// replaced by one of the same name (its parent's times set back). A listing taken less than
+// racyMargin after its folder's ctime is read again at the next look; then the listings'
+// clock is an hour ahead, so that every listing is kept: only ctime and identity say what to
+// read again.
+func TestFollowIgnoredFromListings(t *testing.T) {
+	files := maps.Clone(followBase)
+	for _, p := range []string{"node_modules/pkg/lib/a/b/c.js", "node_modules/pkg/lib/d/e.js", "node_modules/other/dist/x.js", "node_modules/other/src/y/z.js"} {
+		files[p] = "x\n"
+	}
+	e := newEnv(t, envOpts{files: files, journal: true})
+	l := e.tr.followed.Load().listed
+	reads := func() int {
+		l.mu.Lock()
+		defer l.mu.Unlock()
+		return l.reads
+	}
+	look := func(cmd string) []string {
+		t.Helper()
+		_, end, ok := e.tr.Follow()
+		if !ok {
+			t.Fatal("the journal does not vouch")
+		}
+		if cmd != "" {
+			e.run(cmd)
+		}
+		found, ok := end()
+		if !ok {
+			t.Fatalf("%s: the journal does not vouch for the command", cmd)
+		}
+		return e.rels(found)
+	}
+	look("")
+	n := reads()
+	look("") // the tree was made just now: within racyMargin of every folder's ctime
+	if r := reads() - n; r != 2*10 {
+		t.Errorf("%d folders of the ignored tree read again by the two looks of a command after listings taken just after they changed, want all 10 twice", r)
+	}
+	l.mu.Lock()
+	l.now = func() time.Time { return time.Now().Add(time.Hour) }
+	l.mu.Unlock()
+	look("")
+	n = reads()
+	if found := look(""); !slices.Equal(found, []string{"node_modules/pkg/.git"}) {
+		t.Errorf("found %v in the untouched workspace", found)
+	}
+	if r := reads() - n; r != 0 && steadyCtime(e.ws) {
+		t.Errorf("%d folders read again in an ignored tree nothing changed", r)
+	} else if r != 0 {
+		t.Logf("the temp folder's file system is not one whose folders' listings are kept: %d folders read again", r)
+	}
+	for _, c := range []struct{ name, cmd, want string }{
+		{"deep", `mkdir node_modules/pkg/lib/a/b/.git`, "node_modules/pkg/lib/a/b/.git"},
+		{"times set back", `m=$(stat -c %y node_modules/other/src/y) && mkdir node_modules/other/src/y/.git && touch -d "$m" node_modules/other/src/y`, "node_modules/other/src/y/.git"},
+		{"moved in", `mkdir -p "$TMP/m/.git" && m=$(stat -c %y node_modules/other) && mv "$TMP/m" node_modules/other/m && touch -d "$m" node_modules/other`, "node_modules/other/m/.git"},
+		{"moved within", `m=$(stat -c %y node_modules/pkg/lib) && n=$(stat -c %y node_modules/pkg/lib/d) && mv node_modules/pkg/lib/a node_modules/pkg/lib/d/a2 && touch -d "$m" node_modules/pkg/lib && touch -d "$n" node_modules/pkg/lib/d`, "node_modules/pkg/lib/d/a2/b/.git"},
+		{"git file", `m=$(stat -c %y node_modules/pkg/lib/d) && echo 'gitdir: /x' > node_modules/pkg/lib/d/.git && touch -d "$m" node_modules/pkg/lib/d`, "node_modules/pkg/lib/d/.git"},
+		{"replaced", `m=$(stat -c %y node_modules/other) && mv node_modules/other/dist "$TMP/old" && mkdir -p "$TMP/new/.git" && touch -d "$(stat -c %y "$TMP/old")" "$TMP/new" && mv "$TMP/new" node_modules/other/dist && touch -d "$m" node_modules/other`, "node_modules/other/dist/.git"},
+	} {
+		if found := look(c.cmd); !slices.Contains(found, c.want) {
+			t.Errorf("%s: %s not found: %v", c.name, c.want, found)
+		}
+	}
 }

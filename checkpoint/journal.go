@@ -52,6 +52,8 @@ type journal struct {
 	unwatched map[string]bool
 	pending   map[string]bool
 	followers map[*follower]struct{}
+	// The listings of the unwatched folders' trees (ignored.go; not guarded by mu).
+	listed *listings
 }
 
 // faults make the kernel's refusals happen on purpose, in tests (nil: none).
@@ -67,7 +69,8 @@ func newJournal(ws string, log *slog.Logger, f *faults, onRefused func(error)) (
 		return nil, err
 	}
 	j := &journal{ws: ws, log: log, private: private, faults: f, onRefused: onRefused, dirty: map[string]bool{}, barrier: map[string]chan struct{}{},
-		git: map[string]bool{}, unwatched: map[string]bool{}, pending: map[string]bool{}, followers: map[*follower]struct{}{}}
+		git: map[string]bool{}, unwatched: map[string]bool{}, pending: map[string]bool{}, followers: map[*follower]struct{}{},
+		listed: newListings()}
 	if err := j.restart(); err != nil {
 		_ = os.RemoveAll(private)
 		return nil, err

@@ -306,7 +306,8 @@ func TestSandboxCachePerWorkspace(t *testing.T) {
 // TestSandboxLooksFromTheJournal: with checkpoints on, what a confined command made is found
 // from the change journal, not by walking the workspace before and after it: a git folder
 // made in a folder that was there, one made by git init in new folders, one in the ignored
-// node_modules (walked: the journal does not watch it) are moved aside, and the nested
+// node_modules (looked into from listings kept while each folder's ctime stays: the journal
+// does not watch it), also one whose folder's times were set back after, are moved aside, and the nested
 // repository the journal knows is read-only for the command, with no walk of the whole
 // workspace. A command during which the journal cannot vouch (it renamed a folder) is looked
 // at by a walk.
@@ -338,6 +339,9 @@ func TestSandboxLooksFromTheJournal(t *testing.T) {
 		if out, err := exec.Command("git", "init", "-q", dir).CombinedOutput(); err != nil {
 			t.Fatalf("git init: %v %s", err, out)
 		}
+	}
+	for made := time.Now(); time.Since(made) < 2500*time.Millisecond; {
+		time.Sleep(100 * time.Millisecond) // past the look's racy margin: the listings of node_modules are kept
 	}
 	w := openAnswering(t, ws, false)
 	bash := func(command string) string {
@@ -371,6 +375,12 @@ func TestSandboxLooksFromTheJournal(t *testing.T) {
 	}
 	if n, m := sandbox.Looks(); n != walks || m != journaled+1 {
 		t.Errorf("%d walks of the workspace, %d looks from the journal for a command the journal vouches for: want 0 and 1", n-walks, m-journaled)
+	}
+	walks, journaled = sandbox.Looks()
+	out = bash(`m=$(stat -c %y node_modules/pkg) && mkdir node_modules/pkg/.git && touch -d "$m" node_modules/pkg`)
+	moved(out, "node_modules/pkg/.git")
+	if n, m := sandbox.Looks(); n != walks || m != journaled+1 {
+		t.Errorf("%d walks of the workspace, %d looks from the journal for a command in the ignored folder: want 0 and 1", n-walks, m-journaled)
 	}
 
 	walks, journaled = sandbox.Looks()

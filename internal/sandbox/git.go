@@ -35,8 +35,8 @@ import (
 // appeared, and a protected settings entry that appeared at the top level, is moved aside
 // (renamed, never deleted) and the command's output says so. The daemon takes both looks
 // when the checkpoints' change journal vouches for the workspace (Policy.Journal): it knows
-// the git folders there are and tells which were made, walking only the folders it does not
-// watch. Otherwise the guard walks the whole workspace, before and after.
+// the git folders there are and tells which were made, looking into the folders it does not
+// watch (the ignored ones) from listings kept while each folder's ctime stays. Otherwise the guard walks the whole workspace, before and after.
 
 // protected returns the paths Build protects for workspace ws, and the ones outside it the
 // guard watches: the protected entries of the top level and the git folder (internal/
@@ -140,7 +140,7 @@ type Journal interface {
 	// Follow starts following what is created in the workspace. It returns the git folders
 	// and git files in the workspace now (absolute paths), and end, which returns every git
 	// folder or git file created (or replaced) since, and every one in the folders the
-	// journal does not watch (it walks those, at both ends), or false when it cannot vouch
+	// journal does not watch (it looks into those at both ends), or false when it cannot vouch
 	// for the time since any more. ok is false when it cannot vouch now. end must be called
 	// once.
 	Follow() (git []string, end func() (found []string, ok bool), ok bool)
@@ -154,8 +154,8 @@ const maxChecked = 64 << 10
 // policy to start it with: p, with the nested git folders and git files found made
 // read-only too. nil when p confines no workspace.
 //
-// In the daemon, with p.Journal: the journal says which git folders there are (walking only
-// the folders it does not watch); the policy returned says the daemon looks after the
+// In the daemon, with p.Journal: the journal says which git folders there are (looking only
+// into the folders it does not watch); the policy returned says the daemon looks after the
 // command (Checker, Seen), and Finish, called by the daemon once the guard has ended, asks
 // the journal what was created. When the journal cannot vouch, it returns p and no Watch:
 // the guard looks, as without a journal. In the guard, with p.Checker, nothing is walked.

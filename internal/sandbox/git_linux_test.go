@@ -130,24 +130,32 @@ func runGitAttacksWith(t *testing.T, w *world, journal func(t *testing.T, ws str
 			if journal != nil {
 				p.Journal = journal(t, ws)
 			}
-			mark := filepath.Join(w.out, fmt.Sprintf("ran-%s-%d", w.mode, i))
-			out, _ := w.runIn(t, ws, p, a.script, "MARK="+mark)
-			if _, err := os.Stat(mark); err == nil {
-				t.Fatalf("the confined command itself made the mark (the test is wrong)\n%s", out)
-			}
-			for _, dir := range a.in {
-				d := filepath.Join(ws, dir)
-				if _, err := os.Stat(d); err != nil {
-					continue
-				}
-				st, _ := git(t, d, w.home, "status")
-				ci, _ := git(t, d, w.home, "commit", "--allow-empty", "-qm", "after")
-				if _, err := os.Stat(mark); err == nil {
-					t.Errorf("an unconfined git in %s ran what the confined command planted\nconfined:\n%s\ngit status:\n%s\ngit commit:\n%s", dir, out, st, ci)
-					_ = os.Remove(mark)
-				}
-			}
+			w.attack(t, ws, p, a, fmt.Sprintf("ran-%s-%d", w.mode, i))
 		})
+	}
+}
+
+// attack runs a in the workspace ws with the policy p, then a real unconfined git status and
+// git commit where an editor or the person would run them, and fails if they ran what it
+// planted (the file mark in w.out).
+func (w *world) attack(t *testing.T, ws string, p *sandbox.Policy, a gitAttack, mark string) {
+	t.Helper()
+	mark = filepath.Join(w.out, mark)
+	out, _ := w.runIn(t, ws, p, a.script, "MARK="+mark)
+	if _, err := os.Stat(mark); err == nil {
+		t.Fatalf("the confined command itself made the mark (the test is wrong)\n%s", out)
+	}
+	for _, dir := range a.in {
+		d := filepath.Join(ws, dir)
+		if _, err := os.Stat(d); err != nil {
+			continue
+		}
+		st, _ := git(t, d, w.home, "status")
+		ci, _ := git(t, d, w.home, "commit", "--allow-empty", "-qm", "after")
+		if _, err := os.Stat(mark); err == nil {
+			t.Errorf("an unconfined git in %s ran what the confined command planted\nconfined:\n%s\ngit status:\n%s\ngit commit:\n%s", dir, out, st, ci)
+			_ = os.Remove(mark)
+		}
 	}
 }
 
