@@ -8,7 +8,9 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"strings"
+	"time"
 
 	"golang.org/x/sys/unix"
 )
@@ -214,12 +216,20 @@ func (w *Warm) reap() {
 }
 
 // A Stamp is the state of the files a stage's set-up depends on, taken before a stage is
-// started ahead: whether each path the policy names exists and what it is (device and
-// inode: a protected folder replaced since is another folder, which no mount holds), and
-// when each folder whose entries Landlock's grants were cut from last changed. If any of it
+// started ahead: whether each path the policy names exists and which file it is, and when
+// each folder whose entries Landlock's grants were cut from last changed. If any of it
 // changed by the time the command comes, the stage is not used.
+//
+// Which file: device, inode, type and birth time. The inode number alone does not do: a
+// file system hands a freed number to the next file it makes, so a protected folder removed
+// and made again as a link (or as a folder no mount holds) can come back under the number
+// the stamp has. A folder's entries changed: its change time, which (unlike its modification
+// time) no process can set back. Times have the clock's coarse tick as grain, so a change in
+// the tick the stamp was taken in could leave them equal: a stamp that saw a time that
+// recent never holds.
 type Stamp struct {
 	ns, landlock []stamped // one per mode: the folders listed differ
+	racy         bool
 }
 
 type stamped struct {
@@ -227,17 +237,35 @@ type stamped struct {
 	listed   bool
 	exists   bool
 	dev, ino uint64
-	mtime    unix.Timespec
+	kind     uint32        // the type bits of the mode
+	born     unix.Timespec // the birth time (the change time where the file system keeps none)
+	changed  unix.Timespec // a listed folder's change time
 }
+
+// racyGrain is how recent a time a stamp saw may be before it cannot tell a later change
+// apart from it: a few ticks of the kernel's coarse clock (1-10 ms), with room.
+const racyGrain = 50 * time.Millisecond
 
 // TakeStamp takes the stamp of p.
 func TakeStamp(p *Policy) Stamp {
-	return Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
+	at := time.Now()
+	s := Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
+	for _, st := range append(slices.Clone(s.ns), s.landlock...) {
+		for _, t := range []unix.Timespec{st.born, st.changed} {
+			if at.Sub(time.Unix(t.Unix())) < racyGrain {
+				s.racy = true
+			}
+		}
+	}
+	return s
 }
 
 // Holds reports whether the stamp still holds for a stage that runs in mode. (Which folders
 // the grants list depends only on what the stamp holds: the paths, and the folders' entries.)
 func (s Stamp) Holds(mode string) bool {
+	if s.racy {
+		return false
+	}
 	want := s.ns
 	if mode == ModeLandlock {
 		want = s.landlock
@@ -267,12 +295,19 @@ func stampOf(p *Policy, protectByLandlock bool) []stamped {
 // stampPath is path's stamp; with listed, a folder whose entries count, its time of change.
 func stampPath(path string, listed bool) stamped {
 	s := stamped{path: path, listed: listed}
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) == nil {
-		s.exists, s.dev, s.ino = true, uint64(st.Dev), st.Ino
-		if listed {
-			s.mtime = st.Mtim
-		}
+	var st unix.Statx_t
+	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &st) != nil {
+		return s
+	}
+	ts := func(t unix.StatxTimestamp) unix.Timespec { return unix.Timespec{Sec: t.Sec, Nsec: int64(t.Nsec)} }
+	s.exists, s.dev, s.ino = true, unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino
+	s.kind = uint32(st.Mode) & unix.S_IFMT
+	s.born = ts(st.Ctime)
+	if st.Mask&unix.STATX_BTIME != 0 {
+		s.born = ts(st.Btime)
+	}
+	if listed {
+		s.changed = ts(st.Ctime)
 	}
 	return s
 }
