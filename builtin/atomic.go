@@ -6,7 +6,7 @@ import (
 	"io/fs"
 	"path/filepath"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 )
@@ -14,7 +14,7 @@ import (
 // openDir opens the folder dir (a real path) without following a symlink on the way, so
 // that every step after works in the folder that was checked.
 func openDir(dir string) (int, error) {
-	fd, err := fspath.Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := fspath.Open(dir, posix.O_RDONLY|posix.O_DIRECTORY)
 	if err != nil {
 		return -1, pathErr(err)
 	}
@@ -35,18 +35,18 @@ func removeFile(abs string) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	defer posix.Close(dfd)
+	var st posix.Stat_t
+	if err := posix.Fstatat(dfd, base, &st, posix.AT_SYMLINK_NOFOLLOW); err != nil {
 		return &fs.PathError{Op: "stat", Path: abs, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
+	if st.Mode&posix.S_IFMT != posix.S_IFREG {
 		return fmt.Errorf("%s is not a regular file", abs)
 	}
-	if err := unix.Unlinkat(dfd, base, 0); err != nil {
+	if err := posix.Unlinkat(dfd, base, 0); err != nil {
 		return &fs.PathError{Op: "remove", Path: abs, Err: err}
 	}
-	_ = unix.Fsync(dfd)
+	_ = posix.Fsync(dfd)
 	return nil
 }
 

@@ -12,7 +12,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fswalk"
 	"github.com/toolsd/toolsd/registry"
@@ -72,7 +72,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 			return
 		}
 		var mt int64
-		st := statPool.Get().(*unix.Stat_t)
+		st := statPool.Get().(*posix.Stat_t)
 		if e.Lstat(st) == nil {
 			mt = st.Mtim.Nano()
 		}
@@ -95,7 +95,7 @@ func globFiles(ctx context.Context, ws, root, pattern string, anyDepth bool) ([]
 
 // statPool holds the stat buffers of glob's and grep's walks: one allocated per file
 // passed to a system call is a third of what a walk of a large tree allocates.
-var statPool = sync.Pool{New: func() any { return new(unix.Stat_t) }}
+var statPool = sync.Pool{New: func() any { return new(posix.Stat_t) }}
 
 // globMatcher returns a test of a file name or slash-separated path against a valid
 // glob: for "*" and plain text ("*.go"), a compare of the end (where "*" holds no slash);

@@ -18,7 +18,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/registry"
 )
@@ -684,8 +684,8 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 	var files []*grepFile
 	// search searches the regular file open at fd (and closes it); st is its fstat. A file
 	// with matches is kept, named by e (a walked file) or else abs.
-	search := func(fd int, st *unix.Stat_t, e *walkEntry, abs string) {
-		defer unix.Close(fd)
+	search := func(fd int, st *posix.Stat_t, e *walkEntry, abs string) {
+		defer posix.Close(fd)
 		bp := bufPool.Get().(*[]byte)
 		gf, _ := m.searchFile(fd, bp, limit, o.ReadMaxLineLength)
 		if len(*bp) <= 1<<20 {
@@ -720,7 +720,7 @@ func runGrep(ctx context.Context, o *Options, call *registry.Call, pattern, path
 			if inc != nil && !inc(e.Rel, e.Name()) {
 				return
 			}
-			st := statPool.Get().(*unix.Stat_t)
+			st := statPool.Get().(*posix.Stat_t)
 			if fd, ok := e.Open(st); ok {
 				search(fd, st, &e, "")
 			}

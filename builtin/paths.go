@@ -12,7 +12,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fsopen"
 	"github.com/toolsd/toolsd/internal/fspath"
@@ -164,7 +164,7 @@ var errPathChanged = errors.New("builtin: the path changed after it was checked 
 
 // openFlags are the flags every workspace file is opened for reading with: O_NONBLOCK so that
 // a FIFO or a device never blocks the open (the file is then checked to be regular).
-const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
+const openFlags = posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOCTTY
 
 // pathErr turns a failed open of a checked path into the error to report: errPathChanged
 // for a symlink met on the way.
@@ -196,11 +196,11 @@ func openChecked(t *target) (regularFile, fs.FileInfo, error) {
 	}
 	fi, err := fspath.Fstat(fd, filepath.Base(t.Abs))
 	if err != nil {
-		unix.Close(fd)
+		posix.Close(fd)
 		return regularFile{-1}, nil, &fs.PathError{Op: "stat", Path: t.Abs, Err: err}
 	}
 	if !fi.Mode().IsRegular() {
-		unix.Close(fd)
+		posix.Close(fd)
 		return regularFile{-1}, nil, &notRegularError{t.Display(), fi.Mode()}
 	}
 	return regularFile{fd}, fi, nil
@@ -216,9 +216,9 @@ func (f regularFile) Read(p []byte) (int, error) {
 		return 0, nil
 	}
 	for {
-		n, err := unix.Read(f.fd, p)
+		n, err := posix.Read(f.fd, p)
 		switch {
-		case err == unix.EINTR:
+		case err == posix.EINTR:
 			continue
 		case err != nil:
 			return 0, err
@@ -233,9 +233,9 @@ func (f regularFile) Read(p []byte) (int, error) {
 func (f regularFile) ReadAt(p []byte, off int64) (int, error) {
 	total := 0
 	for len(p) > 0 {
-		n, err := unix.Pread(f.fd, p, off)
+		n, err := posix.Pread(f.fd, p, off)
 		switch {
-		case err == unix.EINTR:
+		case err == posix.EINTR:
 			continue
 		case err != nil:
 			return total, err
@@ -250,25 +250,25 @@ func (f regularFile) ReadAt(p []byte, off int64) (int, error) {
 }
 
 func (f regularFile) Seek(offset int64, whence int) (int64, error) {
-	return unix.Seek(f.fd, offset, whence)
+	return posix.Seek(f.fd, offset, whence)
 }
 
-func (f regularFile) Close() error { return unix.Close(f.fd) }
+func (f regularFile) Close() error { return posix.Close(f.fd) }
 
 // openRegular is openChecked with raw system calls, for grep: the fd of the regular file at
 // the real path t.Abs, and its fstat.
-func openRegular(t *target) (int, *unix.Stat_t, error) {
+func openRegular(t *target) (int, *posix.Stat_t, error) {
 	fd, err := fspath.Open(t.Abs, openFlags)
 	if err != nil {
 		return -1, nil, pathErr(unwrapPathErr(err))
 	}
-	st := new(unix.Stat_t)
-	if err := unix.Fstat(fd, st); err != nil {
-		unix.Close(fd)
+	st := new(posix.Stat_t)
+	if err := posix.Fstat(fd, st); err != nil {
+		posix.Close(fd)
 		return -1, nil, err
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+	if st.Mode&posix.S_IFMT != posix.S_IFREG {
+		posix.Close(fd)
 		return -1, nil, &notRegularError{t.Display(), fspath.TypeMode(uint32(st.Mode))}
 	}
 	return fd, st, nil
@@ -277,7 +277,7 @@ func openRegular(t *target) (int, *unix.Stat_t, error) {
 // openDirChecked opens the folder at the real path abs for listing, following no symlink on
 // the way.
 func openDirChecked(abs string) (*os.File, error) {
-	fd, err := fspath.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := fspath.Open(abs, posix.O_RDONLY|posix.O_DIRECTORY)
 	if err != nil {
 		return nil, pathErr(err)
 	}

@@ -14,7 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/registry"
 )
@@ -37,8 +37,8 @@ func (r *reader) readDir(t *target) (*registry.Result, error) {
 			n += "/"
 		} else if e.Type()&os.ModeSymlink != 0 {
 			// A link to a folder is shown as one (only the kind of its target is looked at).
-			var st unix.Stat_t
-			if unix.Fstatat(int(d.Fd()), n, &st, 0) == nil && st.Mode&unix.S_IFMT == unix.S_IFDIR {
+			var st posix.Stat_t
+			if posix.Fstatat(int(d.Fd()), n, &st, 0) == nil && st.Mode&posix.S_IFMT == posix.S_IFDIR {
 				n += "/"
 			}
 		}

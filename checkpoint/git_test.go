@@ -11,7 +11,7 @@ import (
 	"strings"
 	"testing"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // TestReadGitIndex: git's index, in each of its versions, gives every regular file of the
@@ -87,8 +87,8 @@ func TestReadGitIndex(t *testing.T) {
 			}
 			for p, oid := range want {
 				e, ok := byName[p]
-				var st unix.Stat_t
-				if err := unix.Fstatat(unix.AT_FDCWD, filepath.Join(ws, p), &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+				var st posix.Stat_t
+				if err := posix.Fstatat(posix.AT_FDCWD, filepath.Join(ws, p), &st, posix.AT_SYMLINK_NOFOLLOW); err != nil {
 					t.Fatal(err)
 				}
 				cur, _ := statState(&st)

@@ -8,7 +8,7 @@ import (
 	"sync"
 	"time"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // What the sandbox's look learns of the folders the journal does not watch (the ignored ones:
@@ -84,8 +84,8 @@ func (l *listings) gitBelow(ws, rel string, add func(string)) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	abs := filepath.Join(ws, filepath.FromSlash(rel))
-	var st unix.Stat_t
-	if unix.Fstatat(unix.AT_FDCWD, abs, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	var st posix.Stat_t
+	if posix.Fstatat(posix.AT_FDCWD, abs, &st, posix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&posix.S_IFMT != posix.S_IFDIR {
 		delete(l.trees, rel)
 		return
 	}
@@ -110,8 +110,8 @@ type treeLook struct {
 // folder looks into the folder at abs, whose listing was old (nil: none), and returns its
 // listing now, or nil if it is not a folder any more.
 func (lk *treeLook) folder(abs string, old *listing) *listing {
-	var st unix.Stat_t
-	if unix.Fstatat(unix.AT_FDCWD, abs, &st, unix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&unix.S_IFMT != unix.S_IFDIR {
+	var st posix.Stat_t
+	if posix.Fstatat(posix.AT_FDCWD, abs, &st, posix.AT_SYMLINK_NOFOLLOW) != nil || st.Mode&posix.S_IFMT != posix.S_IFDIR {
 		return nil
 	}
 	ls, subs := old, []*listing(nil) // subs: the sub-folders' listings to check (nil: none yet)
@@ -157,13 +157,13 @@ func (lk *treeLook) folder(abs string, old *listing) *listing {
 func (l *listings) read(abs string, steady bool) (*listing, []string) {
 	l.reads++
 	start := l.now()
-	fd, err := unix.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := posix.Open(abs, posix.O_RDONLY|posix.O_DIRECTORY|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil, nil
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		_ = unix.Close(fd)
+	var st posix.Stat_t
+	if err := posix.Fstat(fd, &st); err != nil {
+		_ = posix.Close(fd)
 		return nil, nil
 	}
 	f := os.NewFile(uintptr(fd), abs)

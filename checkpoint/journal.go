@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/fsnotify/fsnotify"
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/watcher"
@@ -258,7 +258,7 @@ func (j *journal) watch(rel string) {
 // means the journal cannot cover the workspace. It returns err when it is the first
 // refusal.
 func (j *journal) addFailedLocked(err error) error {
-	if errors.Is(err, unix.ENOENT) || errors.Is(err, unix.ENOTDIR) || errors.Is(err, watcher.ErrLeft) {
+	if errors.Is(err, posix.ENOENT) || errors.Is(err, posix.ENOTDIR) || errors.Is(err, watcher.ErrLeft) {
 		return nil // gone; or the journal is closing
 	}
 	j.brokeLocked("a watch was refused: " + err.Error())

@@ -10,7 +10,7 @@ import (
 	"sort"
 	"strings"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/protocol"
@@ -309,9 +309,9 @@ func (t *Tracker) unchangedSincePlan(f *PlanFile) error {
 		}
 		return fmt.Errorf("its folder cannot be opened: %v", err)
 	}
-	defer unix.Close(dirfd)
-	var st unix.Stat_t
-	if err := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); err != nil {
+	defer posix.Close(dirfd)
+	var st posix.Stat_t
+	if err := posix.Fstatat(dirfd, name, &st, posix.AT_SYMLINK_NOFOLLOW); err != nil {
 		if f.Current.Kind == store.KindAbsent {
 			return nil
 		}
@@ -334,13 +334,13 @@ func (t *Tracker) remove(f *PlanFile) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dirfd)
+	defer posix.Close(dirfd)
 	flags := 0
 	if f.Current.Kind == store.KindDir {
-		flags = unix.AT_REMOVEDIR
+		flags = posix.AT_REMOVEDIR
 	}
-	if err := unix.Unlinkat(dirfd, name, flags); err != nil {
-		if errors.Is(err, unix.ENOTEMPTY) || errors.Is(err, unix.EEXIST) {
+	if err := posix.Unlinkat(dirfd, name, flags); err != nil {
+		if errors.Is(err, posix.ENOTEMPTY) || errors.Is(err, posix.EEXIST) {
 			return errors.New("the folder is not empty: it holds files the reverted calls did not make")
 		}
 		return &fs.PathError{Op: "remove", Path: f.Path, Err: err}
@@ -362,21 +362,21 @@ func (t *Tracker) restore(f *PlanFile) error {
 		if err != nil {
 			return err
 		}
-		defer unix.Close(fd)
-		return unix.Fchmod(fd, f.Target.Mode)
+		defer posix.Close(fd)
+		return posix.Fchmod(fd, f.Target.Mode)
 	case store.KindLink:
 		dfd, err := fspath.MkdirAll(filepath.Dir(abs), 0o755)
 		if err != nil {
 			return err
 		}
-		defer unix.Close(dfd)
+		defer posix.Close(dfd)
 		tmp := "." + filepath.Base(abs) + ".toolsd-revert"
-		_ = unix.Unlinkat(dfd, tmp, 0)
-		if err := unix.Symlinkat(f.Target.Link, dfd, tmp); err != nil {
+		_ = posix.Unlinkat(dfd, tmp, 0)
+		if err := posix.Symlinkat(f.Target.Link, dfd, tmp); err != nil {
 			return err
 		}
-		if err := unix.Renameat(dfd, tmp, dfd, filepath.Base(abs)); err != nil {
-			_ = unix.Unlinkat(dfd, tmp, 0)
+		if err := posix.Renameat(dfd, tmp, dfd, filepath.Base(abs)); err != nil {
+			_ = posix.Unlinkat(dfd, tmp, 0)
 			return err
 		}
 		return nil

@@ -16,7 +16,7 @@ import (
 	"sync/atomic"
 	"time"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 	"github.com/toolsd/toolsd/internal/fswalk"
@@ -54,15 +54,15 @@ func (t *Tracker) skip(rel string) bool {
 func (t *Tracker) skipEntry(rel string, _ bool) bool { return t.skip(rel) }
 
 // statState is what lstat tells of a path: its kind, mode and stat identity.
-func statState(st *unix.Stat_t) (store.FileState, bool) {
+func statState(st *posix.Stat_t) (store.FileState, bool) {
 	s := store.FileState{Mode: uint32(st.Mode) & 0o7777, Size: st.Size, Mtime: st.Mtim.Nano(), Ctime: st.Ctim.Nano(), Ino: st.Ino}
-	switch st.Mode & unix.S_IFMT {
-	case unix.S_IFREG:
+	switch st.Mode & posix.S_IFMT {
+	case posix.S_IFREG:
 		s.Kind = store.KindFile
-	case unix.S_IFLNK:
+	case posix.S_IFLNK:
 		s.Kind = store.KindLink
 		s.Mode = 0
-	case unix.S_IFDIR:
+	case posix.S_IFDIR:
 		s.Kind = store.KindDir
 		s.Size, s.Mtime, s.Ctime = 0, 0, 0 // a folder's times change with its entries
 	default:
@@ -130,7 +130,7 @@ func (t *Tracker) readAt(dirfd int, name string, s store.FileState, b *budget) s
 	switch s.Kind {
 	case store.KindLink:
 		buf := make([]byte, 4096)
-		if n, err := unix.Readlinkat(dirfd, name, buf); err == nil {
+		if n, err := posix.Readlinkat(dirfd, name, buf); err == nil {
 			s.Link = string(buf[:n])
 			s.Size = int64(n)
 		}
@@ -139,15 +139,15 @@ func (t *Tracker) readAt(dirfd int, name string, s store.FileState, b *budget) s
 			s.NotKept = fmt.Sprintf("larger than %d MiB", t.opts.MaxFileBytes>>20)
 			return s
 		}
-		fd, err := unix.Openat(dirfd, name, unix.O_RDONLY|unix.O_NONBLOCK|unix.O_NOCTTY|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := posix.Openat(dirfd, name, posix.O_RDONLY|posix.O_NONBLOCK|posix.O_NOCTTY|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 		if err != nil {
 			s.NotKept = "unreadable: " + err.Error()
 			return s
 		}
 		f := os.NewFile(uintptr(fd), name)
 		defer f.Close()
-		var st unix.Stat_t
-		if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
+		var st posix.Stat_t
+		if posix.Fstat(fd, &st) != nil || st.Mode&posix.S_IFMT != posix.S_IFREG {
 			s.NotKept = "unreadable"
 			return s
 		}
@@ -240,7 +240,7 @@ func (t *Tracker) walkAll(ctx context.Context) ([]walked, error) {
 		if e.Dir && t.jr != nil {
 			t.jr.watch(e.Rel)
 		}
-		var st unix.Stat_t
+		var st posix.Stat_t
 		if e.Lstat(&st) != nil {
 			return
 		}
@@ -376,7 +376,7 @@ func (t *Tracker) readRel(rel string, s store.FileState, b *budget) store.FileSt
 		s.NotKept = "unreadable"
 		return s
 	}
-	defer unix.Close(dirfd)
+	defer posix.Close(dirfd)
 	return t.readAt(dirfd, name, s, b)
 }
 
@@ -386,7 +386,7 @@ func (t *Tracker) openDir(rel string) (int, error) {
 	if rel != "" {
 		abs = filepath.Join(t.ws, filepath.FromSlash(rel))
 	}
-	return fspath.Open(abs, unix.O_RDONLY|unix.O_DIRECTORY)
+	return fspath.Open(abs, posix.O_RDONLY|posix.O_DIRECTORY)
 }
 
 // commitLocked applies changed paths to the index (quiet ones without telling any window),
@@ -446,9 +446,9 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 		}
 		dir, name := path.Split(p)
 		dirfd, err := t.openDir(strings.TrimSuffix(dir, "/"))
-		var st unix.Stat_t
+		var st posix.Stat_t
 		if err == nil {
-			err = unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW)
+			err = posix.Fstatat(dirfd, name, &st, posix.AT_SYMLINK_NOFOLLOW)
 		}
 		cur, ok := store.FileState{}, false
 		if err == nil {
@@ -456,7 +456,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 		}
 		if !ok {
 			if dirfd >= 0 {
-				unix.Close(dirfd)
+				posix.Close(dirfd)
 			}
 			// Gone (or no longer a file we track): it and everything the index has below it.
 			if _, had := idx.get(p); had {
@@ -466,7 +466,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			continue
 		}
 		if fswalk.Ignored(t.ws, p, cur.Kind == store.KindDir) {
-			unix.Close(dirfd)
+			posix.Close(dirfd)
 			continue
 		}
 		old, had := idx.get(p)
@@ -479,7 +479,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			}
 			changed[p] = cur
 		}
-		unix.Close(dirfd)
+		posix.Close(dirfd)
 		if cur.Kind == store.KindDir && (!had || old.Kind != store.KindDir) {
 			walkDirs = append(walkDirs, p)
 		}
@@ -495,7 +495,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			if e.Dir && t.jr != nil {
 				t.jr.watch(rel)
 			}
-			var st unix.Stat_t
+			var st posix.Stat_t
 			if e.Lstat(&st) != nil {
 				return
 			}

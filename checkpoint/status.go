@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // JournalStatus says whether the change journal serves, and if not, why, what it costs and
@@ -138,9 +138,9 @@ func (t *Tracker) offStatus(err error) JournalStatus {
 		s.Off = "error"
 		s.Message = fmt.Sprintf("Checkpoints: the change journal stopped (%v): %s. toolsd tries it again every few minutes.", err, strings.Replace(cost, " (inotify)", "", 1))
 		return s
-	case errors.Is(err, unix.ENOSPC):
+	case errors.Is(err, posix.ENOSPC):
 		s.Off, name, want = "watches", "max_user_watches", max(524288, 2*lim[0])
-	case errors.Is(err, unix.EMFILE):
+	case errors.Is(err, posix.EMFILE):
 		s.Off, name, want = "instances", "max_user_instances", max(1024, 2*lim[1])
 	default:
 		s.Off = "error"

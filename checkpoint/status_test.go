@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/store"
 )
@@ -37,13 +37,13 @@ func (k *kernel) faults(ws string) *faults {
 		newWatcher: func() error {
 			k.tries.Add(1)
 			if k.refuseInstances.Load() {
-				return unix.EMFILE
+				return posix.EMFILE
 			}
 			return nil
 		},
 		addWatch: func(abs string) error {
 			if k.refuseWatches.Load() && strings.HasPrefix(abs, ws) {
-				return unix.ENOSPC
+				return posix.ENOSPC
 			}
 			return nil
 		},

@@ -28,7 +28,7 @@ import (
 	"strings"
 
 	"github.com/toolsd/toolsd/internal/fspath"
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // TypeError says that a path names something other than what the caller reads: a FIFO, a
@@ -76,7 +76,7 @@ const (
 func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 	// Refuse plain non-files without opening them.
 	stat := os.Stat
-	if flag&unix.O_NOFOLLOW != 0 {
+	if flag&posix.O_NOFOLLOW != 0 {
 		stat = os.Lstat
 	}
 	if fi, err := stat(path); err == nil {
@@ -92,12 +92,12 @@ func OpenFile(path string, flag int, perm fs.FileMode) (*os.File, error) {
 // openChecked is OpenFile without the stat before the open: the open that never blocks and
 // the check of what it opened, which alone make the promise (the stat may be outdated).
 func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
-	fd, err := open(path, flag|unix.O_NONBLOCK, perm)
+	fd, err := open(path, flag|posix.O_NONBLOCK, perm)
 	if err != nil {
-		if errors.Is(err, unix.ELOOP) && flag&unix.O_NOFOLLOW != 0 {
+		if errors.Is(err, posix.ELOOP) && flag&posix.O_NOFOLLOW != 0 {
 			return nil, &TypeError{Path: path, Is: "a symbolic link", Want: wantFile}
 		}
-		if errors.Is(err, unix.ENXIO) || errors.Is(err, unix.EISDIR) {
+		if errors.Is(err, posix.ENXIO) || errors.Is(err, posix.EISDIR) {
 			// A socket or a folder that took the file's place since the stat.
 			if fi, serr := os.Stat(path); serr == nil && !fi.Mode().IsRegular() {
 				return nil, &TypeError{Path: path, Is: Describe(fi.Mode()), Want: wantFile}
@@ -105,18 +105,18 @@ func openChecked(path string, flag int, perm fs.FileMode) (*os.File, error) {
 		}
 		return nil, &os.PathError{Op: "open", Path: path, Err: err}
 	}
-	var st unix.Stat_t
-	if err := unix.Fstat(fd, &st); err != nil {
-		unix.Close(fd)
+	var st posix.Stat_t
+	if err := posix.Fstat(fd, &st); err != nil {
+		posix.Close(fd)
 		return nil, &os.PathError{Op: "fstat", Path: path, Err: err}
 	}
-	if st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+	if st.Mode&posix.S_IFMT != posix.S_IFREG {
+		posix.Close(fd)
 		return nil, &TypeError{Path: path, Is: Describe(fspath.TypeMode(uint32(st.Mode))), Want: wantFile}
 	}
 	// A regular file ignores O_NONBLOCK, but the *os.File should not carry it.
-	if err := unix.SetNonblock(fd, false); err != nil {
-		unix.Close(fd)
+	if err := posix.SetNonblock(fd, false); err != nil {
+		posix.Close(fd)
 		return nil, &os.PathError{Op: "fcntl", Path: path, Err: err}
 	}
 	return os.NewFile(uintptr(fd), path), nil
@@ -152,9 +152,9 @@ func ReadFile(path string, max int64) ([]byte, error) {
 // OpenDir opens the folder at path to read its entries, never blocking on what it opens:
 // anything but a folder gives a *TypeError.
 func OpenDir(path string) (*os.File, error) {
-	fd, err := open(path, os.O_RDONLY|unix.O_DIRECTORY|unix.O_NONBLOCK, 0)
+	fd, err := open(path, os.O_RDONLY|posix.O_DIRECTORY|posix.O_NONBLOCK, 0)
 	if err != nil {
-		if errors.Is(err, unix.ENOTDIR) {
+		if errors.Is(err, posix.ENOTDIR) {
 			if fi, serr := os.Stat(path); serr == nil && !fi.IsDir() {
 				return nil, &TypeError{Path: path, Is: Describe(fi.Mode()), Want: wantFolder}
 			}
@@ -191,8 +191,8 @@ func ReadDir(path string, max int) ([]fs.DirEntry, error) {
 // open is open(2) with O_CLOEXEC, retried on EINTR.
 func open(path string, flag int, perm fs.FileMode) (int, error) {
 	for {
-		fd, err := unix.Open(path, flag|unix.O_CLOEXEC, uint32(perm.Perm()))
-		if err != unix.EINTR {
+		fd, err := posix.Open(path, flag|posix.O_CLOEXEC, uint32(perm.Perm()))
+		if err != posix.EINTR {
 			return fd, err
 		}
 	}

@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // Real resolves every symlink in abs (a clean absolute path). When abs does not exist, its
@@ -31,7 +31,7 @@ func Real(abs string) (string, error) {
 			}
 			return r, nil
 		}
-		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, unix.ENOTDIR) {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, posix.ENOTDIR) {
 			return "", err
 		}
 		if target, lerr := os.Readlink(cur); lerr == nil {
@@ -75,18 +75,18 @@ func RealStat(abs string) (real string, info fs.FileInfo, err error) {
 
 // TypeMode is the type bits of a stat's mode (st_mode) as an fs.FileMode.
 func TypeMode(m uint32) fs.FileMode {
-	switch m & unix.S_IFMT {
-	case unix.S_IFBLK:
+	switch m & posix.S_IFMT {
+	case posix.S_IFBLK:
 		return fs.ModeDevice
-	case unix.S_IFCHR:
+	case posix.S_IFCHR:
 		return fs.ModeDevice | fs.ModeCharDevice
-	case unix.S_IFDIR:
+	case posix.S_IFDIR:
 		return fs.ModeDir
-	case unix.S_IFIFO:
+	case posix.S_IFIFO:
 		return fs.ModeNamedPipe
-	case unix.S_IFLNK:
+	case posix.S_IFLNK:
 		return fs.ModeSymlink
-	case unix.S_IFSOCK:
+	case posix.S_IFSOCK:
 		return fs.ModeSocket
 	}
 	return 0

@@ -7,7 +7,7 @@ import (
 	"slices"
 	"strings"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // ErrSymlink is the error of an open that met a symbolic link where the path allows none:
@@ -30,18 +30,18 @@ func Open(abs string, flags int) (int, error) {
 		return -1, &fs.PathError{Op: "open", Path: abs, Err: ErrNotBeneath}
 	}
 	if haveNoSymlinks() {
-		fd, err := openNoSymlinks(unix.AT_FDCWD, abs, flags, false)
+		fd, err := openNoSymlinks(posix.AT_FDCWD, abs, flags, false)
 		if err != nil {
 			return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
 		}
 		return fd, nil
 	}
 	top, rel := splitRoot(abs)
-	root, err := unix.Open(top, unix.O_PATH|unix.O_DIRECTORY|unix.O_CLOEXEC, 0)
+	root, err := posix.Open(top, posix.O_PATH|posix.O_DIRECTORY|posix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: top, Err: err}
 	}
-	defer unix.Close(root)
+	defer posix.Close(root)
 	fd, err := openByComponents(root, rel, flags)
 	if err != nil {
 		return -1, &fs.PathError{Op: "open", Path: abs, Err: err}
@@ -79,12 +79,12 @@ func MkdirAll(abs string, perm uint32) (int, error) {
 	var missing []string
 	dir := abs
 	for {
-		fd, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, err := Open(dir, posix.O_RDONLY|posix.O_DIRECTORY)
 		if err == nil {
 			if len(missing) == 0 {
 				return fd, nil
 			}
-			defer unix.Close(fd)
+			defer posix.Close(fd)
 			slices.Reverse(missing)
 			last, err := mkdirBeneath(fd, missing, perm)
 			if err != nil {
@@ -93,7 +93,7 @@ func MkdirAll(abs string, perm uint32) (int, error) {
 			return last, nil
 		}
 		parent := filepath.Dir(dir)
-		if !errors.Is(err, unix.ENOENT) || parent == dir {
+		if !errors.Is(err, posix.ENOENT) || parent == dir {
 			return -1, err
 		}
 		missing = append(missing, filepath.Base(dir))
@@ -114,18 +114,18 @@ func mkdirBeneath(dirfd int, names []string, perm uint32) (int, error) {
 			closeUnless(cur, dirfd)
 			return -1, ErrNotBeneath
 		}
-		if err := unix.Mkdirat(cur, name, perm); err != nil && !errors.Is(err, unix.EEXIST) {
+		if err := posix.Mkdirat(cur, name, perm); err != nil && !errors.Is(err, posix.EEXIST) {
 			closeUnless(cur, dirfd)
 			return -1, err
 		}
 		if afterMkdir != nil {
 			afterMkdir(cur, name)
 		}
-		flags := unix.O_PATH
+		flags := posix.O_PATH
 		if i == len(names)-1 {
-			flags = unix.O_RDONLY
+			flags = posix.O_RDONLY
 		}
-		next, err := openComponent(cur, name, flags|unix.O_DIRECTORY)
+		next, err := openComponent(cur, name, flags|posix.O_DIRECTORY)
 		closeUnless(cur, dirfd)
 		if err != nil {
 			return -1, err
@@ -137,7 +137,7 @@ func mkdirBeneath(dirfd int, names []string, perm uint32) (int, error) {
 
 func closeUnless(fd, keep int) {
 	if fd != keep {
-		unix.Close(fd)
+		posix.Close(fd)
 	}
 }
 
@@ -156,7 +156,7 @@ func openByComponents(dirfd int, rel string, flags int) (int, error) {
 			}
 			p = "."
 		}
-		f := unix.O_PATH | unix.O_DIRECTORY
+		f := posix.O_PATH | posix.O_DIRECTORY
 		if i == len(parts)-1 {
 			f = flags
 		}
@@ -168,7 +168,7 @@ func openByComponents(dirfd int, rel string, flags int) (int, error) {
 		cur = next
 	}
 	if cur == dirfd { // rel was "" or only slashes
-		return unix.Openat(dirfd, ".", flags|unix.O_CLOEXEC, 0)
+		return posix.Openat(dirfd, ".", flags|posix.O_CLOEXEC, 0)
 	}
 	return cur, nil
 }
@@ -177,28 +177,28 @@ func openByComponents(dirfd int, rel string, flags int) (int, error) {
 // is ErrSymlink.
 func openComponent(dirfd int, name string, flags int) (int, error) {
 	for {
-		fd, err := unix.Openat(dirfd, name, flags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := posix.Openat(dirfd, name, flags|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 		if err == nil {
-			if flags&unix.O_PATH != 0 {
+			if flags&posix.O_PATH != 0 {
 				// O_PATH|O_NOFOLLOW opens a link itself rather than failing.
-				var st unix.Stat_t
-				if err := unix.Fstat(fd, &st); err != nil {
-					unix.Close(fd)
+				var st posix.Stat_t
+				if err := posix.Fstat(fd, &st); err != nil {
+					posix.Close(fd)
 					return -1, err
 				}
-				if st.Mode&unix.S_IFMT == unix.S_IFLNK {
-					unix.Close(fd)
+				if st.Mode&posix.S_IFMT == posix.S_IFLNK {
+					posix.Close(fd)
 					return -1, ErrSymlink
 				}
 			}
 			return fd, nil
 		}
-		if errors.Is(err, unix.EINTR) {
+		if errors.Is(err, posix.EINTR) {
 			continue
 		}
-		if errors.Is(err, unix.ELOOP) || errors.Is(err, unix.ENOTDIR) {
-			var st unix.Stat_t
-			if serr := unix.Fstatat(dirfd, name, &st, unix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&unix.S_IFMT == unix.S_IFLNK {
+		if errors.Is(err, posix.ELOOP) || errors.Is(err, posix.ENOTDIR) {
+			var st posix.Stat_t
+			if serr := posix.Fstatat(dirfd, name, &st, posix.AT_SYMLINK_NOFOLLOW); serr == nil && st.Mode&posix.S_IFMT == posix.S_IFLNK {
 				return -1, ErrSymlink
 			}
 		}

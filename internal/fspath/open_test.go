@@ -6,7 +6,7 @@ import (
 	"path/filepath"
 	"testing"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 	"github.com/toolsd/toolsd/internal/wine"
 )
 
@@ -46,9 +46,9 @@ func must(t *testing.T, err error) {
 // readFD reads a small file through fd and closes it.
 func readFD(t *testing.T, fd int) string {
 	t.Helper()
-	defer unix.Close(fd)
+	defer posix.Close(fd)
 	b := make([]byte, 100)
-	n, err := unix.Read(fd, b)
+	n, err := posix.Read(fd, b)
 	must(t, err)
 	return string(b[:n])
 }
@@ -62,37 +62,37 @@ func TestOpenRefusesSymlinks(t *testing.T) {
 		wine.Symlink(t, out, filepath.Join(dir, "a", "link"))
 		wine.Symlink(t, filepath.Join(out, "f"), filepath.Join(dir, "a", "flink"))
 
-		fd, err := Open(filepath.Join(dir, "a", "b", "f"), unix.O_RDONLY)
+		fd, err := Open(filepath.Join(dir, "a", "b", "f"), posix.O_RDONLY)
 		must(t, err)
 		if got := readFD(t, fd); got != "in" {
 			t.Fatalf("read %q", got)
 		}
 		for _, p := range []string{"a/link/f", "a/flink", "a/link"} {
-			if fd, err := Open(filepath.Join(dir, p), unix.O_RDONLY); !errors.Is(err, ErrSymlink) {
+			if fd, err := Open(filepath.Join(dir, p), posix.O_RDONLY); !errors.Is(err, ErrSymlink) {
 				if err == nil {
-					unix.Close(fd)
+					posix.Close(fd)
 				}
 				t.Errorf("Open(%s): err = %v, want ErrSymlink", p, err)
 			}
 		}
-		if _, err := Open("rel/path", unix.O_RDONLY); !errors.Is(err, ErrNotBeneath) {
+		if _, err := Open("rel/path", posix.O_RDONLY); !errors.Is(err, ErrNotBeneath) {
 			t.Errorf("relative path: err = %v", err)
 		}
-		if _, err := Open(filepath.Join(dir, "missing", "f"), unix.O_RDONLY); !errors.Is(err, unix.ENOENT) {
+		if _, err := Open(filepath.Join(dir, "missing", "f"), posix.O_RDONLY); !errors.Is(err, posix.ENOENT) {
 			t.Errorf("missing: err = %v", err)
 		}
 
-		root, err := Open(dir, unix.O_RDONLY|unix.O_DIRECTORY)
+		root, err := Open(dir, posix.O_RDONLY|posix.O_DIRECTORY)
 		must(t, err)
-		defer unix.Close(root)
-		fd, err = OpenBeneath(root, "a/b/f", unix.O_RDONLY)
+		defer posix.Close(root)
+		fd, err = OpenBeneath(root, "a/b/f", posix.O_RDONLY)
 		must(t, err)
 		if got := readFD(t, fd); got != "in" {
 			t.Fatalf("read %q", got)
 		}
-		fd, err = OpenBeneath(root, ".", unix.O_RDONLY|unix.O_DIRECTORY)
+		fd, err = OpenBeneath(root, ".", posix.O_RDONLY|posix.O_DIRECTORY)
 		must(t, err)
-		unix.Close(fd)
+		posix.Close(fd)
 		for _, tc := range []struct {
 			rel  string
 			want error
@@ -100,9 +100,9 @@ func TestOpenRefusesSymlinks(t *testing.T) {
 			{"a/link/f", ErrSymlink}, {"a/flink", ErrSymlink}, {"a/link", ErrSymlink},
 			{"../x", ErrNotBeneath}, {"a/../../x", ErrNotBeneath}, {"/etc/passwd", ErrNotBeneath}, {"", ErrNotBeneath},
 		} {
-			if fd, err := OpenBeneath(root, tc.rel, unix.O_RDONLY); !errors.Is(err, tc.want) {
+			if fd, err := OpenBeneath(root, tc.rel, posix.O_RDONLY); !errors.Is(err, tc.want) {
 				if err == nil {
-					unix.Close(fd)
+					posix.Close(fd)
 				}
 				t.Errorf("OpenBeneath(%q): err = %v, want %v", tc.rel, err, tc.want)
 			}
@@ -119,16 +119,16 @@ func TestMkdirAll(t *testing.T) {
 		fd, err := MkdirAll(filepath.Join(dir, "a", "b", "c"), 0o755)
 		must(t, err)
 		// The fd is the new folder, usable for a create in it.
-		f, err := unix.Openat(fd, "x", unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL, 0o644)
+		f, err := posix.Openat(fd, "x", posix.O_WRONLY|posix.O_CREAT|posix.O_EXCL, 0o644)
 		must(t, err)
-		unix.Close(f)
-		unix.Close(fd)
+		posix.Close(f)
+		posix.Close(fd)
 		if _, err := os.Stat(filepath.Join(dir, "a", "b", "c", "x")); err != nil {
 			t.Fatal(err)
 		}
 		fd, err = MkdirAll(filepath.Join(dir, "a"), 0o755) // exists
 		must(t, err)
-		unix.Close(fd)
+		posix.Close(fd)
 
 		if _, err := MkdirAll(filepath.Join(dir, "link", "b"), 0o755); !errors.Is(err, ErrSymlink) {
 			t.Errorf("through a link: err = %v, want ErrSymlink", err)
@@ -139,8 +139,8 @@ func TestMkdirAll(t *testing.T) {
 			if name != "q" {
 				return
 			}
-			must(t, unix.Renameat(dirfd, name, dirfd, name+".moved"))
-			must(t, unix.Symlinkat(out, dirfd, name))
+			must(t, posix.Renameat(dirfd, name, dirfd, name+".moved"))
+			must(t, posix.Symlinkat(out, dirfd, name))
 		}
 		defer func() { afterMkdir = nil }()
 		if _, err := MkdirAll(filepath.Join(dir, "a", "p", "q", "r", "s"), 0o755); !errors.Is(err, ErrSymlink) {

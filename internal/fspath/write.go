@@ -9,7 +9,7 @@ import (
 	"os"
 	"path/filepath"
 
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 )
 
 // WriteFile replaces (or creates) the file at the real path abs with data: a temporary file
@@ -26,26 +26,26 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 	if err != nil {
 		return err
 	}
-	defer unix.Close(dfd)
+	defer posix.Close(dfd)
 
 	mode := perm & 0o7777
 	keepMode := !keep
-	var st unix.Stat_t
-	switch err := unix.Fstatat(dfd, base, &st, unix.AT_SYMLINK_NOFOLLOW); {
+	var st posix.Stat_t
+	switch err := posix.Fstatat(dfd, base, &st, posix.AT_SYMLINK_NOFOLLOW); {
 	case err == nil:
-		switch st.Mode & unix.S_IFMT {
-		case unix.S_IFREG:
+		switch st.Mode & posix.S_IFMT {
+		case posix.S_IFREG:
 			if keep {
 				mode, keepMode = uint32(st.Mode)&0o7777, true
 			}
-		case unix.S_IFLNK:
+		case posix.S_IFLNK:
 			return &fs.PathError{Op: "write", Path: abs, Err: ErrSymlink}
-		case unix.S_IFDIR:
+		case posix.S_IFDIR:
 			return fmt.Errorf("%s is a folder", abs)
 		default:
 			return fmt.Errorf("%s is not a regular file", abs)
 		}
-	case errors.Is(err, unix.ENOENT):
+	case errors.Is(err, posix.ENOENT):
 	default:
 		return &fs.PathError{Op: "stat", Path: abs, Err: err}
 	}
@@ -56,7 +56,7 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 	if len(tmp) > 255 {
 		tmp = ".toolsd-" + hex.EncodeToString(rnd[:]) + ".tmp"
 	}
-	fd, err := unix.Openat(dfd, tmp, unix.O_WRONLY|unix.O_CREAT|unix.O_EXCL|unix.O_NOFOLLOW|unix.O_CLOEXEC, mode)
+	fd, err := posix.Openat(dfd, tmp, posix.O_WRONLY|posix.O_CREAT|posix.O_EXCL|posix.O_NOFOLLOW|posix.O_CLOEXEC, mode)
 	if err != nil {
 		return &fs.PathError{Op: "create", Path: filepath.Join(dir, tmp), Err: err}
 	}
@@ -65,7 +65,7 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 	defer func() {
 		if !ok {
 			f.Close()
-			_ = unix.Unlinkat(dfd, tmp, 0)
+			_ = posix.Unlinkat(dfd, tmp, 0)
 		}
 	}()
 	if _, err := f.Write(data); err != nil {
@@ -77,7 +77,7 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 			return err
 		}
 		if mode&0o7000 != 0 {
-			_ = unix.Fchmod(fd, mode)
+			_ = posix.Fchmod(fd, mode)
 		}
 	}
 	if err := f.Sync(); err != nil {
@@ -86,10 +86,10 @@ func WriteFile(abs string, data []byte, perm uint32, keep bool) error {
 	if err := f.Close(); err != nil {
 		return err
 	}
-	if err := unix.Renameat(dfd, tmp, dfd, base); err != nil {
+	if err := posix.Renameat(dfd, tmp, dfd, base); err != nil {
 		return &fs.PathError{Op: "rename", Path: abs, Err: err}
 	}
 	ok = true
-	_ = unix.Fsync(dfd)
+	_ = posix.Fsync(dfd)
 	return nil
 }

@@ -15,20 +15,20 @@ import (
 	"unicode/utf8"
 
 	"github.com/bmatcuk/doublestar/v4"
-	unix "github.com/toolsd/toolsd/internal/posix"
+	"github.com/toolsd/toolsd/internal/posix"
 
 	"github.com/toolsd/toolsd/internal/fspath"
 )
 
 // openFlags are the flags files are opened with for reading: O_NONBLOCK so that a FIFO or a
 // device never blocks the open (the file is then checked to be regular).
-const openFlags = unix.O_RDONLY | unix.O_NONBLOCK | unix.O_NOCTTY
+const openFlags = posix.O_RDONLY | posix.O_NONBLOCK | posix.O_NOCTTY
 
 // ReadRetry is read(2) retried on EINTR.
 func ReadRetry(fd int, b []byte) (int, error) {
 	for {
-		n, err := unix.Read(fd, b)
-		if err != unix.EINTR {
+		n, err := posix.Read(fd, b)
+		if err != posix.EINTR {
 			return n, err
 		}
 	}
@@ -310,11 +310,11 @@ func overrideIgnore(dirfd int, dirRel string, files map[string][]byte) *ruleSet 
 }
 
 func readIgnoreLines(dirfd int, n string) []string {
-	fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+	fd, err := posix.Openat(dirfd, n, openFlags|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 	if err != nil {
 		return nil
 	}
-	defer unix.Close(fd)
+	defer posix.Close(fd)
 	if b, ok := readSmallRegular(fd, MaxIgnoreFileBytes); ok {
 		return strings.Split(string(b), "\n")
 	}
@@ -334,12 +334,12 @@ func loadIgnore(dirfd int, names map[string]bool) *ruleSet {
 		if names != nil && !names[n] {
 			continue
 		}
-		fd, err := unix.Openat(dirfd, n, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+		fd, err := posix.Openat(dirfd, n, openFlags|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 		if err != nil {
 			continue
 		}
 		b, ok := readSmallRegular(fd, MaxIgnoreFileBytes)
-		unix.Close(fd)
+		posix.Close(fd)
 		if ok {
 			lines = append(lines, strings.Split(string(b), "\n")...)
 		}
@@ -350,8 +350,8 @@ func loadIgnore(dirfd int, names map[string]bool) *ruleSet {
 // readSmallRegular reads the file open at fd if it is a regular file of at most limit
 // bytes (also after reading: it may grow); false otherwise.
 func readSmallRegular(fd int, limit int64) ([]byte, bool) {
-	var st unix.Stat_t
-	if unix.Fstat(fd, &st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG || st.Size > limit {
+	var st posix.Stat_t
+	if posix.Fstat(fd, &st) != nil || st.Mode&posix.S_IFMT != posix.S_IFREG || st.Size > limit {
 		return nil, false
 	}
 	b := make([]byte, 0, st.Size+512)
@@ -413,13 +413,13 @@ func (e *Entry) Abs() string { return e.dirAbs + string(filepath.Separator) + e.
 
 // Open opens the entry, a file, for reading: without following a symlink put in its place
 // since it was listed, and only if it is (still) a regular file. st is its fstat.
-func (e *Entry) Open(st *unix.Stat_t) (int, bool) {
-	fd, err := unix.Openat(e.dirfd, e.name, openFlags|unix.O_NOFOLLOW|unix.O_CLOEXEC, 0)
+func (e *Entry) Open(st *posix.Stat_t) (int, bool) {
+	fd, err := posix.Openat(e.dirfd, e.name, openFlags|posix.O_NOFOLLOW|posix.O_CLOEXEC, 0)
 	if err != nil {
 		return -1, false
 	}
-	if unix.Fstat(fd, st) != nil || st.Mode&unix.S_IFMT != unix.S_IFREG {
-		unix.Close(fd)
+	if posix.Fstat(fd, st) != nil || st.Mode&posix.S_IFMT != posix.S_IFREG {
+		posix.Close(fd)
 		return -1, false
 	}
 	return fd, true
@@ -429,7 +429,7 @@ func (e *Entry) Open(st *unix.Stat_t) (int, bool) {
 func (e *Entry) Readlink() (string, error) {
 	buf := make([]byte, 256)
 	for {
-		n, err := unix.Readlinkat(e.dirfd, e.name, buf)
+		n, err := posix.Readlinkat(e.dirfd, e.name, buf)
 		if err != nil {
 			return "", err
 		}
@@ -444,8 +444,8 @@ func (e *Entry) Readlink() (string, error) {
 func (e *Entry) Name() string { return e.name }
 
 // Lstat is the entry's lstat, in its open folder.
-func (e *Entry) Lstat(st *unix.Stat_t) error {
-	return unix.Fstatat(e.dirfd, e.name, st, unix.AT_SYMLINK_NOFOLLOW)
+func (e *Entry) Lstat(st *posix.Stat_t) error {
+	return posix.Fstatat(e.dirfd, e.name, st, posix.AT_SYMLINK_NOFOLLOW)
 }
 
 // Walk visits every file below o.Root that is not ignored, from several goroutines at
@@ -458,11 +458,11 @@ func (e *Entry) Lstat(st *unix.Stat_t) error {
 // fspath.ErrNotBeneath if the root itself was swapped, and
 // ctx's error if it was cancelled, having stopped every goroutine it started.
 func Walk(ctx context.Context, o Options, visit func(e Entry)) error {
-	rootfd, err := fspath.Open(o.Root, unix.O_PATH|unix.O_DIRECTORY)
+	rootfd, err := fspath.Open(o.Root, posix.O_PATH|posix.O_DIRECTORY)
 	if err != nil {
 		return err
 	}
-	defer unix.Close(rootfd)
+	defer posix.Close(rootfd)
 	var base *ignoreRules
 	if !o.NoIgnoreFiles {
 		base = ancestorRules(o.Workspace, o.Root)
@@ -497,7 +497,7 @@ func walkDir(ctx context.Context, o Options, rootfd int, it dirItem, q *dirQueue
 	if rel == "" {
 		rel = "."
 	}
-	fd, err := fspath.OpenBeneath(rootfd, rel, unix.O_RDONLY|unix.O_DIRECTORY)
+	fd, err := fspath.OpenBeneath(rootfd, rel, posix.O_RDONLY|posix.O_DIRECTORY)
 	if err != nil {
 		return
 	}
@@ -588,11 +588,11 @@ func ancestorRules(ws, root string) *ignoreRules {
 	parts := strings.Split(rel, "/")
 	dir := ws
 	for i := range parts {
-		if fd, err := fspath.Open(dir, unix.O_PATH|unix.O_DIRECTORY); err == nil {
+		if fd, err := fspath.Open(dir, posix.O_PATH|posix.O_DIRECTORY); err == nil {
 			if rs := loadIgnore(fd, nil); rs != nil {
 				rules = &ignoreRules{parent: rules, rules: rs, prepend: strings.Join(parts[i:], "/") + "/"}
 			}
-			unix.Close(fd)
+			posix.Close(fd)
 		}
 		dir = filepath.Join(dir, parts[i])
 	}
@@ -657,11 +657,11 @@ func Ignored(ws, rel string, isDir bool) bool { return IgnoredWith(ws, rel, isDi
 // does not exist). It tells what older ignore files left out.
 func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
 	parts := strings.Split(rel, "/")
-	rootfd, err := fspath.Open(ws, unix.O_PATH|unix.O_DIRECTORY)
+	rootfd, err := fspath.Open(ws, posix.O_PATH|posix.O_DIRECTORY)
 	if err != nil {
 		return false
 	}
-	defer unix.Close(rootfd)
+	defer posix.Close(rootfd)
 	var rules *ignoreRules
 	for i, part := range parts {
 		dirRel := strings.Join(parts[:i], "/")
@@ -669,7 +669,7 @@ func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
 		if dirRel != "" {
 			name = dirRel
 		}
-		if fd, err := fspath.OpenBeneath(rootfd, name, unix.O_RDONLY|unix.O_DIRECTORY); err == nil {
+		if fd, err := fspath.OpenBeneath(rootfd, name, posix.O_RDONLY|posix.O_DIRECTORY); err == nil {
 			rs := loadIgnore(fd, nil)
 			if files != nil {
 				rs = overrideIgnore(fd, dirRel, files)
@@ -681,7 +681,7 @@ func IgnoredWith(ws, rel string, isDir bool, files map[string][]byte) bool {
 				}
 				rules = &ignoreRules{parent: rules, rules: rs, strip: strip}
 			}
-			unix.Close(fd)
+			posix.Close(fd)
 		}
 		sub := strings.Join(parts[:i+1], "/")
 		dir := isDir || i < len(parts)-1
