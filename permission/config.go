@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/toolsd/toolsd/internal/jsonpos"
@@ -268,7 +269,9 @@ func (p *cfgParser) expand(key, pattern string) string {
 	if key == KeyBash || p.home == "" {
 		return pattern
 	}
-	home := strings.TrimSuffix(p.home, "/")
+	// Path subjects are written with forward slashes (a Windows home too), and so are the
+	// patterns they are matched against.
+	home := strings.TrimSuffix(filepath.ToSlash(p.home), "/")
 	switch {
 	case pattern == "~":
 		pattern = home
