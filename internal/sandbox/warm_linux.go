@@ -243,20 +243,32 @@ type stamped struct {
 }
 
 // racyGrain is how recent a time a stamp saw may be before it cannot tell a later change
-// apart from it: a few ticks of the kernel's coarse clock (1-10 ms), with room.
-const racyGrain = 50 * time.Millisecond
+// apart from it: two ticks of the kernel's coarsest clock (10 ms at HZ=100).
+const racyGrain = 20 * time.Millisecond
 
-// TakeStamp takes the stamp of p.
+// TakeStamp takes the stamp of p. When it sees a time within racyGrain of its taking, it
+// waits out the rest of the grain and takes it again (a guard started ahead does this
+// before it says it is ready); a stamp that still sees one after a few tries never holds.
 func TakeStamp(p *Policy) Stamp {
-	at := time.Now()
-	s := Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
-	for _, st := range append(slices.Clone(s.ns), s.landlock...) {
-		for _, t := range []unix.Timespec{st.born, st.changed} {
-			if at.Sub(time.Unix(t.Unix())) < racyGrain {
-				s.racy = true
+	var s Stamp
+	for range 4 {
+		at := time.Now()
+		s = Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
+		newest := time.Time{}
+		for _, st := range append(slices.Clone(s.ns), s.landlock...) {
+			for _, t := range []unix.Timespec{st.born, st.changed} {
+				if u := time.Unix(t.Unix()); u.After(newest) {
+					newest = u
+				}
 			}
 		}
+		wait := racyGrain - at.Sub(newest)
+		if wait <= 0 {
+			return s
+		}
+		time.Sleep(min(wait, racyGrain))
 	}
+	s.racy = true
 	return s
 }
 
