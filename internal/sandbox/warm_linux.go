@@ -233,13 +233,11 @@ type Stamp struct {
 }
 
 type stamped struct {
-	path     string
-	listed   bool
-	exists   bool
-	dev, ino uint64
-	kind     uint32        // the type bits of the mode
-	born     unix.Timespec // the birth time (the change time where the file system keeps none)
-	changed  unix.Timespec // a listed folder's change time
+	path    string
+	listed  bool
+	exists  bool
+	id      fileID // with the change time as birth time where the file system keeps none
+	changed int64  // a listed folder's change time
 }
 
 // racyGrain is how recent a time a stamp saw may be before it cannot tell a later change
@@ -251,8 +249,8 @@ func TakeStamp(p *Policy) Stamp {
 	at := time.Now()
 	s := Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
 	for _, st := range append(slices.Clone(s.ns), s.landlock...) {
-		for _, t := range []unix.Timespec{st.born, st.changed} {
-			if at.Sub(time.Unix(t.Unix())) < racyGrain {
+		for _, t := range []int64{st.id.born, st.changed} {
+			if at.Sub(time.Unix(0, t)) < racyGrain {
 				s.racy = true
 			}
 		}
@@ -295,19 +293,16 @@ func stampOf(p *Policy, protectByLandlock bool) []stamped {
 // stampPath is path's stamp; with listed, a folder whose entries count, its time of change.
 func stampPath(path string, listed bool) stamped {
 	s := stamped{path: path, listed: listed}
-	var st unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &st) != nil {
+	id, changed, ok := statIdentity(path)
+	if !ok {
 		return s
 	}
-	ts := func(t unix.StatxTimestamp) unix.Timespec { return unix.Timespec{Sec: t.Sec, Nsec: int64(t.Nsec)} }
-	s.exists, s.dev, s.ino = true, unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino
-	s.kind = uint32(st.Mode) & unix.S_IFMT
-	s.born = ts(st.Ctime)
-	if st.Mask&unix.STATX_BTIME != 0 {
-		s.born = ts(st.Btime)
+	if id.born == 0 {
+		id.born = changed
 	}
+	s.exists, s.id = true, id
 	if listed {
-		s.changed = ts(st.Ctime)
+		s.changed = changed
 	}
 	return s
 }
