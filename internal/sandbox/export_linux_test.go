@@ -1,4 +1,0 @@
-package sandbox
-
-// RacyGrain is racyGrain, for the tests of stamps.
-const RacyGrain = racyGrain
