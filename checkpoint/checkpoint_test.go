@@ -250,6 +250,7 @@ func TestShellChangeKinds(t *testing.T) {
 		want      map[string]string // path -> status
 	}{
 		{"sed -i", "sed -i 's/beta/BETA/' a.txt", map[string]string{"a.txt": protocol.ChangeModified}},
+		{"same size, same inode, modification time set back", `t=$(stat -c %y a.txt); printf 'alpha\nBETA\ngamma\n' 1<>a.txt; touch -d "$t" a.txt`, map[string]string{"a.txt": protocol.ChangeModified}},
 		{"rm -rf dir", "rm -rf dir", map[string]string{"dir": protocol.ChangeDeleted, "dir/c.txt": protocol.ChangeDeleted, "dir/sub": protocol.ChangeDeleted, "dir/sub/d.txt": protocol.ChangeDeleted}},
 		{"mv", "mv b.txt renamed.txt", map[string]string{"renamed.txt": protocol.ChangeRenamed}},
 		{"chmod +x", "chmod +x a.txt", map[string]string{"a.txt": protocol.ChangeModified}},
@@ -283,7 +284,7 @@ func TestShellChangeKinds(t *testing.T) {
 				if fmt.Sprint(statuses) != fmt.Sprint(tc.want) {
 					t.Fatalf("changes = %v, want %v", statuses, tc.want)
 				}
-				if f, ok := got["a.txt"]; ok && tc.name == "sed -i" {
+				if f, ok := got["a.txt"]; ok && (tc.name == "sed -i" || strings.HasPrefix(tc.name, "same size")) {
 					if !strings.Contains(f.Diff, "-beta\n+BETA\n") || f.Attribution != AttrDuring || f.Before == nil || *f.After != "alpha\nBETA\ngamma\n" {
 						t.Errorf("a.txt: %+v", f)
 					}
