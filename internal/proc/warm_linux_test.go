@@ -52,7 +52,6 @@ func newWarmWorld(t *testing.T, landlockOnly, secrets bool) *warmWorld {
 	}
 	w.policy = sandbox.Build(sandbox.Options{Workspace: w.ws, Home: home, TempDir: w.tmp, MaxProcs: 256})
 	w.policy.LandlockOnly = landlockOnly
-	time.Sleep(sandbox.StampGrain) // a stamp that saw the world being made never holds
 	return w
 }
 
@@ -362,7 +361,6 @@ func warmDaemon() int {
 	SetWarm(true)
 	ws := os.Getenv(warmDaemonEnv)
 	p := sandbox.Build(sandbox.Options{Workspace: ws, TempDir: ws, MaxProcs: 256})
-	time.Sleep(sandbox.StampGrain) // a stamp that saw the workspace being made never holds
 	run := func(script string) error {
 		cmd := Command(context.Background(), time.Second, "sh", "-c", script)
 		if err := Confine(cmd, p); err != nil {

@@ -35,7 +35,7 @@ func TestStamp(t *testing.T) {
 	}
 	// Birth and change times cannot be set back: wait out the grain once, as a person would.
 	aged()
-	time.Sleep(sandbox.StampGrain)
+	time.Sleep(sandbox.RacyGrain)
 	s := sandbox.TakeStamp(p)
 	if !s.Holds(sandbox.ModeNamespaces) || !s.Holds(sandbox.ModeLandlock) {
 		t.Fatal("a stamp does not hold with nothing changed")

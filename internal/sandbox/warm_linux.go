@@ -240,10 +240,9 @@ type stamped struct {
 	changed int64  // a listed folder's change time
 }
 
-// StampGrain is how recent a time a stamp saw may be before it cannot tell a later change
-// apart from it: a few ticks of the kernel's coarse clock (1-10 ms), with room. (So a stage
-// started ahead less than this after a workspace was made is not used.)
-const StampGrain = 50 * time.Millisecond
+// racyGrain is how recent a time a stamp saw may be before it cannot tell a later change
+// apart from it: a few ticks of the kernel's coarse clock (1-10 ms), with room.
+const racyGrain = 50 * time.Millisecond
 
 // TakeStamp takes the stamp of p.
 func TakeStamp(p *Policy) Stamp {
@@ -251,7 +250,7 @@ func TakeStamp(p *Policy) Stamp {
 	s := Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
 	for _, st := range append(slices.Clone(s.ns), s.landlock...) {
 		for _, t := range []int64{st.id.born, st.changed} {
-			if at.Sub(time.Unix(0, t)) < StampGrain {
+			if at.Sub(time.Unix(0, t)) < racyGrain {
 				s.racy = true
 			}
 		}
