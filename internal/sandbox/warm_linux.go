@@ -233,11 +233,13 @@ type Stamp struct {
 }
 
 type stamped struct {
-	path    string
-	listed  bool
-	exists  bool
-	id      fileID // with the change time as birth time where the file system keeps none
-	changed int64  // a listed folder's change time
+	path     string
+	listed   bool
+	exists   bool
+	dev, ino uint64
+	kind     uint32        // the type bits of the mode
+	born     unix.Timespec // the birth time (the change time where the file system keeps none)
+	changed  unix.Timespec // a listed folder's change time
 }
 
 // racyGrain is how recent a time a stamp saw may be before it cannot tell a later change
@@ -249,8 +251,8 @@ func TakeStamp(p *Policy) Stamp {
 	at := time.Now()
 	s := Stamp{ns: stampOf(p, false), landlock: stampOf(p, true)}
 	for _, st := range append(slices.Clone(s.ns), s.landlock...) {
-		for _, t := range []int64{st.id.born, st.changed} {
-			if at.Sub(time.Unix(0, t)) < racyGrain {
+		for _, t := range []unix.Timespec{st.born, st.changed} {
+			if at.Sub(time.Unix(t.Unix())) < racyGrain {
 				s.racy = true
 			}
 		}
@@ -297,12 +299,13 @@ func stampPath(path string, listed bool) stamped {
 	if !ok {
 		return s
 	}
-	if id.born == 0 {
-		id.born = changed
+	s.exists, s.dev, s.ino, s.kind = true, id.dev, id.ino, id.kind
+	s.born = unix.NsecToTimespec(changed)
+	if id.born != 0 {
+		s.born = unix.NsecToTimespec(id.born)
 	}
-	s.exists, s.id = true, id
 	if listed {
-		s.changed = changed
+		s.changed = unix.NsecToTimespec(changed)
 	}
 	return s
 }
