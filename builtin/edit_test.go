@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"maps"
 	"os"
@@ -152,6 +153,33 @@ func TestEditChangedWhileAsking(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 	if b, _ := os.ReadFile(e.path("go.go")); string(b) != "package other // longer now\n" {
+		t.Fatalf("file overwritten: %q", b)
+	}
+}
+
+// TestEditChangedWhileAskingSameSizeAndTime: the file changes while the person decides, to
+// bytes of the same size, and its modification time is set back (touch -d); the edit still
+// fails rather than overwrite them.
+func TestEditChangedWhileAskingSameSizeAndTime(t *testing.T) {
+	e := newEnv(t, editTree)
+	fi, err := os.Stat(e.path("go.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	old, _ := os.ReadFile(e.path("go.go"))
+	changed := bytes.ToUpper(old)
+	call := e.call("edit")
+	call.Ask = func(ctx context.Context, req registry.AskRequest) error {
+		if err := os.WriteFile(e.path("go.go"), changed, 0o644); err != nil {
+			return err
+		}
+		return os.Chtimes(e.path("go.go"), fi.ModTime(), fi.ModTime())
+	}
+	_, err = e.tools["edit"].Execute(context.Background(), call, []byte(`{"filePath":"go.go","oldString":"main()","newString":"run()"}`))
+	if err == nil || !strings.Contains(err.Error(), "changed on disk") {
+		t.Fatalf("err = %v", err)
+	}
+	if b, _ := os.ReadFile(e.path("go.go")); !bytes.Equal(b, changed) {
 		t.Fatalf("file overwritten: %q", b)
 	}
 }

@@ -7,10 +7,11 @@ import (
 	"syscall"
 )
 
-// fileID is the device and inode of the file fi describes (0, 0 when unknown).
-func fileID(fi os.FileInfo) (dev, ino uint64) {
+// fileID is the device, inode and change time of the file fi describes (0, 0, 0 when
+// unknown).
+func fileID(fi os.FileInfo) (dev, ino uint64, changed int64) {
 	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
-		return uint64(st.Dev), st.Ino
+		return uint64(st.Dev), st.Ino, ctime(st)
 	}
-	return 0, 0
+	return 0, 0, 0
 }

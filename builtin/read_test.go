@@ -477,3 +477,47 @@ func TestReadHead(t *testing.T) {
 		})
 	}
 }
+
+// TestReadLineIndexRewrittenSameSizeAndTime: a large file rewritten in place to bytes of the
+// same size with its lines elsewhere, its modification time set back (touch -d), is not read
+// through the index of the old bytes.
+func TestReadLineIndexRewrittenSameSizeAndTime(t *testing.T) {
+	e := newEnv(t, "")
+	lines := func(short, long int) []byte {
+		var b bytes.Buffer
+		for i := 1; b.Len() < lineIndexMinSize+(1<<20); i++ {
+			fmt.Fprintf(&b, "line %d %s\n", i, strings.Repeat("z", short+i%long))
+		}
+		return b.Bytes()
+	}
+	p := e.path("big.txt")
+	before, after := lines(1, 7), lines(5, 3)
+	after = after[:min(len(before), len(after))]
+	before = before[:len(after)]
+	if err := os.WriteFile(p, before, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	fi := mustStat(t, p)
+	read := func(offset int) string {
+		t.Helper()
+		res, err := e.run("read", map[string]any{"filePath": "big.txt", "offset": offset, "limit": 3})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Output
+	}
+	read(3 * lineIndexStep) // builds the index
+	if lookupLineIndex(nil, p, fi) == nil {
+		t.Fatal("no index after reading a large file")
+	}
+	if err := os.WriteFile(p, after, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Chtimes(p, fi.ModTime(), fi.ModTime()); err != nil {
+		t.Fatal(err)
+	}
+	want := fmt.Sprintf("%6d\tline %d ", 3*lineIndexStep, 3*lineIndexStep)
+	if got := read(3 * lineIndexStep); !strings.Contains(got, want) {
+		t.Errorf("read through the old bytes' index: %.200q, want a line starting %q", got, want)
+	}
+}

@@ -21,6 +21,7 @@ type lineIndex struct {
 	size     int64
 	mod      time.Time
 	dev, ino uint64
+	changed  int64 // the change time: unlike mod, no process can set it back (touch -d)
 	total    int
 	newlines int    // '\n' bytes in the first size bytes
 	tail     []byte // the last (up to) 4 KiB of those bytes, to recognise an append
@@ -46,11 +47,11 @@ func lookupLineIndex(f io.ReaderAt, abs string, fi os.FileInfo) *lineIndex {
 	if ix == nil || len(ix.marks) == 0 {
 		return nil
 	}
-	dev, ino := fileID(fi)
+	dev, ino, changed := fileID(fi)
 	if ix.dev != dev || ix.ino != ino {
 		return nil
 	}
-	if ix.size == fi.Size() && ix.mod.Equal(fi.ModTime()) {
+	if ix.size == fi.Size() && ix.mod.Equal(fi.ModTime()) && ix.changed == changed {
 		return ix
 	}
 	if fi.Size() <= ix.size || f == nil {
@@ -95,7 +96,7 @@ func lookupLineIndex(f io.ReaderAt, abs string, fi os.FileInfo) *lineIndex {
 	if last != '\n' {
 		total++
 	}
-	nix := &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, newlines: nl, tail: tail, step: ix.step, marks: b.marks}
+	nix := &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, changed: changed, total: total, newlines: nl, tail: tail, step: ix.step, marks: b.marks}
 	putLineIndex(abs, nix)
 	return nix
 }
@@ -113,8 +114,8 @@ func storeLineIndex(f io.ReaderAt, abs string, fi os.FileInfo, total int, b *ind
 	if len(tail) > 0 && tail[len(tail)-1] != '\n' {
 		nl--
 	}
-	dev, ino := fileID(fi)
-	putLineIndex(abs, &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, total: total, newlines: nl, tail: tail, step: b.step, marks: b.marks})
+	dev, ino, changed := fileID(fi)
+	putLineIndex(abs, &lineIndex{size: fi.Size(), mod: fi.ModTime(), dev: dev, ino: ino, changed: changed, total: total, newlines: nl, tail: tail, step: b.step, marks: b.marks})
 }
 
 func putLineIndex(abs string, ix *lineIndex) {

@@ -1,6 +1,7 @@
 package builtin
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -162,10 +163,19 @@ func (c *change) unchanged() error {
 		return fmt.Errorf("%s was created by something else while the change waited for permission: read it, then redo the change", c.t.Display())
 	case c.existed && err != nil:
 		return fmt.Errorf("%s was removed while the change waited for permission: read the folder, then redo the change", c.t.Display())
-	case c.existed && c.info != nil && (!fi.ModTime().Equal(c.info.ModTime()) || fi.Size() != c.info.Size()):
+	case c.existed && c.info != nil && (fi.Size() != c.info.Size() || !c.sameOnDisk()):
 		return fmt.Errorf("%s changed on disk while the change waited for permission: read it again, then redo the change", c.t.Display())
 	}
 	return nil
+}
+
+// sameOnDisk reports whether the file still holds the bytes that were read, with the same
+// mode. The bytes, not the modification time: a command can set that back (touch -d), and a
+// write in the clock tick of the read leaves it equal; either would let the change overwrite
+// what was written meanwhile, and the checkpoint keep the bytes read as the file's before.
+func (c *change) sameOnDisk() bool {
+	data, fi, err := readChecked(c.t, int64(len(c.old)))
+	return err == nil && fi.Mode() == c.info.Mode() && bytes.Equal(data, c.old)
 }
 
 // report records, for the call's checkpoint, the state before the change of every file it

@@ -15,6 +15,7 @@ import (
 
 	"go.uber.org/goleak"
 
+	"github.com/toolsd/toolsd/internal/posix"
 	"github.com/toolsd/toolsd/protocol"
 	"github.com/toolsd/toolsd/store"
 )
@@ -250,6 +251,7 @@ func TestShellChangeKinds(t *testing.T) {
 		want      map[string]string // path -> status
 	}{
 		{"sed -i", "sed -i 's/beta/BETA/' a.txt", map[string]string{"a.txt": protocol.ChangeModified}},
+		{"same size, same inode, modification time set back", `t=$(stat -c %y a.txt); printf 'alpha\nBETA\ngamma\n' 1<>a.txt; touch -d "$t" a.txt`, map[string]string{"a.txt": protocol.ChangeModified}},
 		{"rm -rf dir", "rm -rf dir", map[string]string{"dir": protocol.ChangeDeleted, "dir/c.txt": protocol.ChangeDeleted, "dir/sub": protocol.ChangeDeleted, "dir/sub/d.txt": protocol.ChangeDeleted}},
 		{"mv", "mv b.txt renamed.txt", map[string]string{"renamed.txt": protocol.ChangeRenamed}},
 		{"chmod +x", "chmod +x a.txt", map[string]string{"a.txt": protocol.ChangeModified}},
@@ -283,7 +285,7 @@ func TestShellChangeKinds(t *testing.T) {
 				if fmt.Sprint(statuses) != fmt.Sprint(tc.want) {
 					t.Fatalf("changes = %v, want %v", statuses, tc.want)
 				}
-				if f, ok := got["a.txt"]; ok && tc.name == "sed -i" {
+				if f, ok := got["a.txt"]; ok && (tc.name == "sed -i" || strings.HasPrefix(tc.name, "same size")) {
 					if !strings.Contains(f.Diff, "-beta\n+BETA\n") || f.Attribution != AttrDuring || f.Before == nil || *f.After != "alpha\nBETA\ngamma\n" {
 						t.Errorf("a.txt: %+v", f)
 					}
@@ -692,6 +694,51 @@ func TestGitConvertedFilesRead(t *testing.T) {
 			e.revert(ref, false, false)
 			if d := diffSnap(before, e.snapshot()); d != "" {
 				t.Fatalf("after the revert:\n%s", d)
+			}
+		})
+	}
+}
+
+// TestRacilyCleanFileIsReadAgain: a file the index holds with a stat identity that a write
+// in the same tick of the clock would leave equal (a write of the same size, in place) is
+// read again at the next sync, and its new bytes are seen. The index entry is forged to what
+// such a write leaves: the file's stat now, with the content id of the bytes before.
+func TestRacilyCleanFileIsReadAgain(t *testing.T) {
+	for _, mode := range []struct {
+		name string
+		o    envOpts
+	}{{"walk", envOpts{}}, {"journal", envOpts{journal: true}}} {
+		t.Run(mode.name, func(t *testing.T) {
+			o := mode.o
+			o.files = map[string]string{"a.txt": "alpha\nbeta\n"}
+			e := newEnv(t, o)
+			p := filepath.Join(e.ws, "a.txt")
+			f, err := os.OpenFile(p, os.O_WRONLY, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := f.WriteAt([]byte("BETA"), 6); err != nil {
+				t.Fatal(err)
+			}
+			f.Close()
+			var st posix.Stat_t
+			if err := posix.Fstatat(posix.AT_FDCWD, p, &st, posix.AT_SYMLINK_NOFOLLOW); err != nil {
+				t.Fatal(err)
+			}
+			now, _ := statState(&st)
+			e.tr.syncMu.Lock()
+			defer e.tr.syncMu.Unlock()
+			old, ok := e.tr.index.get("a.txt")
+			if !ok {
+				t.Fatal("a.txt is not in the index")
+			}
+			now.Content, now.Git = old.Content, old.Git
+			e.tr.index.set("a.txt", now)
+			if err := e.tr.syncLocked(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if got, _ := e.tr.index.get("a.txt"); got.Content != store.ContentID([]byte("alpha\nBETA\n")) {
+				t.Errorf("the index still holds the bytes before the write (%s)", got.Content)
 			}
 		})
 	}

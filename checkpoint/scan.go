@@ -77,6 +77,19 @@ func sameIdentity(a, b store.FileState) bool {
 	return a.Kind == b.Kind && a.Mode == b.Mode && a.Size == b.Size && a.Mtime == b.Mtime && a.Ctime == b.Ctime && a.Ino == b.Ino
 }
 
+// unchangedSince reports whether the file the index holds as old is still what it says
+// without reading it: the same stat identity, and not racy. A state whose ctime is within
+// racyMargin of the previous sync's start (the look that may have recorded it) or later
+// cannot tell a write in the same tick of the file system's clock apart from itself (a
+// write of the same size leaves every field equal): it is read again, once, as git does its
+// "racily clean" entries. syncMu is held.
+func (t *Tracker) unchangedSince(old, cur store.FileState) bool {
+	if !sameIdentity(old, cur) {
+		return false
+	}
+	return old.Kind != store.KindFile || t.lastSync.IsZero() || old.Ctime < t.lastSync.Add(-racyMargin).UnixNano()
+}
+
 // budget is how many bytes a look at the workspace may still store; with batch set, the
 // contents go to the store in batches.
 type budget struct {
@@ -308,7 +321,7 @@ func (t *Tracker) compareLocked(ctx context.Context, all []walked) error {
 	idx.each(func(p string, old store.FileState) {
 		fresh(p, false)
 		if i < len(all) && all[i].rel == p {
-			if !sameIdentity(old, all[i].id.state()) {
+			if !t.unchangedSince(old, all[i].id.state()) {
 				toRead = append(toRead, i)
 			}
 			i++
@@ -473,7 +486,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 		if had && old.Kind == store.KindDir && cur.Kind != store.KindDir {
 			idx.below(p, func(q string) { changed[q] = store.FileState{} })
 		}
-		if !had || !sameIdentity(old, cur) {
+		if !had || !t.unchangedSince(old, cur) {
 			if cur.Kind != store.KindDir || !had {
 				cur = t.readAt(dirfd, name, cur, b)
 			}
@@ -503,7 +516,7 @@ func (t *Tracker) refreshLocked(ctx context.Context, paths []string) error {
 			if !ok {
 				return
 			}
-			if old, ok := idx.get(rel); ok && sameIdentity(old, cur) {
+			if old, ok := idx.get(rel); ok && t.unchangedSince(old, cur) {
 				return
 			}
 			cur = t.readRel(rel, cur, b)

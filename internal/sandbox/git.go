@@ -130,8 +130,15 @@ type Watch struct {
 	deferred bool
 }
 
-// fileID is a file's identity: its device and inode.
-type fileID struct{ dev, ino uint64 }
+// fileID is a file's identity: its device, inode, type and birth time (0 where the file
+// system keeps none). The inode number alone does not do: a file system hands a freed number
+// to the next file it makes, so a git folder removed and made again (as another folder, a
+// link, a git file) in the same folder often comes back under the number it had.
+type fileID struct {
+	dev, ino uint64
+	kind     uint32 // the type bits of the mode
+	born     int64  // nanoseconds
+}
 
 // A Journal tells the daemon what is in a workspace and what was created in it without
 // walking it: the checkpoints' change journal (checkpoint.Tracker.Follow). Safe for
@@ -166,7 +173,7 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 	if p.Checker != 0 {
 		w := &Watch{p: p, before: map[string]fileID{}, deferred: true}
 		for path, id := range p.Seen {
-			w.before[path] = fileID{id[0], id[1]}
+			w.before[path] = fileID{dev: id[0], ino: id[1], kind: uint32(id[2]), born: int64(id[3])}
 		}
 		return p, w
 	}
@@ -183,9 +190,9 @@ func StartWatch(p *Policy) (*Policy, *Watch) {
 		w.add(w.before, path)
 	}
 	q := w.protect()
-	q.Journal, q.Checker, q.Seen = nil, os.Getpid(), make(map[string][2]uint64, len(w.before))
+	q.Journal, q.Checker, q.Seen = nil, os.Getpid(), make(map[string][4]uint64, len(w.before))
 	for path, id := range w.before {
-		q.Seen[path] = [2]uint64{id.dev, id.ino}
+		q.Seen[path] = [4]uint64{id.dev, id.ino, uint64(id.kind), uint64(id.born)}
 	}
 	if len(q.Encode()) > maxChecked {
 		end()

@@ -43,6 +43,9 @@ var gitAttacks = []gitAttack{
 	{"a submodule's configuration", `printf '[core]\n\tfsmonitor = touch %s\n' "$MARK" >> .git/modules/mod/config; mkdir -p .git/modules/mod/hooks; printf '#!/bin/sh\ntouch %s\n' "$MARK" > .git/modules/mod/hooks/pre-commit; chmod +x .git/modules/mod/hooks/pre-commit`, []string{".", "mod"}},
 	{"a submodule's git file pointed elsewhere", plant(`"$TMPDIR/modevil"`) + `echo "gitdir: $TMPDIR/modevil" > mod/.git`, []string{".", "mod"}},
 	{"a linked worktree's configuration", `mkdir -p .git/worktrees/wt && echo ../.. > .git/worktrees/wt/commondir && printf '[core]\n\tfsmonitor = touch %s\n' "$MARK" > .git/worktrees/wt/config.worktree; git config extensions.worktreeConfig true`, []string{"."}},
+	{"a submodule's git file removed and made again", plant(`"$TMPDIR/modevil"`) + `rm -f mod/.git; echo "gitdir: $TMPDIR/modevil" > mod/.git`, []string{".", "mod"}},
+	{"a submodule's git file removed and made again as a link", plant(`"$TMPDIR/modevil"`) + `rm -f mod/.git; ln -s "$TMPDIR/modevil" mod/.git`, []string{".", "mod"}},
+	{"the git folder removed and made again as a link", plant(`"$TMPDIR/evil"`) + `rm -rf .git; ln -s "$TMPDIR/evil" .git`, []string{"."}},
 	{"objects from elsewhere", `mkdir -p .git/objects/info && echo "$TMPDIR/objects" > .git/objects/info/alternates`, []string{"."}},
 }
 

@@ -11,15 +11,6 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// fileIDOf is the identity of the entry at path (not followed), and whether it exists.
-func fileIDOf(path string) (fileID, bool) {
-	var st unix.Stat_t
-	if unix.Lstat(path, &st) != nil {
-		return fileID{}, false
-	}
-	return fileID{uint64(st.Dev), st.Ino}, true
-}
-
 // renameAside renames the entry at p to the first free name beside it (quarantineName) and
 // returns its path. The folder p is in is opened without following a link at any component:
 // the guard is unconfined, and a folder on the way that a confined process (another command,

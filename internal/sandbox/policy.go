@@ -72,8 +72,9 @@ type Policy struct {
 	// longer its parent when the tree has ended (the daemon died), comparing with Seen.
 	Checker int `json:"checker,omitempty"`
 	// Seen is, with Checker, what the daemon saw before the command: the protected entries,
-	// watched paths, git folders and git files, each with its identity (device, inode).
-	Seen map[string][2]uint64 `json:"seen,omitempty"`
+	// watched paths, git folders and git files, each with its identity (device, inode, type
+	// and birth time: fileID).
+	Seen map[string][4]uint64 `json:"seen,omitempty"`
 	// Journal, in the daemon, is where StartWatch learns what is in the workspace and what
 	// a command created in it without walking it (nil: it walks). Never sent to the guard.
 	Journal Journal `json:"-"`

@@ -307,19 +307,17 @@ func stampOf(p *Policy, protectByLandlock bool) []stamped {
 // stampPath is path's stamp; with listed, a folder whose entries count, its time of change.
 func stampPath(path string, listed bool) stamped {
 	s := stamped{path: path, listed: listed}
-	var st unix.Statx_t
-	if unix.Statx(unix.AT_FDCWD, path, unix.AT_SYMLINK_NOFOLLOW, unix.STATX_BASIC_STATS|unix.STATX_BTIME, &st) != nil {
+	id, changed, ok := statIdentity(path)
+	if !ok {
 		return s
 	}
-	ts := func(t unix.StatxTimestamp) unix.Timespec { return unix.Timespec{Sec: t.Sec, Nsec: int64(t.Nsec)} }
-	s.exists, s.dev, s.ino = true, unix.Mkdev(st.Dev_major, st.Dev_minor), st.Ino
-	s.kind = uint32(st.Mode) & unix.S_IFMT
-	s.born = ts(st.Ctime)
-	if st.Mask&unix.STATX_BTIME != 0 {
-		s.born = ts(st.Btime)
+	s.exists, s.dev, s.ino, s.kind = true, id.dev, id.ino, id.kind
+	s.born = unix.NsecToTimespec(changed)
+	if id.born != 0 {
+		s.born = unix.NsecToTimespec(id.born)
 	}
 	if listed {
-		s.changed = ts(st.Ctime)
+		s.changed = unix.NsecToTimespec(changed)
 	}
 	return s
 }

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 )
 
 // fakeJournal stands in for the checkpoints' change journal: it knows what the test says.
@@ -142,5 +143,66 @@ func TestWatchInTheGuard(t *testing.T) {
 	}
 	if n, _ := Looks(); n != walked+1 {
 		t.Errorf("with the daemon gone the guard walked %d times, want 1", n-walked)
+	}
+}
+
+// TestWatchSeesAGitEntryMadeAgain: a git folder removed and made again during the command, as
+// a folder or as a link, is moved aside like any git folder made then — also when the file
+// system gave it the inode number the one removed had (ext4 does, in the same folder), in
+// each way of looking: the guard's walk, the journal's report, the guard's walk against what
+// the daemon saw once the daemon is gone.
+func TestWatchSeesAGitEntryMadeAgain(t *testing.T) {
+	looks := map[string]func(t *testing.T, ws string, p *Policy) *Watch{
+		"walk": func(t *testing.T, ws string, p *Policy) *Watch { _, w := StartWatch(p); return w },
+		"journal": func(t *testing.T, ws string, p *Policy) *Watch {
+			git := []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")}
+			p.Journal = &fakeJournal{ok: true, endOK: true, git: git, found: git[1:]}
+			_, w := StartWatch(p)
+			return w
+		},
+		"guard, the daemon gone": func(t *testing.T, ws string, p *Policy) *Watch {
+			p.Journal = &fakeJournal{ok: true, endOK: true, git: []string{filepath.Join(ws, ".git"), filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")}}
+			q, _ := StartWatch(p)
+			g, err := Decode(q.Encode())
+			if err != nil {
+				t.Fatal(err)
+			}
+			g.Checker = os.Getpid() // not this process's parent
+			_, w := StartWatch(g)
+			return w
+		},
+	}
+	for name, look := range looks {
+		t.Run(strings.ReplaceAll(name, " ", "_"), func(t *testing.T) {
+			ws, p := watchWorld(t)
+			// Birth times have the clock's coarse tick as grain: the ones made again are
+			// made in a later tick, as a command's are.
+			time.Sleep(20 * time.Millisecond)
+			w := look(t, ws, p)
+			sub, pkg := filepath.Join(ws, "sub/.git"), filepath.Join(ws, "node_modules/pkg/.git")
+			subID, _ := fileIDOf(sub)
+			pkgID, _ := fileIDOf(pkg)
+			// The command:
+			if err := os.Remove(sub); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Mkdir(sub, 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Remove(pkg); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.Symlink(filepath.Join(ws, "src"), pkg); err != nil {
+				t.Fatal(err)
+			}
+			subAgain, _ := fileIDOf(sub)
+			pkgAgain, _ := fileIDOf(pkg)
+			t.Logf("inode numbers reused: %v, %v", subAgain.ino == subID.ino, pkgAgain.ino == pkgID.ino)
+
+			moved := w.Finish(io.Discard)
+			if want := []string{pkg, sub}; !slices.Equal(moved, want) {
+				t.Errorf("moved %v, want %v", moved, want)
+			}
+		})
 	}
 }
