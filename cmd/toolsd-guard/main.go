@@ -4,6 +4,9 @@
 // lies next to toolsd's own executable and was built from the same sources, and otherwise
 // starts its own binary in these modes; see docs/architecture.md ("The processes toolsd
 // starts").
+//
+// Package main only parses the guard's and the stage's flags and calls internal/proc and
+// internal/sandbox.
 package main
 
 import (

@@ -782,7 +782,7 @@ func TestACPStopsTheAgentsTree(t *testing.T) {
 		if time.Now().After(deadline) {
 			t.Fatal("the agent did not start its child")
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(10 * time.Millisecond) // polling a file the agent's child writes: no signal to wait on
 	}
 	alive := func() bool {
 		// A zombie (killed, its parent gone, not yet reaped by init) counts as ended.
@@ -804,6 +804,7 @@ func TestACPStopsTheAgentsTree(t *testing.T) {
 	case <-time.After(15 * time.Second):
 		t.Fatal("toolsd acp did not exit after its editor left: the agent's child holds its stdout")
 	}
+	// Polling the process table (not toolsd's own child, so no wait returns its end).
 	for end := time.Now().Add(5 * time.Second); alive(); time.Sleep(20 * time.Millisecond) {
 		if time.Now().After(end) {
 			t.Fatal("the agent's child outlived toolsd acp")

@@ -11,6 +11,8 @@
 //	go generate ./protocol
 //
 // The test of this package fails when the checked-in protocol.ts is not what it writes.
+//
+// Package main is a code generator, not part of the daemon.
 package main
 
 import (

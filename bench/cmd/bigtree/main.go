@@ -1,6 +1,8 @@
 // Command bigtree writes the generated 100,000-file tree of bench/bigtree into a folder:
 //
 //	go run ./bench/cmd/bigtree DIR
+//
+// Package main is a benchmark tool, not part of the daemon.
 package main
 
 import (

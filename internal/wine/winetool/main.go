@@ -7,6 +7,8 @@
 //
 //	winetool dll PATH            writes the DLL to PATH
 //	winetool verdict < EVENTS    prints the package's line; exits 1 when a test really failed
+//
+// Package main is a developer's test tool, not part of toolsd.
 package main
 
 import (
